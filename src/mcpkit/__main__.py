@@ -1,0 +1,3 @@
+from mcpkit.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""The one place that encodes and decodes JSON.
+
+orjson works on bytes, which is what every transport moves; nothing else in
+mcpkit imports a JSON library.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+JSONDecodeError = orjson.JSONDecodeError
+
+loads = orjson.loads
+
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+
+
+def _default(obj: Any) -> Any:
+    # Sets, tuples of odd types and objects with a to-JSON hook: the shapes a
+    # handler plausibly returns; anything else is a programming error.
+    if isinstance(obj, (set, frozenset)):
+        return list(obj)
+    to_json = getattr(obj, "__json__", None)
+    if to_json is not None:
+        return to_json()
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON bytes without newlines (ST-01)."""
+    return orjson.dumps(obj, default=_default, option=_OPTIONS)
+
+
+def dumps_str(obj: Any) -> str:
+    return orjson.dumps(obj, default=_default, option=_OPTIONS).decode()

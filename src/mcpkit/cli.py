@@ -1,0 +1,89 @@
+"""The ``mcpkit`` command.
+
+    mcpkit serve                      the bundled reference server, on stdio
+    mcpkit serve path/to/server.py    a user's server (the Server found in the file)
+    mcpkit serve package.module:app   a Server attribute of an importable module
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any
+
+__all__ = ["main", "load_server"]
+
+_PREFERRED = ("server", "mcp", "app")
+
+
+def _find_server(namespace: dict[str, Any], attribute: str | None, origin: str) -> Any:
+    from .server.server import Server
+
+    if attribute:
+        obj = namespace.get(attribute)
+        if obj is None:
+            raise SystemExit(f"mcpkit: {origin} has no attribute {attribute!r}")
+        if callable(obj) and not isinstance(obj, Server):
+            obj = obj()  # a factory
+        if not isinstance(obj, Server):
+            raise SystemExit(f"mcpkit: {origin}:{attribute} is a {type(obj).__name__}, not an mcpkit Server")
+        return obj
+    found = {k: v for k, v in namespace.items() if isinstance(v, Server)}
+    for name in _PREFERRED:
+        if name in found:
+            return found[name]
+    if len(found) == 1:
+        return next(iter(found.values()))
+    if not found:
+        raise SystemExit(f"mcpkit: no mcpkit Server instance found in {origin}; name one with {origin}:ATTRIBUTE")
+    raise SystemExit(f"mcpkit: several Servers in {origin} ({', '.join(sorted(found))}); name one with :ATTRIBUTE")
+
+
+def load_server(target: str | None) -> Any:
+    """Resolve TARGET (a .py file, ``module:attr`` or a module) to a Server."""
+    if not target:
+        from .reference import server
+
+        return server
+    path, sep, attribute = target.partition(":")
+    if path.endswith(".py") or os.sep in path or os.path.isfile(path):
+        if not os.path.isfile(path):
+            raise SystemExit(f"mcpkit: no such file: {path}")
+        full = os.path.abspath(path)
+        sys.path.insert(0, os.path.dirname(full))
+        spec = importlib.util.spec_from_file_location("__mcpkit_target__", full)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return _find_server(vars(module), attribute or None, path)
+    sys.path.insert(0, os.getcwd())
+    module = importlib.import_module(path)
+    return _find_server(vars(module), attribute or None, path)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    server = load_server(args.target)
+    options: dict[str, Any] = {}
+    if args.max_message_bytes:
+        options["max_message_bytes"] = args.max_message_bytes
+    server.run("stdio", **options)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mcpkit", description="Build, serve and check MCP servers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve an MCP server (default: the bundled reference server) on stdio")
+    serve.add_argument("target", nargs="?", help="path/to/server.py[:ATTR] or package.module[:ATTR]")
+    serve.add_argument("--max-message-bytes", type=int, default=None, help="largest accepted message (bytes)")
+    serve.set_defaults(func=_serve)
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""THE revision table: every difference between protocol revisions is a field here.
+
+Code elsewhere asks ``rev.batching`` or ``rev.tool_keys``, never compares version
+strings. Adding a revision means adding a row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "Revision",
+    "REVISIONS",
+    "HANDSHAKE_VERSIONS",
+    "LATEST_HANDSHAKE",
+    "negotiate",
+    "get",
+]
+
+_CONTENT_2024 = frozenset({"text", "image", "resource"})
+_CONTENT_2025_03 = _CONTENT_2024 | {"audio"}
+_CONTENT_2025_06 = _CONTENT_2025_03 | {"resource_link"}
+
+_BASE = frozenset({"name", "description", "inputSchema"})
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    version: str
+    #: "handshake" (initialize / sessions) or "modern" (per-request _meta, 2026-07-28)
+    era: str
+    #: BP-13: JSON-RPC batches are accepted only in 2025-03-26.
+    batching: bool
+    #: RS-08: the resource-not-found code.
+    resource_not_found: int
+    #: TL-10: arguments failing inputSchema are a tool error (isError) rather than -32602 (SEP-1303).
+    invalid_arguments_as_tool_error: bool
+    #: CP-01: a ``completions`` capability exists.
+    completions_capability: bool
+    #: TL-07: structuredContent / outputSchema exist.
+    structured_content: bool
+    #: EL-01: elicitation exists, and which modes.
+    elicitation: bool
+    elicitation_url: bool
+    #: LC-01 / IC-03: the keys Implementation (serverInfo) may carry.
+    implementation_keys: frozenset[str]
+    #: TL-05: the keys a Tool may carry.
+    tool_keys: frozenset[str]
+    #: RS-03: Resource / ResourceTemplate keys.
+    resource_keys: frozenset[str]
+    template_keys: frozenset[str]
+    #: PM-03: Prompt and PromptArgument keys.
+    prompt_keys: frozenset[str]
+    prompt_argument_keys: frozenset[str]
+    #: TL-09: the content block types that exist.
+    content_types: frozenset[str]
+    #: RS-11: annotations on content and resources (``Annotations`` type).
+    annotations: bool
+    #: PR-01: ``message`` on progress notifications.
+    progress_message: bool
+    #: ``_meta`` allowed on tools/resources/prompts (2025-06-18+).
+    item_meta: bool
+    #: Sampling with tools (SA-02) and the ``context`` sub-capability (2025-11-25+).
+    sampling_tools: bool
+
+
+_REVS = [
+    Revision(
+        version="2024-11-05",
+        era="handshake",
+        batching=False,
+        resource_not_found=-32002,
+        invalid_arguments_as_tool_error=False,
+        completions_capability=False,
+        structured_content=False,
+        elicitation=False,
+        elicitation_url=False,
+        implementation_keys=frozenset({"name", "version"}),
+        tool_keys=_BASE,
+        resource_keys=frozenset({"uri", "name", "description", "mimeType", "annotations"}),
+        template_keys=frozenset({"uriTemplate", "name", "description", "mimeType", "annotations"}),
+        prompt_keys=frozenset({"name", "description", "arguments"}),
+        prompt_argument_keys=frozenset({"name", "description", "required"}),
+        content_types=_CONTENT_2024,
+        annotations=False,
+        progress_message=False,
+        item_meta=False,
+        sampling_tools=False,
+    ),
+    Revision(
+        version="2025-03-26",
+        era="handshake",
+        batching=True,
+        resource_not_found=-32002,
+        invalid_arguments_as_tool_error=False,
+        completions_capability=True,
+        structured_content=False,
+        elicitation=False,
+        elicitation_url=False,
+        implementation_keys=frozenset({"name", "version"}),
+        tool_keys=_BASE | {"annotations"},
+        resource_keys=frozenset({"uri", "name", "description", "mimeType", "annotations", "size"}),
+        template_keys=frozenset({"uriTemplate", "name", "description", "mimeType", "annotations"}),
+        prompt_keys=frozenset({"name", "description", "arguments"}),
+        prompt_argument_keys=frozenset({"name", "description", "required"}),
+        content_types=_CONTENT_2025_03,
+        annotations=True,
+        progress_message=True,
+        item_meta=False,
+        sampling_tools=False,
+    ),
+    Revision(
+        version="2025-06-18",
+        era="handshake",
+        batching=False,
+        resource_not_found=-32002,
+        invalid_arguments_as_tool_error=False,
+        completions_capability=True,
+        structured_content=True,
+        elicitation=True,
+        elicitation_url=False,
+        implementation_keys=frozenset({"name", "version", "title"}),
+        tool_keys=_BASE | {"annotations", "title", "outputSchema", "_meta"},
+        resource_keys=frozenset({"uri", "name", "title", "description", "mimeType", "annotations", "size", "_meta"}),
+        template_keys=frozenset({"uriTemplate", "name", "title", "description", "mimeType", "annotations", "_meta"}),
+        prompt_keys=frozenset({"name", "title", "description", "arguments", "_meta"}),
+        prompt_argument_keys=frozenset({"name", "title", "description", "required"}),
+        content_types=_CONTENT_2025_06,
+        annotations=True,
+        progress_message=True,
+        item_meta=True,
+        sampling_tools=False,
+    ),
+    Revision(
+        version="2025-11-25",
+        era="handshake",
+        batching=False,
+        resource_not_found=-32002,
+        invalid_arguments_as_tool_error=True,
+        completions_capability=True,
+        structured_content=True,
+        elicitation=True,
+        elicitation_url=True,
+        implementation_keys=frozenset({"name", "version", "title", "description", "icons", "websiteUrl"}),
+        tool_keys=_BASE | {"annotations", "title", "outputSchema", "_meta", "icons", "execution"},
+        resource_keys=frozenset(
+            {"uri", "name", "title", "description", "mimeType", "annotations", "size", "_meta", "icons"}
+        ),
+        template_keys=frozenset(
+            {"uriTemplate", "name", "title", "description", "mimeType", "annotations", "_meta", "icons"}
+        ),
+        prompt_keys=frozenset({"name", "title", "description", "arguments", "_meta", "icons"}),
+        prompt_argument_keys=frozenset({"name", "title", "description", "required"}),
+        content_types=_CONTENT_2025_06,
+        annotations=True,
+        progress_message=True,
+        item_meta=True,
+        sampling_tools=True,
+    ),
+]
+
+REVISIONS: dict[str, Revision] = {r.version: r for r in _REVS}
+HANDSHAKE_VERSIONS: tuple[str, ...] = tuple(r.version for r in _REVS if r.era == "handshake")
+LATEST_HANDSHAKE: str = HANDSHAKE_VERSIONS[-1]
+
+
+def get(version: str) -> Revision:
+    return REVISIONS[version]
+
+
+def negotiate(requested: object, supported: tuple[str, ...] = HANDSHAKE_VERSIONS) -> Revision:
+    """LC-02: answer the client's version when supported, otherwise our latest."""
+    if isinstance(requested, str) and requested in supported:
+        return REVISIONS[requested]
+    return REVISIONS[supported[-1]]

@@ -1,0 +1,295 @@
+"""The bundled reference server: the official conformance contract plus a few demo tools.
+
+``mcpkit serve`` runs it. Names, arguments, URIs, MIME types and texts follow
+the conformance suite's contract exactly (suite 0.1.16, section 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+from .. import __version__
+from ..protocol.errors import ToolError
+from ..server.content import audio, image, resource, text
+from ..server.context import Context
+from ..server.server import Server
+
+__all__ = ["server", "PNG_1X1", "WAV_MIN"]
+
+PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+WAV_MIN = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+
+server = Server(
+    "mcpkit-reference",
+    __version__,
+    title="mcpkit reference server",
+    description="Every MCP server feature, as the official conformance suite expects it.",
+    instructions="A test server: the test_* tools, resources and prompts follow the MCP conformance contract.",
+    website_url="https://pypi.org/project/mcpkit/",
+)
+
+# ---------------------------------------------------------------------------- tools (contract §2.2)
+
+
+@server.tool
+def test_simple_text() -> str:
+    """Returns a simple text response."""
+    return "This is a simple text response for testing."
+
+
+@server.tool
+def test_image_content() -> Any:
+    """Returns a 1x1 PNG image."""
+    return image(PNG_1X1, "image/png")
+
+
+@server.tool
+def test_audio_content() -> Any:
+    """Returns a minimal WAV clip."""
+    return audio(WAV_MIN, "audio/wav")
+
+
+@server.tool
+def test_embedded_resource() -> Any:
+    """Returns an embedded text resource."""
+    return resource("test://embedded-resource", text="This is an embedded resource content.", mime_type="text/plain")
+
+
+@server.tool
+def test_multiple_content_types() -> list[Any]:
+    """Returns text, an image and an embedded resource."""
+    return [
+        text("Multiple content types test:"),
+        image(PNG_1X1, "image/png"),
+        resource(
+            "test://mixed-content-resource",
+            text=json.dumps({"test": "data", "value": 123}, separators=(",", ":")),
+            mime_type="application/json",
+        ),
+    ]
+
+
+@server.tool
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Sends three info log messages while it runs."""
+    await ctx.info("Tool execution started")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool processing data")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@server.tool
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Reports progress 0, 50 and 100 out of 100 on the request's progress token."""
+    for step, value in enumerate((0, 50, 100)):
+        if step:
+            await asyncio.sleep(0.05)
+        await ctx.report_progress(value, 100, f"Completed step {value} of 100")
+    return str(ctx.progress_token) if ctx.progress_token is not None else "Progress complete"
+
+
+@server.tool
+def test_error_handling() -> str:
+    """Always fails, as a tool error (isError), not a protocol error."""
+    raise ToolError("This tool intentionally returns an error for testing")
+
+
+@server.tool
+async def test_sampling(prompt: Annotated[str, "The prompt to send to the client's model"], ctx: Context) -> str:
+    """Asks the client's model (sampling/createMessage) and returns its answer."""
+    result = await ctx.sample(prompt, max_tokens=100)
+    content = result.get("content") if isinstance(result, dict) else None
+    if isinstance(content, list):
+        content = next((c for c in content if c.get("type") == "text"), content[0] if content else None)
+    answer = content.get("text", "") if isinstance(content, dict) else ""
+    return f"LLM response: {answer}"
+
+
+@server.tool
+async def test_elicitation(message: Annotated[str, "The message to show the user"], ctx: Context) -> str:
+    """Asks the user for a username and an email (elicitation/create)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    }
+    result = await ctx.elicit(message, schema)
+    return f"User response: <action: {result.get('action')}, content: {json.dumps(result.get('content'))}>"
+
+
+@server.tool
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Elicits five fields that all carry defaults (SEP-1034)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+        },
+        "required": [],
+    }
+    result = await ctx.elicit("Please review and update the form fields with defaults", schema)
+    return f"Elicitation completed: action={result.get('action')}, content={json.dumps(result.get('content'))}"
+
+
+@server.tool
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Elicits the five enum shapes of SEP-1330."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"},
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ]
+                },
+            },
+        },
+        "required": [],
+    }
+    result = await ctx.elicit("Please choose from the enum options", schema)
+    return f"Elicitation completed: action={result.get('action')}, content={json.dumps(result.get('content'))}"
+
+
+# A raw schema is listed exactly as given: $schema, $defs and $ref stay (JS-01, JS-04).
+server.add_tool(
+    "json_schema_2020_12_tool",
+    lambda arguments: f"Received: {json.dumps(arguments, sort_keys=True)}",
+    description="Tool with JSON Schema 2020-12 features",
+    input_schema={
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+            }
+        },
+        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+        "additionalProperties": False,
+    },
+)
+
+
+@server.tool
+async def test_reconnection() -> str:
+    """Runs briefly, so a client can drop and resume the stream mid-call (SEP-1699)."""
+    await asyncio.sleep(0.2)
+    return "Reconnection test completed successfully"
+
+
+# ---------------------------------------------------------------------------- demo tools
+
+
+@server.tool(read_only=True, idempotent=True, open_world=False)
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool(read_only=True, idempotent=True, open_world=False)
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@server.tool(read_only=True, open_world=False)
+async def countdown(seconds: Annotated[int, "How many seconds to count down"], ctx: Context) -> str:
+    """Counts down, reporting progress every second; cancel it to stop early."""
+    for done in range(seconds):
+        await ctx.report_progress(done, seconds, f"{seconds - done} s left")
+        await asyncio.sleep(1)
+    return "Lift-off"
+
+
+# ---------------------------------------------------------------------------- resources (contract §2.3)
+
+
+@server.resource("test://static-text", name="static-text", description="A static text resource", mime_type="text/plain")
+def static_text() -> str:
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", name="static-binary", description="A static binary resource (1x1 PNG)", mime_type="image/png")
+def static_binary() -> dict[str, Any]:
+    return {"blob": PNG_1X1}
+
+
+@server.resource_template(
+    "test://template/{id}/data",
+    name="template-data",
+    description="JSON data for any id",
+    mime_type="application/json",
+    completions={"id": lambda value: [str(i) for i in range(1, 6) if str(i).startswith(value)]},
+)
+def template_data(id: str) -> str:
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":"))
+
+
+@server.resource("test://watched-resource", name="watched-resource", description="A resource to subscribe to", mime_type="text/plain")
+def watched_resource() -> str:
+    return "Watched resource content"
+
+
+# ---------------------------------------------------------------------------- prompts (contract §2.4)
+
+
+@server.prompt
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt(completions={"arg1": lambda value: [v for v in ("paris", "park", "party") if v.startswith(value)]})
+def test_prompt_with_arguments(
+    arg1: Annotated[str, "First test argument"], arg2: Annotated[str, "Second test argument"]
+) -> str:
+    """A prompt with two required arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt
+def test_prompt_with_embedded_resource(resourceUri: Annotated[str, "URI of the resource to embed"]) -> list[Any]:  # noqa: N803
+    """A prompt that embeds a resource."""
+    return [
+        {"role": "user", "content": resource(resourceUri, text="Embedded resource content for testing.", mime_type="text/plain")},
+        {"role": "user", "content": text("Please process the embedded resource above.")},
+    ]
+
+
+@server.prompt
+def test_prompt_with_image() -> list[Any]:
+    """A prompt with an image."""
+    return [
+        {"role": "user", "content": image(PNG_1X1, "image/png")},
+        {"role": "user", "content": text("Please analyze the image above.")},
+    ]

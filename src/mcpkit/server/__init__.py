@@ -1,0 +1,1 @@
+"""Server-side API: registries, tools, resources, prompts, context and dispatch."""

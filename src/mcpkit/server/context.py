@@ -1,0 +1,207 @@
+"""Context: what a handler may ask of the protocol while it runs.
+
+A handler gets one by declaring a parameter annotated ``Context``. Progress and
+log calls work from async handlers and from sync handlers running in worker
+threads alike (they hop onto the event loop). Requests to the client
+(sampling, elicitation, roots) are awaitable in async handlers and block the
+worker thread in sync handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.errors import McpError
+
+if TYPE_CHECKING:
+    from .session import ServerSession
+
+__all__ = ["Context", "ClientCapabilityError", "LOG_LEVELS"]
+
+#: LG-04: RFC 5424 severities, in order.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+
+
+class ClientCapabilityError(RuntimeError):
+    """The client did not declare the capability a request to it needs (SA-01, EL-01, RT-01)."""
+
+
+class _Done:
+    """An already-finished awaitable, so ``await ctx.info(...)`` and ``ctx.info(...)`` both work."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Any:
+        return iter(())
+
+
+_DONE = _Done()
+
+
+class Context:
+    __slots__ = ("_session", "request_id", "method", "correlation_id", "_loop", "_thread", "cancelled")
+
+    def __init__(self, session: ServerSession, request_id: Any, method: str, correlation_id: str) -> None:
+        self._session = session
+        self.request_id = request_id
+        self.method = method
+        self.correlation_id = correlation_id
+        self._loop = session.loop
+        self._thread = threading.get_ident()
+        #: set when the client cancelled this request (CN-01); sync handlers can poll it
+        self.cancelled = threading.Event()
+
+    # ------------------------------------------------------------------ facts about the peer
+
+    @property
+    def protocol_version(self) -> str:
+        return self._session.revision.version if self._session.revision else ""
+
+    @property
+    def client_info(self) -> dict[str, Any]:
+        return self._session.engine.client_info
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self._session.engine.client_capabilities
+
+    @property
+    def progress_token(self) -> Any:
+        return self._session.engine.progress_token(self.request_id)
+
+    @property
+    def server(self) -> Any:
+        return self._session.server
+
+    # ------------------------------------------------------------------ notifications
+
+    def _on_loop(self, fn: Any, *args: Any) -> None:
+        if threading.get_ident() == self._thread:
+            fn(*args)
+        else:
+            self._loop.call_soon_threadsafe(fn, *args)
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> _Done:
+        """notifications/progress on this request's token; nothing when the client sent none (PR-01)."""
+        self._on_loop(self._session.send_progress, self.request_id, progress, total, message)
+        return _DONE
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> _Done:
+        """notifications/message at ``level``, filtered by the client's logging/setLevel (LG-02)."""
+        if level not in _LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        self._on_loop(self._session.send_log, level, data, logger, self.request_id)
+        return _DONE
+
+    def debug(self, data: Any, logger: str | None = None) -> _Done:
+        return self.log("debug", data, logger)
+
+    def info(self, data: Any, logger: str | None = None) -> _Done:
+        return self.log("info", data, logger)
+
+    def warning(self, data: Any, logger: str | None = None) -> _Done:
+        return self.log("warning", data, logger)
+
+    def error(self, data: Any, logger: str | None = None) -> _Done:
+        return self.log("error", data, logger)
+
+    # ------------------------------------------------------------------ requests to the client
+
+    def _request(self, method: str, params: dict[str, Any] | None, timeout: float | None) -> Any:
+        coro = self._session.request_client(method, params, related=self.request_id, timeout=timeout)
+        if threading.get_ident() == self._thread:
+            return coro
+        # a sync handler in a worker thread: block this thread, not the loop
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def _require(self, *path: str) -> None:
+        caps: Any = self.client_capabilities
+        for key in path:
+            if not isinstance(caps, dict) or key not in caps:
+                raise ClientCapabilityError(
+                    f"the client did not declare the {'.'.join(path)!r} capability, so this server cannot ask it for that"
+                )
+            caps = caps[key]
+
+    def sample(
+        self,
+        messages: str | list[dict[str, Any]],
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+        model_preferences: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """sampling/createMessage (SA-01..SA-04). Returns the client's CreateMessageResult dict."""
+        self._require("sampling")
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        if temperature is not None:
+            params["temperature"] = temperature
+        if stop_sequences:
+            params["stopSequences"] = stop_sequences
+        if model_preferences:
+            params["modelPreferences"] = model_preferences
+        if metadata:
+            params["metadata"] = metadata
+        if tools is not None or tool_choice is not None:
+            rev = self._session.revision
+            if rev is None or not rev.sampling_tools:
+                raise ClientCapabilityError("tools in sampling need protocol 2025-11-25 or later (SA-02)")
+            self._require("sampling", "tools")
+            if tools is not None:
+                params["tools"] = tools
+            if tool_choice is not None:
+                params["toolChoice"] = tool_choice
+        return self._request("sampling/createMessage", params, timeout)
+
+    def elicit(
+        self, message: str, schema: dict[str, Any] | type, *, timeout: float | None = None
+    ) -> Any:
+        """elicitation/create in form mode (EL-01, EL-02). Returns the ElicitResult dict
+        ({"action": "accept"|"decline"|"cancel", "content": {...}})."""
+        rev = self._session.revision
+        if rev is None or not rev.elicitation:
+            raise ClientCapabilityError(f"elicitation does not exist in protocol {self.protocol_version}")
+        self._require("elicitation")
+        if not isinstance(schema, dict):
+            from .schema import type_schema
+
+            schema = type_schema(schema)
+        params: dict[str, Any] = {"message": message, "requestedSchema": schema}
+        if rev.elicitation_url:
+            params["mode"] = "form"
+        return self._request("elicitation/create", params, timeout)
+
+    def elicit_url(self, message: str, url: str, elicitation_id: str, *, timeout: float | None = None) -> Any:
+        """elicitation/create in URL mode (EL-04; 2025-11-25, needs ``elicitation.url``)."""
+        rev = self._session.revision
+        if rev is None or not rev.elicitation_url:
+            raise ClientCapabilityError(f"URL elicitation does not exist in protocol {self.protocol_version}")
+        self._require("elicitation", "url")
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        return self._request("elicitation/create", params, timeout)
+
+    def roots(self, *, timeout: float | None = None) -> Any:
+        """roots/list (RT-01). Returns the ListRootsResult dict ({"roots": [...]})."""
+        self._require("roots")
+        return self._request("roots/list", None, timeout)
+
+
+def level_rank(level: str) -> int:
+    return _LEVEL_RANK[level]
+
+
+def client_error(exc: McpError) -> str:
+    return f"the client answered with error {exc.code}: {exc.message}"

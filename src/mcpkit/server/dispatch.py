@@ -1,0 +1,270 @@
+"""Method -> handler table for the handshake era.
+
+Each handler takes ``(session, request_id, params)`` and returns a result dict
+(answered at once) or an awaitable (a task or a worker-thread future) whose
+result is the result dict. Errors are McpError with the revision's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, ToolError
+from ..protocol.revisions import LATEST_HANDSHAKE, Revision
+from .context import LOG_LEVELS, ClientCapabilityError, Context
+from .prompts import messages_from
+from .resources import contents_from
+from .tools import OutputSchemaError, Tool, shape_for_revision
+from .validation import format_errors
+
+if TYPE_CHECKING:
+    from .session import ServerSession
+
+__all__ = ["METHODS"]
+
+log = logging.getLogger("mcpkit")
+
+Handler = Callable[["ServerSession", Any, dict[str, Any]], Any]
+
+
+def _str_param(params: dict[str, Any], key: str, method: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise McpError(INVALID_PARAMS, f"{method} needs a string {key!r} parameter.")
+    return value
+
+
+# ---------------------------------------------------------------------- lists (PA-01, PA-02)
+
+
+def _lister(kind: str) -> Handler:
+    def handler(session: ServerSession, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        return session.server.list_page(kind, session.revision, params.get("cursor"))  # type: ignore[arg-type]
+
+    handler.__name__ = f"list_{kind}"
+    return handler
+
+
+# ---------------------------------------------------------------------- tools
+
+
+def _tool_failure(tool: Tool, exc: BaseException, correlation_id: str | None) -> dict[str, Any]:
+    """TL-10: a tool's failure is a result with isError; internals stay in the log."""
+    correlation_id = correlation_id or uuid.uuid4().hex[:16]
+    if isinstance(exc, ToolError):
+        message = str(exc) or f"Tool {tool.name!r} failed."
+    elif isinstance(exc, (ClientCapabilityError, TimeoutError)):
+        message = str(exc)
+    elif isinstance(exc, OutputSchemaError):
+        log.error("tool %r: %s (correlation id %s)", tool.name, exc, correlation_id)
+        message = f"Tool {tool.name!r} produced output that does not match its outputSchema (correlation id {correlation_id})."
+    else:
+        log.error("tool %r raised (correlation id %s)", tool.name, correlation_id, exc_info=exc)
+        message = f"Internal error while running tool {tool.name!r} (correlation id {correlation_id})."
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def _finish(tool: Tool, value: Any, rev: Revision) -> dict[str, Any]:
+    result = tool.to_result(value)
+    if rev.version != LATEST_HANDSHAKE:
+        result = shape_for_revision(result, rev)
+    return result
+
+
+def _run_sync(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], rev: Revision, cid: str | None) -> dict[str, Any]:
+    try:
+        return _finish(tool, tool.handler(*args, **kwargs), rev)
+    except McpError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return _tool_failure(tool, exc, cid)
+
+
+async def _run_async(
+    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], rev: Revision, cid: str | None
+) -> dict[str, Any]:
+    try:
+        return _finish(tool, await tool.handler(*args, **kwargs), rev)
+    except McpError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return _tool_failure(tool, exc, cid)
+
+
+def call_tool(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
+    server = session.server
+    name = _str_param(params, "name", "tools/call")
+    tool = server._tools.get(name)
+    if tool is None:
+        raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    rev: Revision = session.revision  # type: ignore[assignment]
+    valid, errors = tool.check_arguments(arguments)
+    if errors is not None:
+        message = f"Invalid arguments for tool {name!r}: {format_errors(errors)}"
+        if rev.invalid_arguments_as_tool_error:  # TL-10 (SEP-1303, 2025-11-25+)
+            return {"content": [{"type": "text", "text": message}], "isError": True}
+        raise McpError(INVALID_PARAMS, message, {"errors": errors})
+    ctx: Context | None = None
+    if tool.context_param is not None:
+        ctx = session.context(rid, "tools/call")
+        cid: str | None = ctx.correlation_id
+    else:
+        cid = None  # minted only if something goes wrong: the hot path stays cheap
+    try:
+        args, kwargs = tool.call_args(valid, ctx)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:  # the binder could not build the Python values
+        message = f"Invalid arguments for tool {name!r}: {exc}"
+        if rev.invalid_arguments_as_tool_error:
+            return {"content": [{"type": "text", "text": message}], "isError": True}
+        raise McpError(INVALID_PARAMS, message) from None
+    if tool.is_async:
+        return _run_async(tool, args, kwargs, rev, cid)
+    return session.loop.run_in_executor(server.executor, _run_sync, tool, args, kwargs, rev, cid)
+
+
+
+
+# ---------------------------------------------------------------------- resources
+
+
+async def _call(
+    session: ServerSession, fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any], args: tuple[Any, ...] = ()
+) -> Any:
+    if is_async:
+        return await fn(*args, **kwargs)
+    return await session.loop.run_in_executor(session.server.executor, lambda: fn(*args, **kwargs))
+
+
+def read_resource(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
+    uri = _str_param(params, "uri", "resources/read")
+    found = session.server.find_resource(uri)
+    if found is None:
+        raise session.server.not_found(uri, session.revision)  # type: ignore[arg-type]
+    item, variables = found
+    kwargs = dict(variables)
+    if item.context_param is not None:
+        kwargs[item.context_param] = session.context(rid, "resources/read")
+
+    async def run() -> dict[str, Any]:
+        value = await _call(session, item.handler, item.is_async, kwargs)
+        try:
+            return {"contents": contents_from(uri, item.mime_type, value)}
+        except TypeError as exc:
+            raise McpError(INTERNAL_ERROR, f"The resource handler for {uri} returned an unusable value.") from exc
+
+    return run()
+
+
+def subscribe(session: ServerSession, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+    uri = _str_param(params, "uri", "resources/subscribe")
+    if session.server.find_resource(uri) is None:
+        raise session.server.not_found(uri, session.revision)  # type: ignore[arg-type]
+    session.subscriptions.add(uri)  # RS-10
+    return {}
+
+
+def unsubscribe(session: ServerSession, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+    uri = _str_param(params, "uri", "resources/unsubscribe")
+    session.subscriptions.discard(uri)
+    return {}
+
+
+# ---------------------------------------------------------------------- prompts
+
+
+def get_prompt(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
+    name = _str_param(params, "name", "prompts/get")
+    prompt = session.server._prompts.get(name)
+    if prompt is None:
+        raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
+    arguments = prompt.check_arguments(params.get("arguments"))
+    kwargs: dict[str, Any] = dict(arguments)
+    if prompt.context_param is not None:
+        kwargs[prompt.context_param] = session.context(rid, "prompts/get")
+    rev = session.revision
+
+    async def run() -> dict[str, Any]:
+        value = await _call(session, prompt.handler, prompt.is_async, kwargs)
+        result = messages_from(value, prompt.description)
+        if rev is not None and rev.version != LATEST_HANDSHAKE:
+            from .tools import downgrade_block
+
+            result = dict(result)
+            result["messages"] = [
+                {**m, "content": downgrade_block(m["content"], rev)} for m in result["messages"]
+            ]
+        return result
+
+    return run()
+
+
+# ---------------------------------------------------------------------- completion, logging
+
+
+def complete(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
+    ref = params.get("ref")
+    argument = params.get("argument")
+    if not isinstance(ref, dict) or not isinstance(argument, dict):
+        raise McpError(INVALID_PARAMS, "completion/complete needs 'ref' and 'argument' objects.")
+    arg_name = argument.get("name")
+    value = argument.get("value", "")
+    if not isinstance(arg_name, str) or not isinstance(value, str):
+        raise McpError(INVALID_PARAMS, "completion/complete needs argument.name and argument.value strings.")
+    context = params.get("context")
+    context_args = context.get("arguments") if isinstance(context, dict) else None
+    fn = session.server.completer_for(ref, arg_name)  # raises -32602 for unknown refs (CP-03)
+
+    async def run() -> dict[str, Any]:
+        if fn is None:
+            values: Any = []
+        else:
+            values = await _call(session, fn, asyncio.iscoroutinefunction(fn), {}, (value, context_args or {}))
+        return {"completion": _completion(values)}
+
+    return run()
+
+
+def _completion(values: Any) -> dict[str, Any]:
+    """CP-02: at most 100 values; total and hasMore say what was left out."""
+    if isinstance(values, dict):
+        out = dict(values)
+        vals = [str(v) for v in out.get("values", [])]
+        if len(vals) > 100:
+            out.setdefault("total", len(vals))
+            out["hasMore"] = True
+            vals = vals[:100]
+        out["values"] = vals
+        return out
+    vals = [str(v) for v in (values or [])]
+    total = len(vals)
+    return {"values": vals[:100], "total": total, "hasMore": total > 100}
+
+
+def set_level(session: ServerSession, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise McpError(INVALID_PARAMS, f"Unknown log level {level!r}; use one of: {', '.join(LOG_LEVELS)}.")  # LG-02
+    session.log_level = level
+    return {}
+
+
+METHODS: dict[str, Handler] = {
+    "tools/list": _lister("tools"),
+    "tools/call": call_tool,
+    "resources/list": _lister("resources"),
+    "resources/templates/list": _lister("resourceTemplates"),
+    "resources/read": read_resource,
+    "resources/subscribe": subscribe,
+    "resources/unsubscribe": unsubscribe,
+    "prompts/list": _lister("prompts"),
+    "prompts/get": get_prompt,
+    "completion/complete": complete,
+    "logging/setLevel": set_level,
+}

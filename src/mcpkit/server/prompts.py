@@ -1,0 +1,113 @@
+"""Prompts: arguments from a function's signature, messages from what it returns."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..protocol.errors import INVALID_PARAMS, McpError
+from .content import text as text_block
+
+__all__ = ["Prompt", "messages_from"]
+
+
+class Prompt:
+    __slots__ = (
+        "name", "title", "description", "arguments", "icons", "meta", "handler", "is_async",
+        "context_param", "completions", "_required", "_known",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        arguments: list[dict[str, Any]],
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        context_param: str | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("a prompt needs a non-empty name")
+        self.name = name
+        self.title = title
+        self.description = description
+        self.arguments = arguments
+        self.icons = icons
+        self.meta = meta
+        self.handler = handler
+        self.is_async = inspect.iscoroutinefunction(handler)
+        self.context_param = context_param
+        self.completions = completions or {}
+        self._required = [a["name"] for a in arguments if a.get("required")]
+        self._known = {a["name"] for a in arguments}
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.description is not None:
+            out["description"] = self.description
+        if self.arguments:
+            out["arguments"] = self.arguments
+        if self.icons:
+            out["icons"] = self.icons
+        if self.meta:
+            out["_meta"] = self.meta
+        return out
+
+    def check_arguments(self, arguments: Any) -> dict[str, str]:
+        """PM-05/PM-06: string values, every required one present, no unknown ones."""
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise McpError(INVALID_PARAMS, "prompts/get arguments must be an object of strings.")
+        bad = [k for k, v in arguments.items() if not isinstance(v, str)]
+        if bad:
+            raise McpError(INVALID_PARAMS, f"Prompt arguments must be strings: {', '.join(sorted(bad))}.")
+        unknown = [k for k in arguments if k not in self._known]
+        if unknown:
+            raise McpError(
+                INVALID_PARAMS,
+                f"Unknown argument(s) for prompt {self.name!r}: {', '.join(sorted(unknown))}.",
+                {"known": sorted(self._known)},
+            )
+        missing = [k for k in self._required if k not in arguments]
+        if missing:
+            raise McpError(
+                INVALID_PARAMS,
+                f"Missing required argument(s) for prompt {self.name!r}: {', '.join(missing)}.",
+                {"missing": missing},
+            )
+        return arguments
+
+
+def _message(item: Any) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"role": "user", "content": text_block(item)}
+    if isinstance(item, dict):
+        if "role" in item and "content" in item:
+            content = item["content"]
+            if isinstance(content, str):
+                return {"role": item["role"], "content": text_block(content)}
+            return item
+        if "type" in item:  # a bare content block is a user message
+            return {"role": "user", "content": item}
+    raise TypeError(
+        f"a prompt returned {type(item).__name__}: return str, a content block, a message dict or a list of them"
+    )
+
+
+def messages_from(value: Any, description: str | None) -> dict[str, Any]:
+    """Shape a prompt handler's return value into a GetPromptResult (PM-03)."""
+    if isinstance(value, dict) and "messages" in value:
+        return value
+    items = value if isinstance(value, (list, tuple)) else [value]
+    out: dict[str, Any] = {"messages": [_message(i) for i in items]}
+    if description:
+        out["description"] = description
+    return out

@@ -1,0 +1,174 @@
+"""Resources and resource templates (RFC 6570), and how read results are shaped."""
+
+from __future__ import annotations
+
+import base64
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+
+__all__ = ["Resource", "ResourceTemplate", "contents_from"]
+
+
+class Resource:
+    __slots__ = (
+        "uri", "name", "title", "description", "mime_type", "size", "annotations", "icons", "meta",
+        "handler", "is_async", "context_param",
+    )
+
+    def __init__(
+        self,
+        uri: str,
+        handler: Callable[..., Any],
+        *,
+        name: str,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        context_param: str | None = None,
+    ) -> None:
+        if not isinstance(uri, str) or ":" not in uri:
+            raise ValueError(f"resource URI {uri!r} needs a scheme (RFC 3986, RS-07)")
+        self.uri = uri
+        self.name = name
+        self.title = title
+        self.description = description
+        self.mime_type = mime_type
+        self.size = size
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.handler = handler
+        self.is_async = inspect.iscoroutinefunction(handler)
+        self.context_param = context_param
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uri": self.uri, "name": self.name}
+        for key, value in (
+            ("title", self.title),
+            ("description", self.description),
+            ("mimeType", self.mime_type),
+            ("size", self.size),
+            ("annotations", self.annotations),
+            ("icons", self.icons),
+            ("_meta", self.meta),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class ResourceTemplate:
+    __slots__ = (
+        "template", "name", "title", "description", "mime_type", "annotations", "icons", "meta",
+        "handler", "is_async", "context_param", "converters", "completions",
+    )
+
+    def __init__(
+        self,
+        uri_template: str,
+        handler: Callable[..., Any],
+        *,
+        name: str,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        context_param: str | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+    ) -> None:
+        from .uritemplate import UriTemplate  # only servers with templates pay for it
+
+        self.template = UriTemplate(uri_template)
+        self.name = name
+        self.title = title
+        self.description = description
+        self.mime_type = mime_type
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.handler = handler
+        self.is_async = inspect.iscoroutinefunction(handler)
+        self.context_param = context_param
+        self.completions = completions or {}
+        # template variables arrive as text; int/float/bool hints convert them
+        self.converters: dict[str, Callable[[Any], Any]] = {}
+        try:
+            hints = inspect.get_annotations(handler, eval_str=True)
+        except Exception:  # noqa: BLE001
+            hints = {}
+        params = inspect.signature(handler).parameters
+        for var in self.template.variables:
+            if var not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                raise ValueError(
+                    f"resource template {uri_template!r}: the handler has no parameter for variable {var!r}"
+                )
+            hint = hints.get(var)
+            if hint in (int, float):
+                self.converters[var] = hint
+            elif hint is bool:
+                self.converters[var] = lambda v: str(v).lower() in ("1", "true", "yes")
+
+    @property
+    def uri_template(self) -> str:
+        return self.template.template
+
+    def match(self, uri: str) -> dict[str, Any] | None:
+        found = self.template.match(uri)
+        if found is None:
+            return None
+        try:
+            return {k: (self.converters[k](v) if k in self.converters else v) for k, v in found.items()}
+        except (TypeError, ValueError):
+            return None  # "abc" for an int variable: this template does not name that resource
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
+        for key, value in (
+            ("title", self.title),
+            ("description", self.description),
+            ("mimeType", self.mime_type),
+            ("annotations", self.annotations),
+            ("icons", self.icons),
+            ("_meta", self.meta),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+def _one(uri: str, mime_type: str | None, value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        if "uri" not in value:
+            value = {"uri": uri, **value}
+        if "text" not in value and "blob" not in value:
+            raise TypeError("resource contents need 'text' or 'blob'")
+        if mime_type and "mimeType" not in value:
+            value = {**value, "mimeType": mime_type}
+        return value
+    out: dict[str, Any] = {"uri": uri}
+    if mime_type:
+        out["mimeType"] = mime_type
+    if isinstance(value, str):
+        out["text"] = value
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        out["blob"] = base64.b64encode(bytes(value)).decode("ascii")  # RS-04
+    else:
+        raise TypeError(
+            f"a resource handler returned {type(value).__name__}: return str, bytes, a contents dict or a list of them"
+        )
+    return out
+
+
+def contents_from(uri: str, mime_type: str | None, value: Any) -> list[dict[str, Any]]:
+    """Shape a read handler's return value into ReadResourceResult.contents (RS-03)."""
+    if isinstance(value, list):
+        return [_one(uri, mime_type, v) for v in value]
+    return [_one(uri, mime_type, value)]

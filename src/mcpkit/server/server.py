@@ -1,0 +1,593 @@
+"""Server: the registries of tools, resources, templates and prompts, and their decorators.
+
+Registration, removal and replacement work at any time; each change sends the
+matching ``notifications/*/list_changed`` to every initialized session
+(TL-13, RS-09, PM-07). What a revision may see of each item is filtered here,
+from the revision table, and cached per revision until the next change.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from ..protocol import revisions
+from ..protocol.errors import INVALID_PARAMS, McpError
+from ..protocol.revisions import Revision
+from .context import Context
+from .dispatch import METHODS
+from .prompts import Prompt
+from .resources import Resource, ResourceTemplate
+from .schema import function_description, input_spec, output_spec
+from .tools import Tool, annotations_from_hints
+
+__all__ = ["Server"]
+
+log = logging.getLogger("mcpkit")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_LIST_KEYS = {"tools": "tools", "resources": "resources", "resourceTemplates": "resourceTemplates", "prompts": "prompts"}
+_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "resources": "notifications/resources/list_changed",
+    "resourceTemplates": "notifications/resources/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+}
+
+
+def _pick(item: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k in keys}
+
+
+class Server:
+    """An MCP server. Register tools, resources and prompts, then :meth:`run` it."""
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        page_size: int | None = None,
+        log_level: str = "info",
+        max_workers: int | None = None,
+        client_request_timeout: float = 300.0,
+    ) -> None:
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be a positive integer or None")
+        self.name = name
+        self.version = version
+        self.title = title
+        self.description = description
+        self.instructions = instructions
+        self.website_url = website_url
+        self.icons = icons
+        self.page_size = page_size
+        #: the level below which notifications/message are not sent before logging/setLevel (LG-02)
+        self.log_level = log_level
+        self.client_request_timeout = client_request_timeout
+        self._max_workers = max_workers
+        self._executor: ThreadPoolExecutor | None = None
+        self._tools: dict[str, Tool] = {}
+        self._resources: dict[str, Resource] = {}
+        self._templates: list[ResourceTemplate] = []
+        self._prompts: dict[str, Prompt] = {}
+        self._completer: Callable[..., Any] | None = None
+        self._notification_handlers: dict[str, Callable[..., Any]] = {}
+        self._methods = dict(METHODS)
+        self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._sessions: set[Any] = set()
+
+    # ------------------------------------------------------------------ runtime plumbing
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        """Worker threads for sync handlers, so they never block the event loop."""
+        if self._executor is None:
+            workers = self._max_workers or min(32, (os.cpu_count() or 1) + 4)
+            self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mcpkit-worker")
+        return self._executor
+
+    def capabilities(self, rev: Revision) -> dict[str, Any]:
+        """LC-06: every feature served is declared, and each declared one is backed by methods."""
+        caps: dict[str, Any] = {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
+            "logging": {},
+        }
+        if rev.completions_capability:
+            caps["completions"] = {}
+        return caps
+
+    def server_info(self, rev: Revision) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": self.name, "version": self.version}
+        for key, value in (
+            ("title", self.title),
+            ("description", self.description),
+            ("websiteUrl", self.website_url),
+            ("icons", self.icons),
+        ):
+            if value is not None:
+                info[key] = value
+        return _pick(info, rev.implementation_keys)
+
+    def describe(self, rev: Revision, params: dict[str, Any]) -> dict[str, Any]:
+        """The InitializeResult for ``rev`` (LC-01)."""
+        result: dict[str, Any] = {
+            "protocolVersion": rev.version,
+            "capabilities": self.capabilities(rev),
+            "serverInfo": self.server_info(rev),
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def _session_started(self, session: Any) -> None:
+        self._sessions.add(session)
+
+    def _session_closed(self, session: Any) -> None:
+        self._sessions.discard(session)
+
+    def _on_client_notification(self, session: Any, method: str, params: dict[str, Any] | None) -> None:
+        handler = self._notification_handlers.get(method)
+        if handler is None:
+            return  # BP-09: unknown notifications are ignored, never answered
+        try:
+            outcome = handler(params or {})
+            if inspect.isawaitable(outcome):
+                session.loop.create_task(outcome)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001
+            log.exception("notification handler for %s failed", method)
+
+    def on_notification(self, method: str) -> Callable[[F], F]:
+        """Register a handler for a client notification, e.g. ``notifications/roots/list_changed``."""
+
+        def deco(fn: F) -> F:
+            self._notification_handlers[method] = fn
+            return fn
+
+        return deco
+
+    def _changed(self, kind: str) -> None:
+        for key in [k for k in self._cache if k[0] == kind]:
+            del self._cache[key]
+        method = _CHANGED[kind]
+        for session in list(self._sessions):
+            session.notify(method)
+
+    # ------------------------------------------------------------------ tools
+
+    def tool(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
+        structured: bool | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        coerce: bool = False,
+        replace: bool = False,
+    ) -> Any:
+        """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=...)``.
+
+        The inputSchema comes from the signature, the description from the
+        docstring, the outputSchema from the return annotation (``structured=False``
+        turns that off). ``coerce=True`` accepts "5" for an integer parameter.
+        """
+
+        def deco(func: F) -> F:
+            spec = input_spec(func, context_type=Context)
+            out_schema = None
+            dump = None
+            if structured is not False:
+                hints = _return_hint(func)
+                out = output_spec(hints)
+                out_schema, dump = out.schema, out.dump
+                if structured is True and out_schema is None:
+                    raise ValueError(f"tool {func.__name__!r}: structured=True needs a structured return annotation")
+            tool = Tool(
+                name or func.__name__,
+                func,
+                input_schema=spec.schema,
+                output_schema=out_schema,
+                description=description if description is not None else function_description(func),
+                title=title,
+                annotations=annotations_from_hints(
+                    annotations, read_only=read_only, destructive=destructive, idempotent=idempotent,
+                    open_world=open_world,
+                ),
+                icons=icons,
+                meta=meta,
+                bind=spec.bind,
+                dump=dump,
+                context_param=spec.context_param,
+                coerce=coerce,
+            )
+            self._register_tool(tool, replace)
+            return func
+
+        if fn is not None:
+            return deco(fn)
+        return deco
+
+    def add_tool(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        input_schema: dict[str, Any],
+        output_schema: dict[str, Any] | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        replace: bool = False,
+    ) -> Tool:
+        """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
+
+        The schema is listed exactly as given and is what calls are validated against.
+        """
+        takes_ctx = _positional_count(handler) >= 2
+        tool = Tool(
+            name,
+            handler,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            description=description,
+            title=title,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            context_param="ctx" if takes_ctx else None,
+        )
+        self._register_tool(tool, replace)
+        return tool
+
+    def _register_tool(self, tool: Tool, replace: bool) -> None:
+        if tool.name in self._tools and not replace:
+            raise ValueError(f"a tool named {tool.name!r} is already registered (pass replace=True to replace it)")
+        self._tools[tool.name] = tool
+        self._changed("tools")
+
+    def remove_tool(self, name: str) -> None:
+        if self._tools.pop(name, None) is None:
+            raise KeyError(f"no tool named {name!r}")
+        self._changed("tools")
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        return dict(self._tools)
+
+    # ------------------------------------------------------------------ resources
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        replace: bool = False,
+    ) -> Callable[[F], F]:
+        """Register a function returning the content of the resource at ``uri`` (str, bytes, dicts)."""
+
+        def deco(func: F) -> F:
+            self.add_resource(
+                uri, func, name=name or func.__name__, title=title,
+                description=description if description is not None else function_description(func),
+                mime_type=mime_type, size=size, annotations=annotations, icons=icons, meta=meta, replace=replace,
+            )
+            return func
+
+        return deco
+
+    def add_resource(self, uri: str, handler: Callable[..., Any], *, name: str, replace: bool = False, **kw: Any) -> Resource:
+        if uri in self._resources and not replace:
+            raise ValueError(f"a resource {uri!r} is already registered (pass replace=True to replace it)")
+        item = Resource(uri, handler, name=name, context_param=_context_param(handler), **kw)
+        self._resources[uri] = item
+        self._changed("resources")
+        return item
+
+    def remove_resource(self, uri: str) -> None:
+        if self._resources.pop(uri, None) is None:
+            raise KeyError(f"no resource {uri!r}")
+        self.subscriptions_forget(uri)
+        self._changed("resources")
+
+    def resource_template(
+        self,
+        uri_template: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+    ) -> Callable[[F], F]:
+        """Register a handler for every URI matching an RFC 6570 template; variables become arguments."""
+
+        def deco(func: F) -> F:
+            item = ResourceTemplate(
+                uri_template, func, name=name or func.__name__, title=title,
+                description=description if description is not None else function_description(func),
+                mime_type=mime_type, annotations=annotations, icons=icons, meta=meta,
+                context_param=_context_param(func), completions=completions,
+            )
+            existing = [t for t in self._templates if t.uri_template == uri_template]
+            if existing and not replace:
+                raise ValueError(f"a resource template {uri_template!r} is already registered")
+            self._templates = [t for t in self._templates if t.uri_template != uri_template] + [item]
+            self._changed("resourceTemplates")
+            return func
+
+        return deco
+
+    def remove_resource_template(self, uri_template: str) -> None:
+        kept = [t for t in self._templates if t.uri_template != uri_template]
+        if len(kept) == len(self._templates):
+            raise KeyError(f"no resource template {uri_template!r}")
+        self._templates = kept
+        self._changed("resourceTemplates")
+
+    def find_resource(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
+        """A static resource first, then the most specific matching template (RS-05)."""
+        item = self._resources.get(uri)
+        if item is not None:
+            return item, {}
+        for template in sorted(self._templates, key=lambda t: t.template.specificity):
+            found = template.match(uri)
+            if found is not None:
+                return template, found
+        return None
+
+    def not_found(self, uri: str, rev: Revision) -> McpError:
+        """RS-08: the revision's resource-not-found code, with the URI in data."""
+        return McpError(rev.resource_not_found, f"Resource not found: {uri}", {"uri": uri})
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """notifications/resources/updated to the sessions subscribed to ``uri`` or a parent of it (RS-10)."""
+        for session in list(self._sessions):
+            if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in session.subscriptions):
+                session.notify("notifications/resources/updated", {"uri": uri})
+
+    def subscriptions_forget(self, uri: str) -> None:
+        for session in list(self._sessions):
+            session.subscriptions.discard(uri)
+
+    # ------------------------------------------------------------------ prompts
+
+    def prompt(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+    ) -> Any:
+        """Register a function as a prompt; its parameters are the prompt's (string) arguments."""
+
+        def deco(func: F) -> F:
+            spec = input_spec(func, context_type=Context)
+            props = spec.schema.get("properties", {})
+            required = set(spec.schema.get("required", []))
+            arguments = []
+            for arg_name, prop in props.items():
+                arg: dict[str, Any] = {"name": arg_name}
+                if "description" in prop:
+                    arg["description"] = prop["description"]
+                arg["required"] = arg_name in required
+                arguments.append(arg)
+            prompt = Prompt(
+                name or func.__name__, func, arguments=arguments, title=title,
+                description=description if description is not None else function_description(func),
+                icons=icons, meta=meta, context_param=spec.context_param, completions=completions,
+            )
+            if prompt.name in self._prompts and not replace:
+                raise ValueError(f"a prompt named {prompt.name!r} is already registered (pass replace=True)")
+            self._prompts[prompt.name] = prompt
+            self._changed("prompts")
+            return func
+
+        if fn is not None:
+            return deco(fn)
+        return deco
+
+    def remove_prompt(self, name: str) -> None:
+        if self._prompts.pop(name, None) is None:
+            raise KeyError(f"no prompt named {name!r}")
+        self._changed("prompts")
+
+    # ------------------------------------------------------------------ completion
+
+    def completion(self, fn: F) -> F:
+        """Register the fallback completer: ``fn(ref, argument, value, context) -> list[str] | dict``."""
+        self._completer = fn
+        return fn
+
+    def completer_for(self, ref: dict[str, Any], argument: str) -> Callable[..., Any] | None:
+        kind = ref.get("type")
+        specific: Callable[..., Any] | None = None
+        if kind == "ref/prompt":
+            prompt = self._prompts.get(ref.get("name"))  # type: ignore[arg-type]
+            if prompt is None:
+                raise McpError(INVALID_PARAMS, f"Unknown prompt: {ref.get('name')}")  # CP-03
+            specific = prompt.completions.get(argument)
+        elif kind == "ref/resource":
+            uri = ref.get("uri")
+            template = next((t for t in self._templates if t.uri_template == uri), None)
+            if template is None and uri not in self._resources:
+                raise McpError(INVALID_PARAMS, f"Unknown resource or template: {uri}")
+            if template is not None:
+                specific = template.completions.get(argument)
+        else:
+            raise McpError(INVALID_PARAMS, f"Unknown completion reference type: {kind!r}")
+        if specific is not None:
+            return _adapt_completer(specific)
+        if self._completer is not None:
+            general = self._completer
+
+            def call(value: str, context: dict[str, Any]) -> Any:
+                return general(ref, argument, value, context)
+
+            if inspect.iscoroutinefunction(general):
+
+                async def acall(value: str, context: dict[str, Any]) -> Any:
+                    return await general(ref, argument, value, context)
+
+                return acall
+            return call
+        return None
+
+    # ------------------------------------------------------------------ listing
+
+    def _items(self, kind: str, rev: Revision) -> list[dict[str, Any]]:
+        key = (kind, rev.version)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        if kind == "tools":
+            items = []
+            for tool in self._tools.values():
+                d = _pick(tool.describe(), rev.tool_keys)
+                if tool.title and "title" not in rev.tool_keys and "annotations" in rev.tool_keys:
+                    # 2025-03-26 has no Tool.title; the annotations carry the display name (TL-14)
+                    d["annotations"] = {"title": tool.title, **(d.get("annotations") or {})}
+                items.append(d)
+        elif kind == "resources":
+            items = [_pick(r.describe(), rev.resource_keys) for r in self._resources.values()]
+        elif kind == "resourceTemplates":
+            items = [_pick(t.describe(), rev.template_keys) for t in self._templates]
+        else:
+            items = []
+            for p in self._prompts.values():
+                d = _pick(p.describe(), rev.prompt_keys)
+                if "arguments" in d:
+                    d["arguments"] = [_pick(a, rev.prompt_argument_keys) for a in d["arguments"]]
+                items.append(d)
+        self._cache[key] = items
+        return items
+
+    def list_page(self, kind: str, rev: Revision, cursor: Any) -> dict[str, Any]:
+        """PA-01..PA-03: one page, opaque cursors, nextCursor only when more exist."""
+        items = self._items(kind, rev)
+        start = 0 if cursor is None else _decode_cursor(kind, cursor)
+        if start > len(items):
+            raise McpError(INVALID_PARAMS, "Invalid or expired cursor.", {"cursor": cursor})
+        size = self.page_size
+        if size is None:
+            if start:
+                raise McpError(INVALID_PARAMS, "Invalid or expired cursor.", {"cursor": cursor})
+            return {_LIST_KEYS[kind]: items}
+        page = items[start : start + size]
+        out: dict[str, Any] = {_LIST_KEYS[kind]: page}
+        if start + size < len(items):
+            out["nextCursor"] = _encode_cursor(kind, start + size)
+        return out
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, transport: str = "stdio", **options: Any) -> None:
+        """Serve until the client goes away (stdio: EOF or SIGTERM)."""
+        if transport != "stdio":
+            raise ValueError(f"unknown transport {transport!r}")
+        from ..transports.stdio import run_stdio
+
+        run_stdio(self, **options)
+
+
+def _encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(kind: str, cursor: Any) -> int:
+    """PA-02: anything that is not a cursor we minted for this list is -32602."""
+    try:
+        if not isinstance(cursor, str):
+            raise ValueError
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        prefix, _, number = raw.partition(":")
+        if prefix != kind or not number.isdigit():
+            raise ValueError
+        return int(number)
+    except ValueError:
+        raise McpError(INVALID_PARAMS, "Invalid or expired cursor.", {"cursor": cursor}) from None
+
+
+def _return_hint(func: Callable[..., Any]) -> Any:
+    import typing
+
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: no structured output
+        return inspect.Signature.empty
+    return hints.get("return", inspect.Signature.empty)
+
+
+def _context_param(fn: Callable[..., Any]) -> str | None:
+    import typing
+
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001
+        return None
+    for name, hint in hints.items():
+        if hint is Context and name != "return":
+            return name
+    return None
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _adapt_completer(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Per-argument completers take ``(value)`` or ``(value, context)``."""
+    if _positional_count(fn) >= 2:
+        return fn
+    if inspect.iscoroutinefunction(fn):
+
+        async def acall(value: str, context: dict[str, Any]) -> Any:
+            return await fn(value)
+
+        return acall
+    return lambda value, context: fn(value)
+
+
+__all__ += ["revisions"]

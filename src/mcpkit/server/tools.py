@@ -1,0 +1,262 @@
+"""Tool: one type whether built from a Python function or from a raw JSON Schema.
+
+The inputSchema a Tool advertises is the schema its validator was compiled
+from: there is no second, looser validation path.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .. import _json
+from ..protocol.revisions import Revision
+from .content import Content, ToolResult
+from .validation import compile_schema, describe_errors
+
+__all__ = ["Tool", "validate_tool_name", "annotations_from_hints"]
+
+#: TL-06 (SEP-986): 1-128 characters of A-Z a-z 0-9 _ - .
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def validate_tool_name(name: str) -> str:
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid tool name {name!r}: use 1-128 characters from A-Z, a-z, 0-9, '_', '-' and '.' (TL-06)"
+        )
+    return name
+
+
+def annotations_from_hints(
+    annotations: dict[str, Any] | None,
+    *,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+) -> dict[str, Any] | None:
+    """TL-14: the keyword flags become ToolAnnotations hints; explicit annotations win."""
+    out: dict[str, Any] = {}
+    for key, value in (
+        ("readOnlyHint", read_only),
+        ("destructiveHint", destructive),
+        ("idempotentHint", idempotent),
+        ("openWorldHint", open_world),
+    ):
+        if value is not None:
+            out[key] = bool(value)
+    if annotations:
+        out.update(annotations)
+    return out or None
+
+
+def _is_content(value: Any) -> bool:
+    return getattr(type(value), "__mcp_content__", False) is True
+
+
+class Tool:
+    """A registered tool: its wire description, compiled validators and handler."""
+
+    __slots__ = (
+        "name",
+        "title",
+        "description",
+        "input_schema",
+        "output_schema",
+        "annotations",
+        "icons",
+        "meta",
+        "handler",
+        "is_async",
+        "bind",
+        "dump",
+        "context_param",
+        "raw",
+        "coerce",
+        "_validator",
+        "_out_validator",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        input_schema: dict[str, Any],
+        output_schema: dict[str, Any] | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        bind: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        dump: Callable[[Any], Any] | None = None,
+        context_param: str | None = None,
+        coerce: bool = False,
+    ) -> None:
+        self.name = validate_tool_name(name)
+        if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
+            raise ValueError(f"tool {name!r}: inputSchema must be a JSON Schema object with \"type\": \"object\" (TL-05)")
+        if output_schema is not None and (not isinstance(output_schema, dict) or output_schema.get("type") != "object"):
+            raise ValueError(f"tool {name!r}: outputSchema must have \"type\": \"object\" at its root (TL-07)")
+        self.title = title
+        self.description = description
+        self.input_schema = input_schema
+        self.output_schema = output_schema
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.handler = handler
+        self.is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)
+        )
+        # raw tools receive the arguments dict itself; function tools receive keyword arguments
+        self.raw = bind is None
+        self.bind = bind
+        self.dump = dump
+        self.context_param = context_param
+        self.coerce = coerce
+        self._validator = compile_schema(input_schema, f"tool {name!r} inputSchema")
+        self._out_validator = (
+            compile_schema(output_schema, f"tool {name!r} outputSchema") if output_schema is not None else None
+        )
+
+    # ---------------------------------------------------------------- listing
+
+    def describe(self) -> dict[str, Any]:
+        """The Tool as the newest handshake revision sees it; older ones get a filtered copy."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.description is not None:
+            out["description"] = self.description
+        out["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        if self.annotations:
+            out["annotations"] = self.annotations
+        if self.icons:
+            out["icons"] = self.icons
+        if self.meta:
+            out["_meta"] = self.meta
+        return out
+
+    # ---------------------------------------------------------------- calling
+
+    def check_arguments(self, arguments: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+        """Validate against the advertised inputSchema: (arguments, None) or (None, errors)."""
+        if self._validator.is_valid(arguments):
+            return arguments, None
+        if self.coerce and isinstance(arguments, dict):
+            coerced = _coerce(arguments, self.input_schema)
+            if self._validator.is_valid(coerced):
+                return coerced, None
+        return None, describe_errors(self._validator, arguments)
+
+    def call_args(self, arguments: dict[str, Any], ctx: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if self.raw:
+            if self.context_param is not None:
+                return (arguments, ctx), {}
+            return (arguments,), {}
+        kwargs = self.bind(arguments)  # type: ignore[misc]
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        return (), kwargs
+
+    def to_result(self, value: Any) -> dict[str, Any]:
+        """Shape whatever the handler returned into a CallToolResult (TL-07..TL-09)."""
+        if isinstance(value, ToolResult):
+            return value.to_result()
+        if self.output_schema is not None and not _is_content(value):
+            if self.raw and isinstance(value, dict) and "content" in value and isinstance(value["content"], list):
+                structured = value.get("structuredContent")
+                if structured is not None:
+                    self.check_output(structured)
+                return value
+            structured = self.dump(value) if self.dump is not None else value
+            self.check_output(structured)
+            # TL-08: the serialized JSON rides along as text for clients without structured output.
+            return {"content": [{"type": "text", "text": _json.dumps_str(structured)}], "structuredContent": structured}
+        if value is None:
+            return {"content": []}
+        if isinstance(value, str):
+            return {"content": [{"type": "text", "text": value}]}
+        if _is_content(value):
+            return {"content": [value]}
+        if isinstance(value, dict) and self.raw and isinstance(value.get("content"), list):
+            return value
+        if isinstance(value, (list, tuple)) and value and all(_is_content(v) or isinstance(v, str) for v in value):
+            return {"content": [{"type": "text", "text": v} if isinstance(v, str) else v for v in value]}
+        if isinstance(value, (bytes, bytearray)):
+            raise TypeError(f"tool {self.name!r} returned bytes: wrap them in mcpkit.image(), audio() or resource()")
+        dumped = self.dump(value) if self.dump is not None else value
+        return {"content": [{"type": "text", "text": _json.dumps_str(dumped)}]}
+
+    def check_output(self, structured: Any) -> None:
+        if self._out_validator is not None and not self._out_validator.is_valid(structured):
+            errors = describe_errors(self._out_validator, structured)
+            raise OutputSchemaError(self.name, errors)
+
+
+class OutputSchemaError(Exception):
+    """The tool's structured output does not match its own outputSchema (a server bug, TL-07)."""
+
+    def __init__(self, tool: str, errors: list[dict[str, Any]]) -> None:
+        super().__init__(f"tool {tool!r} returned structuredContent that does not match its outputSchema: {errors}")
+        self.errors = errors
+
+
+def _coerce(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Opt-in leniency: top-level strings that spell a number or boolean become one."""
+    props = schema.get("properties") or {}
+    out = dict(arguments)
+    for key, value in arguments.items():
+        if not isinstance(value, str):
+            continue
+        want = (props.get(key) or {}).get("type")
+        types = want if isinstance(want, list) else [want]
+        try:
+            if "integer" in types and value.strip().lstrip("-").isdigit():
+                out[key] = int(value)
+            elif "number" in types:
+                out[key] = float(value)
+            elif "boolean" in types and value.lower() in ("true", "false"):
+                out[key] = value.lower() == "true"
+        except ValueError:
+            pass
+    return out
+
+
+def shape_for_revision(result: dict[str, Any], rev: Revision) -> dict[str, Any]:
+    """Leave out what the negotiated revision does not define (TL-05, TL-09 per revision)."""
+    if not rev.structured_content and "structuredContent" in result:
+        result = {k: v for k, v in result.items() if k != "structuredContent"}
+    content = result.get("content")
+    if content and (not rev.annotations or any(b.get("type") not in rev.content_types for b in content)):
+        result = dict(result)
+        result["content"] = [downgrade_block(b, rev) for b in content]
+    return result
+
+
+def downgrade_block(block: dict[str, Any], rev: Revision) -> dict[str, Any]:
+    kind = block.get("type")
+    if kind not in rev.content_types:
+        if kind == "resource_link":
+            label = block.get("title") or block.get("name") or block.get("uri")
+            block = {"type": "text", "text": f"Resource link: {label} <{block.get('uri')}>"}
+        else:
+            mime = block.get("mimeType", "unknown type")
+            block = {"type": "text", "text": f"[{kind} content ({mime}) omitted: not supported by protocol {rev.version}]"}
+    if not rev.annotations and "annotations" in block:
+        block = {k: v for k, v in block.items() if k != "annotations"}
+    return block
+
+
+def is_content(value: Any) -> bool:
+    return _is_content(value)
+
+
+__all__ += ["OutputSchemaError", "shape_for_revision", "downgrade_block", "is_content", "Content"]
