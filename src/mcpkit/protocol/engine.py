@@ -374,6 +374,10 @@ class Engine:
                 Outgoing(_json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}))
             )
 
+    def reject(self, error: McpError) -> None:
+        """Queue an error for a message that could not even be read (no id, BP-06)."""
+        self._emit_error(NO_ID, error, None)
+
     def take_outbox(self) -> list[Outgoing]:
         out = self.outbox
         self.outbox = []

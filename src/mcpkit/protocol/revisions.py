@@ -6,8 +6,6 @@ strings. Adding a revision means adding a row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 __all__ = [
     "Revision",
     "REVISIONS",
@@ -24,8 +22,9 @@ _CONTENT_2025_06 = _CONTENT_2025_03 | {"resource_link"}
 _BASE = frozenset({"name", "description", "inputSchema"})
 
 
-@dataclass(frozen=True, slots=True)
 class Revision:
+    """One row of the table. Read-only by convention; built once at import."""
+
     version: str
     #: "handshake" (initialize / sessions) or "modern" (per-request _meta, 2026-07-28)
     era: str
@@ -62,6 +61,15 @@ class Revision:
     item_meta: bool
     #: Sampling with tools (SA-02) and the ``context`` sub-capability (2025-11-25+).
     sampling_tools: bool
+
+    def __init__(self, **fields: object) -> None:
+        missing = set(self.__annotations__) - set(fields)
+        if missing:
+            raise TypeError(f"Revision row lacks {sorted(missing)}")
+        self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        return f"Revision({self.version!r})"
 
 
 _REVS = [

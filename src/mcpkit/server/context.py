@@ -1,15 +1,13 @@
 """Context: what a handler may ask of the protocol while it runs.
 
 A handler gets one by declaring a parameter annotated ``Context``. Progress and
-log calls work from async handlers and from sync handlers running in worker
-threads alike (they hop onto the event loop). Requests to the client
-(sampling, elicitation, roots) are awaitable in async handlers and block the
-worker thread in sync handlers.
+log calls work from async and sync handlers alike, in any thread (the session
+is thread-safe). Requests to the client (sampling, elicitation, roots) are
+awaitable in async handlers and block the calling thread in sync handlers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -42,15 +40,13 @@ _DONE = _Done()
 
 
 class Context:
-    __slots__ = ("_session", "request_id", "method", "correlation_id", "_loop", "_thread", "cancelled")
+    __slots__ = ("_session", "request_id", "method", "correlation_id", "cancelled")
 
     def __init__(self, session: ServerSession, request_id: Any, method: str, correlation_id: str) -> None:
         self._session = session
         self.request_id = request_id
         self.method = method
         self.correlation_id = correlation_id
-        self._loop = session.loop
-        self._thread = threading.get_ident()
         #: set when the client cancelled this request (CN-01); sync handlers can poll it
         self.cancelled = threading.Event()
 
@@ -78,22 +74,16 @@ class Context:
 
     # ------------------------------------------------------------------ notifications
 
-    def _on_loop(self, fn: Any, *args: Any) -> None:
-        if threading.get_ident() == self._thread:
-            fn(*args)
-        else:
-            self._loop.call_soon_threadsafe(fn, *args)
-
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> _Done:
         """notifications/progress on this request's token; nothing when the client sent none (PR-01)."""
-        self._on_loop(self._session.send_progress, self.request_id, progress, total, message)
+        self._session.send_progress(self.request_id, progress, total, message)
         return _DONE
 
     def log(self, level: str, data: Any, logger: str | None = None) -> _Done:
         """notifications/message at ``level``, filtered by the client's logging/setLevel (LG-02)."""
         if level not in _LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-        self._on_loop(self._session.send_log, level, data, logger, self.request_id)
+        self._session.send_log(level, data, logger, self.request_id)
         return _DONE
 
     def debug(self, data: Any, logger: str | None = None) -> _Done:
@@ -111,11 +101,16 @@ class Context:
     # ------------------------------------------------------------------ requests to the client
 
     def _request(self, method: str, params: dict[str, Any] | None, timeout: float | None) -> Any:
-        coro = self._session.request_client(method, params, related=self.request_id, timeout=timeout)
-        if threading.get_ident() == self._thread:
+        session = self._session
+        coro = session.request_client(method, params, related=self.request_id, timeout=timeout)
+        if session._on_loop_thread():
             return coro
-        # a sync handler in a worker thread: block this thread, not the loop
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        # a sync handler: block this thread, never the loop; a reader thread hands off reading first
+        if session.before_block is not None:
+            session.before_block()
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, session.loop).result()
 
     def _require(self, *path: str) -> None:
         caps: Any = self.client_capabilities

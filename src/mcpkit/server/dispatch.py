@@ -7,9 +7,8 @@ result is the result dict. Errors are McpError with the revision's code.
 
 from __future__ import annotations
 
-import asyncio
+import inspect
 import logging
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from .context import LOG_LEVELS, ClientCapabilityError, Context
 from .prompts import messages_from
 from .resources import contents_from
 from .tools import OutputSchemaError, Tool, shape_for_revision
+from .session import SyncCall, new_correlation_id
 from .validation import format_errors
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def _lister(kind: str) -> Handler:
 
 def _tool_failure(tool: Tool, exc: BaseException, correlation_id: str | None) -> dict[str, Any]:
     """TL-10: a tool's failure is a result with isError; internals stay in the log."""
-    correlation_id = correlation_id or uuid.uuid4().hex[:16]
+    correlation_id = correlation_id or new_correlation_id()
     if isinstance(exc, ToolError):
         message = str(exc) or f"Tool {tool.name!r} failed."
     elif isinstance(exc, (ClientCapabilityError, TimeoutError)):
@@ -126,7 +126,7 @@ def call_tool(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
         raise McpError(INVALID_PARAMS, message) from None
     if tool.is_async:
         return _run_async(tool, args, kwargs, rev, cid)
-    return session.loop.run_in_executor(server.executor, _run_sync, tool, args, kwargs, rev, cid)
+    return SyncCall(lambda: _run_sync(tool, args, kwargs, rev, cid))
 
 
 
@@ -134,12 +134,18 @@ def call_tool(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
 # ---------------------------------------------------------------------- resources
 
 
-async def _call(
-    session: ServerSession, fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any], args: tuple[Any, ...] = ()
+def _invoke(
+    fn: Callable[..., Any], is_async: bool, args: tuple[Any, ...], kwargs: dict[str, Any],
+    finish: Callable[[Any], dict[str, Any]],
 ) -> Any:
+    """A user handler as the session runs it: a coroutine, or a SyncCall for a sync function."""
     if is_async:
-        return await fn(*args, **kwargs)
-    return await session.loop.run_in_executor(session.server.executor, lambda: fn(*args, **kwargs))
+
+        async def run() -> dict[str, Any]:
+            return finish(await fn(*args, **kwargs))
+
+        return run()
+    return SyncCall(lambda: finish(fn(*args, **kwargs)))
 
 
 def read_resource(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
@@ -152,14 +158,14 @@ def read_resource(session: ServerSession, rid: Any, params: dict[str, Any]) -> A
     if item.context_param is not None:
         kwargs[item.context_param] = session.context(rid, "resources/read")
 
-    async def run() -> dict[str, Any]:
-        value = await _call(session, item.handler, item.is_async, kwargs)
+    def finish(value: Any) -> dict[str, Any]:
         try:
             return {"contents": contents_from(uri, item.mime_type, value)}
         except TypeError as exc:
-            raise McpError(INTERNAL_ERROR, f"The resource handler for {uri} returned an unusable value.") from exc
+            log.error("resources/read %s: %s", uri, exc)
+            raise McpError(INTERNAL_ERROR, f"The resource handler for {uri} returned an unusable value.") from None
 
-    return run()
+    return _invoke(item.handler, item.is_async, (), kwargs, finish)
 
 
 def subscribe(session: ServerSession, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -190,8 +196,7 @@ def get_prompt(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
         kwargs[prompt.context_param] = session.context(rid, "prompts/get")
     rev = session.revision
 
-    async def run() -> dict[str, Any]:
-        value = await _call(session, prompt.handler, prompt.is_async, kwargs)
+    def finish(value: Any) -> dict[str, Any]:
         result = messages_from(value, prompt.description)
         if rev is not None and rev.version != LATEST_HANDSHAKE:
             from .tools import downgrade_block
@@ -202,7 +207,7 @@ def get_prompt(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
             ]
         return result
 
-    return run()
+    return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish)
 
 
 # ---------------------------------------------------------------------- completion, logging
@@ -221,14 +226,11 @@ def complete(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
     context_args = context.get("arguments") if isinstance(context, dict) else None
     fn = session.server.completer_for(ref, arg_name)  # raises -32602 for unknown refs (CP-03)
 
-    async def run() -> dict[str, Any]:
-        if fn is None:
-            values: Any = []
-        else:
-            values = await _call(session, fn, asyncio.iscoroutinefunction(fn), {}, (value, context_args or {}))
-        return {"completion": _completion(values)}
-
-    return run()
+    if fn is None:
+        return {"completion": _completion([])}
+    return _invoke(
+        fn, inspect.iscoroutinefunction(fn), (value, context_args or {}), {}, lambda v: {"completion": _completion(v)}
+    )
 
 
 def _completion(values: Any) -> dict[str, Any]:

@@ -13,7 +13,6 @@ import inspect
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ..protocol import revisions
@@ -77,7 +76,7 @@ class Server:
         self.log_level = log_level
         self.client_request_timeout = client_request_timeout
         self._max_workers = max_workers
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: Any = None
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
         self._templates: list[ResourceTemplate] = []
@@ -87,13 +86,16 @@ class Server:
         self._methods = dict(METHODS)
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._sessions: set[Any] = set()
+        self._warmed = False
 
     # ------------------------------------------------------------------ runtime plumbing
 
     @property
-    def executor(self) -> ThreadPoolExecutor:
-        """Worker threads for sync handlers, so they never block the event loop."""
+    def executor(self) -> Any:
+        """Worker threads for sync handlers on asyncio transports, so they never block the loop."""
         if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             workers = self._max_workers or min(32, (os.cpu_count() or 1) + 4)
             self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mcpkit-worker")
         return self._executor
@@ -135,6 +137,21 @@ class Server:
 
     def _session_started(self, session: Any) -> None:
         self._sessions.add(session)
+        if not self._warmed:
+            # Compile the remaining validators off the critical path, right after the
+            # handshake answer went out, so the first calls do not pay for it.
+            self._warmed = True
+            import threading
+
+            threading.Thread(target=self.warm_up, name="mcpkit-warm-up", daemon=True).start()
+
+    def warm_up(self) -> None:
+        """Compile every tool's validators now (idempotent)."""
+        for tool in list(self._tools.values()):
+            try:
+                tool.compile()
+            except ValueError:
+                log.exception("tool %r has an unusable schema", tool.name)
 
     def _session_closed(self, session: Any) -> None:
         self._sessions.discard(session)
@@ -145,8 +162,10 @@ class Server:
             return  # BP-09: unknown notifications are ignored, never answered
         try:
             outcome = handler(params or {})
-            if inspect.isawaitable(outcome):
-                session.loop.create_task(outcome)  # type: ignore[arg-type]
+            if inspect.iscoroutine(outcome):
+                import asyncio
+
+                asyncio.run_coroutine_threadsafe(outcome, session.loop)
         except Exception:  # noqa: BLE001
             log.exception("notification handler for %s failed", method)
 
@@ -220,6 +239,7 @@ class Server:
                 dump=dump,
                 context_param=spec.context_param,
                 coerce=coerce,
+                trusted_schemas=True,
             )
             self._register_tool(tool, replace)
             return func

@@ -1,16 +1,24 @@
 """ServerSession: one connection's engine plus the handlers it runs.
 
-Transport-agnostic: a transport feeds it frames and gives it a ``send``
-callable that moves :class:`~mcpkit.protocol.engine.Outgoing` messages. Every
-handler that may take time runs as its own task (or, when sync, in a worker
-thread), so a slow tool never delays ``ping`` or another call.
+Transport-agnostic and thread-safe: a transport feeds it frames from any
+thread and gives it a ``send`` callable that moves
+:class:`~mcpkit.protocol.engine.Outgoing` messages. The engine is guarded by one
+lock, and ``send`` is always called under it, so messages leave in the order
+the engine queued them (a request's progress never overtakes its response).
+
+Handlers never run under the lock. Async handlers run as tasks on the
+session's event loop; sync handlers run where the transport says
+(:attr:`run_sync`): the stdio transport runs them inline on its reader thread
+and hands reading to a fresh thread when one blocks (see transports/stdio.py),
+asyncio transports run them in the server's worker threads. Either way a slow
+handler never delays ``ping`` or other calls.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import uuid
+import os
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,13 +38,27 @@ from .context import Context, level_rank
 if TYPE_CHECKING:
     from .server import Server
 
-__all__ = ["ServerSession"]
+__all__ = ["ServerSession", "SyncCall"]
 
 log = logging.getLogger("mcpkit")
 
 
+def _is_cancelled(exc: BaseException) -> bool:
+    # asyncio.CancelledError and concurrent.futures.CancelledError, without importing either
+    return type(exc).__name__ == "CancelledError"
+
+
 def new_correlation_id() -> str:
-    return uuid.uuid4().hex[:16]
+    return os.urandom(8).hex()
+
+
+class SyncCall:
+    """A sync handler invocation a dispatch function asks the session to run: ``fn()`` -> result dict."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], dict[str, Any]]) -> None:
+        self.fn = fn
 
 
 class ServerSession:
@@ -44,21 +66,48 @@ class ServerSession:
         self,
         server: Server,
         send: Callable[[list[Outgoing]], None],
-        loop: asyncio.AbstractEventLoop | None = None,
+        loop: Any = None,
+        *,
+        inline_sync: bool = False,
+        loop_factory: Callable[[], Any] | None = None,
     ) -> None:
         self.server = server
-        self.loop = loop or asyncio.get_running_loop()
+        # asyncio is imported only when something async runs: a server of sync tools on
+        # stdio never pays for it (start-up time).
+        self._loop = loop
+        self._loop_factory = loop_factory
         self.engine = Engine(describe=server.describe)
         self._send = send
-        self._tasks: dict[Any, asyncio.Future[Any]] = {}
+        self._lock = threading.RLock()
+        #: request id -> the future running it (async handlers and worker-thread calls)
+        self._tasks: dict[Any, Any] = {}
+        #: ids of sync handlers running inline right now (drain waits for them too)
+        self._inline: set[Any] = set()
         self._contexts: dict[Any, Context] = {}
-        self._waiting: dict[Any, asyncio.Future[Any]] = {}
+        self._waiting: dict[Any, Any] = {}
         self._flush_scheduled = False
-        self.log_level: str | None = None  # None until logging/setLevel: server default applies
+        self._idle = threading.Condition(self._lock)
+        #: True: sync handlers run in the thread that fed the request (stdio); False: worker threads
+        self.inline_sync = inline_sync
+        self.log_level: str | None = None  # None until logging/setLevel: the server default applies
         self.subscriptions: set[str] = set()
         self.closed = False
         #: called when a request finishes, so a transport can resume reading (backpressure)
         self.on_request_done: Callable[[], None] | None = None
+        #: called by a handler about to block waiting for the client (the stdio reader hands off)
+        self.before_block: Callable[[], None] | None = None
+
+    @property
+    def loop(self) -> Any:
+        """The event loop async handlers run on (created on first use by stdio)."""
+        if self._loop is None:
+            if self._loop_factory is not None:
+                self._loop = self._loop_factory()
+            else:
+                import asyncio
+
+                self._loop = asyncio.get_running_loop()
+        return self._loop
 
     @property
     def revision(self) -> Revision | None:
@@ -66,13 +115,18 @@ class ServerSession:
 
     @property
     def in_flight(self) -> int:
-        return len(self._tasks)
+        return len(self._tasks) + len(self._inline)
 
     # ------------------------------------------------------------------ input
 
     def feed(self, frame: bytes | str) -> None:
-        """Process one frame; call :meth:`flush` (or let the transport) to send what it caused."""
-        for event in self.engine.receive(frame):
+        """Process one frame. What it causes is queued; :meth:`flush` sends it.
+
+        Sync handlers of ``inline_sync`` sessions run inside this call.
+        """
+        with self._lock:
+            events = self.engine.receive(frame)
+        for event in events:
             t = type(event)
             if t is RequestReceived:
                 self._on_request(event)
@@ -81,20 +135,32 @@ class ServerSession:
             elif t is ResponseReceived:
                 self._on_response(event)
             elif t is SessionStarted:
+                self.flush()  # the handshake answer goes out before any warm-up work starts
                 self.server._session_started(self)
             elif t is NotificationReceived:
                 self.server._on_client_notification(self, event.method, event.params)
 
     def flush(self) -> None:
-        self._flush_scheduled = False
-        if self.engine.outbox and not self.closed:
-            self._send(self.engine.take_outbox())
+        with self._lock:
+            self._flush_scheduled = False
+            if self.engine.outbox and not self.closed:
+                self._send(self.engine.take_outbox())
 
-    def schedule_flush(self) -> None:
-        """Coalesce the answers finished in one loop iteration into one write."""
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.loop.call_soon(self.flush)
+    def _schedule_flush(self) -> None:
+        """On the loop thread, coalesce the answers of one loop turn into one write."""
+        if self._flush_scheduled:
+            return
+        self._flush_scheduled = True
+        self.loop.call_soon(self.flush)
+
+    def _on_loop_thread(self) -> bool:
+        return self._loop is not None and getattr(self._loop, "_thread_id", None) == threading.get_ident()
+
+    def _flush_soon(self) -> None:
+        if self._on_loop_thread():
+            self._schedule_flush()
+        else:
+            self.flush()
 
     # ------------------------------------------------------------------ requests
 
@@ -102,81 +168,145 @@ class ServerSession:
         handler = self.server._methods.get(ev.method)
         rid = ev.id
         if handler is None:
-            self.engine.respond_error(rid, McpError(METHOD_NOT_FOUND, f"Method not found: {ev.method}"))
+            self._reply_error(rid, McpError(METHOD_NOT_FOUND, f"Method not found: {ev.method}"), flush=False)
             return
         try:
             outcome = handler(self, rid, ev.params or {})
         except McpError as exc:
-            self.engine.respond_error(rid, exc)
+            self._reply_error(rid, exc, flush=False)
             return
         except Exception:  # noqa: BLE001 - a bug in a handler must not take the server down
             self._internal_error(rid, ev.method)
             return
-        if type(outcome) is dict:
-            self.engine.respond(rid, outcome)
-            return
-        fut = outcome if isinstance(outcome, asyncio.Future) else self.loop.create_task(outcome)
-        self._tasks[rid] = fut
-        fut.add_done_callback(lambda f, rid=rid, method=ev.method: self._finished(rid, method, f))
+        t = type(outcome)
+        if t is dict:
+            with self._lock:
+                self.engine.respond(rid, outcome)
+        elif t is SyncCall:
+            self._run_sync(rid, ev.method, outcome.fn)
+        else:
+            self._run_async(rid, ev.method, outcome)
 
-    def _finished(self, rid: Any, method: str, fut: asyncio.Future[Any]) -> None:
-        self._tasks.pop(rid, None)
-        self._contexts.pop(rid, None)
-        if not fut.cancelled():
-            exc = fut.exception()
+    def _run_sync(self, rid: Any, method: str, fn: Callable[[], dict[str, Any]]) -> None:
+        if self.inline_sync:
+            with self._lock:
+                self._inline.add(rid)
+            try:
+                result = fn()
+            except McpError as exc:
+                self._finish(rid, None, exc, method, flush=False)
+            except Exception as exc:  # noqa: BLE001
+                self._finish(rid, None, exc, method, flush=False)
+            else:
+                self._finish(rid, result, None, method, flush=False)
+            return
+        fut = self.server.executor.submit(fn)
+        with self._lock:
+            self._tasks[rid] = fut
+        fut.add_done_callback(lambda f: self._future_done(rid, method, f, flush=True))
+
+    def _run_async(self, rid: Any, method: str, coro: Any) -> None:
+        import asyncio
+
+        if self._on_loop_thread():
+            fut: Any = self.loop.create_task(coro)
+        else:
+            fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        with self._lock:
+            self._tasks[rid] = fut
+        fut.add_done_callback(lambda f: self._future_done(rid, method, f, flush=True))
+
+    def _future_done(self, rid: Any, method: str, fut: Any, flush: bool) -> None:
+        if fut.cancelled():
+            self._finish(rid, None, None, method, flush)
+            return
+        exc = fut.exception()
+        self._finish(rid, None if exc is not None else fut.result(), exc, method, flush)
+
+    def _finish(self, rid: Any, result: Any, exc: BaseException | None, method: str, flush: bool) -> None:
+        with self._lock:
+            self._tasks.pop(rid, None)
+            self._inline.discard(rid)
+            self._contexts.pop(rid, None)
             if exc is None:
-                self.engine.respond(rid, fut.result())
+                if result is not None:
+                    self.engine.respond(rid, result)
             elif isinstance(exc, McpError):
                 self.engine.respond_error(rid, exc)
-            else:
+            elif not _is_cancelled(exc):
                 self._internal_error(rid, method, exc)
-            self.schedule_flush()
+            if not self._tasks and not self._inline:
+                self._idle.notify_all()
+        if flush:
+            self._flush_soon()
         if self.on_request_done is not None:
             self.on_request_done()
+
+    def _reply_error(self, rid: Any, exc: McpError, flush: bool) -> None:
+        with self._lock:
+            self.engine.respond_error(rid, exc)
+        if flush:
+            self._flush_soon()
 
     def _internal_error(self, rid: Any, method: str, exc: BaseException | None = None) -> None:
         cid = new_correlation_id()
         log.error("internal error in %s (correlation id %s)", method, cid, exc_info=exc or True)
-        self.engine.respond_error(
-            rid, McpError(INTERNAL_ERROR, "Internal error.", {"correlationId": cid})
-        )
+        with self._lock:
+            self.engine.respond_error(rid, McpError(INTERNAL_ERROR, "Internal error.", {"correlationId": cid}))
 
     def context(self, rid: Any, method: str) -> Context:
-        ctx = self._contexts.get(rid)
-        if ctx is None:
-            ctx = Context(self, rid, method, new_correlation_id())
-            self._contexts[rid] = ctx
-        return ctx
+        with self._lock:
+            ctx = self._contexts.get(rid)
+            if ctx is None:
+                ctx = Context(self, rid, method, new_correlation_id())
+                self._contexts[rid] = ctx
+            return ctx
 
     def _on_cancel(self, ev: CancelRequested) -> None:
         # CN-01: the engine already forgot the request, so no response can go out for it.
         log.info("request %r cancelled by the client%s", ev.request_id, f": {ev.reason}" if ev.reason else "")
-        ctx = self._contexts.get(ev.request_id)
+        with self._lock:
+            ctx = self._contexts.get(ev.request_id)
+            fut = self._tasks.get(ev.request_id)
         if ctx is not None:
             ctx.cancelled.set()
-        fut = self._tasks.get(ev.request_id)
         if fut is not None:
-            fut.cancel()
+            self._cancel_future(fut)
 
     # ------------------------------------------------------------------ server -> client
 
     def _on_response(self, ev: ResponseReceived) -> None:
-        fut = self._waiting.pop(ev.id, None)
-        if fut is None or fut.done():
+        with self._lock:
+            fut = self._waiting.pop(ev.id, None)
+        if fut is None:
             return
         if ev.error is None:
-            fut.set_result(ev.result)
+            value: Any = ev.result
+            setter = fut.set_result
         else:
             err = ev.error
-            fut.set_exception(McpError(err.get("code", INTERNAL_ERROR), str(err.get("message", "")), err.get("data")))
+            value = McpError(err.get("code", INTERNAL_ERROR), str(err.get("message", "")), err.get("data"))
+            setter = fut.set_exception
+
+        def resolve() -> None:
+            if not fut.done():
+                setter(value)
+
+        if self._on_loop_thread():
+            resolve()
+        else:
+            self.loop.call_soon_threadsafe(resolve)
 
     async def request_client(
         self, method: str, params: dict[str, Any] | None, *, related: Any = None, timeout: float | None = None
     ) -> Any:
         """Send a request to the client and wait for its answer (LC-10: bounded by a timeout)."""
-        rid = self.engine.send_request(method, params, related)
-        fut: asyncio.Future[Any] = self.loop.create_future()
-        self._waiting[rid] = fut
+        import asyncio
+
+        fut = self.loop.create_future()
+        with self._lock:
+            rid = self.engine.send_request(method, params, related)
+            self._waiting[rid] = fut
         self.flush()
         limit = self.server.client_request_timeout if timeout is None else timeout
         try:
@@ -184,9 +314,12 @@ class ServerSession:
         except TimeoutError:
             raise TimeoutError(f"the client did not answer {method} within {limit} s") from None
         finally:
-            if self._waiting.pop(rid, None) is not None:
-                # timed out or the handler was cancelled: tell the client to stop (LC-10, CN-02)
-                self.engine.abandon_request(rid, "no longer needed")
+            with self._lock:
+                abandoned = self._waiting.pop(rid, None) is not None
+                if abandoned:
+                    # timed out or the handler was cancelled: tell the client to stop (LC-10, CN-02)
+                    self.engine.abandon_request(rid, "no longer needed")
+            if abandoned:
                 self.flush()
 
     async def ping(self, timeout: float | None = None) -> None:
@@ -196,12 +329,13 @@ class ServerSession:
 
     def send_progress(self, rid: Any, progress: float, total: float | None, message: str | None) -> None:
         try:
-            sent = self.engine.progress(rid, progress, total, message)
+            with self._lock:
+                sent = self.engine.progress(rid, progress, total, message)
         except ValueError as exc:
             log.warning("progress not sent: %s", exc)
             return
         if sent:
-            self.schedule_flush()
+            self._flush_soon()
 
     def send_log(self, level: str, data: Any, logger: str | None, related: Any = None) -> None:
         threshold = self.log_level or self.server.log_level
@@ -210,49 +344,61 @@ class ServerSession:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        if related is not None and not self.engine.is_in_flight(related):
-            related = None
-        if self.engine.notify("notifications/message", params, related):
-            self.schedule_flush()
+        with self._lock:
+            if related is not None and not self.engine.is_in_flight(related):
+                related = None
+            sent = self.engine.notify("notifications/message", params, related)
+        if sent:
+            self._flush_soon()
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """A session-wide notification (list_changed, resources/updated), from any thread."""
         if self.closed:
             return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is not self.loop:
-            self.loop.call_soon_threadsafe(self.notify, method, params)
-            return
-        if self.engine.initialized or self.engine.revision is not None:
-            if self.engine.notify(method, params):
-                self.schedule_flush()
+        with self._lock:
+            sent = self.engine.revision is not None and self.engine.notify(method, params)
+        if sent:
+            self._flush_soon()
 
     # ------------------------------------------------------------------ shutdown
 
+    def wait_idle(self, timeout: float) -> bool:
+        """Block (not on the loop thread) until no request is in flight; False on timeout."""
+        with self._lock:
+            return self._idle.wait_for(lambda: not self._tasks and not self._inline, timeout)
+
     async def drain(self, timeout: float) -> None:
         """Wait for in-flight handlers (bounded), so their responses are written before exit."""
+        import asyncio
+
         deadline = self.loop.time() + timeout
-        # A finished future's done-callback (which writes the answer) runs on a later
-        # loop turn: wait until every callback has run, i.e. until _tasks is empty.
-        while self._tasks:
+        while self.in_flight:
             remaining = deadline - self.loop.time()
             if remaining <= 0:
-                for f in list(self._tasks.values()):
-                    f.cancel()
+                self.cancel_all()
                 await asyncio.sleep(0)
                 break
-            await asyncio.wait(list(self._tasks.values()), timeout=remaining)
-            await asyncio.sleep(0)
+            await asyncio.sleep(min(0.005, remaining))
         self.flush()
 
-    def close(self) -> None:
-        for fut in list(self._tasks.values()):
+    def cancel_all(self) -> None:
+        with self._lock:
+            futures = list(self._tasks.values())
+            waiting = list(self._waiting.values())
+        for fut in futures:
+            self._cancel_future(fut)
+        for w in waiting:
+            self.loop.call_soon_threadsafe(w.cancel)
+
+    def _cancel_future(self, fut: Any) -> None:
+        # an asyncio future must be cancelled on its loop; concurrent futures anywhere
+        if hasattr(fut, "get_loop") and not self._on_loop_thread():
+            fut.get_loop().call_soon_threadsafe(fut.cancel)
+        else:
             fut.cancel()
-        for fut in self._waiting.values():
-            if not fut.done():
-                fut.cancel()
-        self.closed = True
+
+    def close(self) -> None:
+        self.cancel_all()
+        with self._lock:
+            self.closed = True
         self.server._session_closed(self)

@@ -96,6 +96,7 @@ class Tool:
         dump: Callable[[Any], Any] | None = None,
         context_param: str | None = None,
         coerce: bool = False,
+        trusted_schemas: bool = False,
     ) -> None:
         self.name = validate_tool_name(name)
         if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
@@ -119,10 +120,19 @@ class Tool:
         self.dump = dump
         self.context_param = context_param
         self.coerce = coerce
-        self._validator = compile_schema(input_schema, f"tool {name!r} inputSchema")
-        self._out_validator = (
-            compile_schema(output_schema, f"tool {name!r} outputSchema") if output_schema is not None else None
-        )
+        self._validator: Any = None
+        self._out_validator: Any = None
+        if not trusted_schemas:
+            # A schema from the user is checked now (JS-02, JS-04); one generated from a
+            # signature is valid by construction and compiles on first use (start-up time).
+            self.compile()
+
+    def compile(self) -> None:
+        """Compile the validators (once); what is advertised is exactly what is compiled."""
+        if self._validator is None:
+            self._validator = compile_schema(self.input_schema, f"tool {self.name!r} inputSchema")
+        if self.output_schema is not None and self._out_validator is None:
+            self._out_validator = compile_schema(self.output_schema, f"tool {self.name!r} outputSchema")
 
     # ---------------------------------------------------------------- listing
 
@@ -148,6 +158,8 @@ class Tool:
 
     def check_arguments(self, arguments: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
         """Validate against the advertised inputSchema: (arguments, None) or (None, errors)."""
+        if self._validator is None:
+            self.compile()
         if self._validator.is_valid(arguments):
             return arguments, None
         if self.coerce and isinstance(arguments, dict):
@@ -196,7 +208,11 @@ class Tool:
         return {"content": [{"type": "text", "text": _json.dumps_str(dumped)}]}
 
     def check_output(self, structured: Any) -> None:
-        if self._out_validator is not None and not self._out_validator.is_valid(structured):
+        if self.output_schema is None:
+            return
+        if self._out_validator is None:
+            self.compile()
+        if not self._out_validator.is_valid(structured):
             errors = describe_errors(self._out_validator, structured)
             raise OutputSchemaError(self.name, errors)
 

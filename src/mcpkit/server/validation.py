@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonschema_rs
-
 __all__ = ["compile_schema", "describe_errors", "format_errors", "SUPPORTED_DIALECTS"]
 
 #: JS-03: the dialects mcpkit validates.
@@ -24,8 +22,6 @@ SUPPORTED_DIALECTS = frozenset(
     }
 )
 
-_DRAFT_2020 = getattr(jsonschema_rs, "Draft202012Validator", None)
-
 
 def _refuse_remote(uri: str) -> Any:
     raise ValueError(f"remote $ref {uri!r} is not fetched (JS-05)")
@@ -33,6 +29,8 @@ def _refuse_remote(uri: str) -> Any:
 
 def compile_schema(schema: dict[str, Any], label: str) -> Any:
     """Compile ``schema``; ValueError naming ``label`` when it is not a usable schema (JS-02, JS-04)."""
+    import jsonschema_rs  # imported on first use: start-up time
+
     if not isinstance(schema, dict):
         raise ValueError(f"{label}: a schema must be a JSON object")
     dialect = schema.get("$schema")
@@ -49,8 +47,8 @@ def compile_schema(schema: dict[str, Any], label: str) -> Any:
     except Exception as exc:  # noqa: BLE001 - the library raises its own error types
         raise ValueError(f"{label}: not a valid JSON Schema: {exc}") from None
     try:
-        if dialect is None and _DRAFT_2020 is not None:
-            return _DRAFT_2020(schema, retriever=_refuse_remote)
+        if dialect is None:  # JS-01: no $schema means 2020-12
+            return jsonschema_rs.Draft202012Validator(schema, retriever=_refuse_remote)
         return jsonschema_rs.validator_for(schema, retriever=_refuse_remote)
     except Exception as exc:  # noqa: BLE001
         raise ValueError(f"{label}: cannot compile schema: {exc}") from None

@@ -5,34 +5,43 @@ is duplicated to a private descriptor for the protocol, and file descriptor 1
 is pointed at stderr, so whatever a handler or a library prints (``print``,
 C extensions writing to fd 1, logging handlers bound to stdout) lands on
 stderr instead of corrupting the stream.
+
+Threads, and why. A reader thread reads stdin and feeds lines to the session;
+sync handlers run inline on it, which makes a call cost about what a bare
+read-handle-write loop costs (no thread hop per call). So that a slow sync
+handler never delays ``ping`` or other calls, a watchdog hands the reading to
+a fresh thread once the current reader has been busy for ``handoff_after``
+seconds (and at once when a handler blocks waiting for the client); the old
+thread finishes its call, writes its answer and ends. Async handlers run on an
+event loop in its own thread. Writes are blocking and happen under the
+session's lock, so messages leave in the order the engine queued them.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import collections
 import logging
 import os
 import signal
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import INVALID_REQUEST, McpError
-from ..protocol.jsonrpc import error as error_message
-from .. import _json
 
 if TYPE_CHECKING:
     from ..protocol.engine import Outgoing
     from ..server.server import Server
     from ..server.session import ServerSession
 
-__all__ = ["run_stdio", "serve_stdio", "guard_stdout"]
+__all__ = ["run_stdio", "StdioServer", "guard_stdout", "DEFAULT_MAX_MESSAGE_BYTES"]
 
 log = logging.getLogger("mcpkit")
 
-#: The default largest line accepted (bytes); larger lines get -32600 and are discarded.
+#: The default largest line accepted (bytes); a larger line gets -32600 and is discarded.
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+_READ_SIZE = 1 << 16  # below malloc's mmap threshold: a larger read buffer costs page faults per read
 
 
 def guard_stdout() -> int:
@@ -44,203 +53,229 @@ def guard_stdout() -> int:
     return proto_fd
 
 
-class _LineReader(asyncio.Protocol):
-    """Splits stdin into lines, feeds them to the session, and applies backpressure."""
+class StdioServer:
+    """Serves one client over a pair of file descriptors until EOF or a signal."""
 
-    def __init__(self, conn: _StdioConnection) -> None:
-        self.conn = conn
-        self.buf = bytearray()
-        self.discarding = False
-
-    def connection_made(self, transport: Any) -> None:
-        self.conn.read_transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        conn = self.conn
-        buf = self.buf
-        buf += data
-        limit = conn.max_message_bytes
-        start = 0
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            if self.discarding:
-                self.discarding = False
-            else:
-                line = bytes(buf[start:nl])
-                if len(line) > limit:
-                    conn.too_large(len(line))
-                elif line.strip():
-                    conn.session.feed(line)
-            start = nl + 1
-        if start:
-            del buf[:start]
-        if len(buf) > limit:
-            # A line longer than the limit: drop it as it streams in, answer once.
-            if not self.discarding:
-                conn.too_large(len(buf))
-            self.discarding = True
-            buf.clear()
-        conn.session.flush()
-        conn.apply_backpressure()
-
-    def eof_received(self) -> bool:
-        if self.buf.strip() and not self.discarding:
-            self.conn.session.feed(bytes(self.buf))  # a last line without a newline
-        self.buf.clear()
-        self.conn.session.flush()
-        self.conn.begin_shutdown("end of input")
-        return False
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self.conn.begin_shutdown("input closed")
-
-
-class _Writer(asyncio.Protocol):
-    def __init__(self, conn: _StdioConnection) -> None:
-        self.conn = conn
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def pause_writing(self) -> None:
-        self.conn.write_paused = True
-        self.conn.apply_backpressure()
-
-    def resume_writing(self) -> None:
-        self.conn.write_paused = False
-        self.conn.apply_backpressure()
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        if not self.closed.done():
-            self.closed.set_result(None)
-        self.conn.begin_shutdown("output closed")
-
-
-class _StdioConnection:
-    def __init__(self, server: Server, *, max_message_bytes: int, max_in_flight: int) -> None:
+    def __init__(
+        self,
+        server: Server,
+        *,
+        in_fd: int = 0,
+        out_fd: int = 1,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_in_flight: int = 256,
+        drain_timeout: float = 10.0,
+        handoff_after: float = 0.02,
+    ) -> None:
         self.server = server
+        self.in_fd = in_fd
+        self.out_fd = out_fd
         self.max_message_bytes = max_message_bytes
         self.max_in_flight = max_in_flight
-        self.loop = asyncio.get_running_loop()
-        self.read_transport: Any = None
-        self.write_transport: Any = None
-        self.writer: _Writer | None = None
-        self.write_fd: int | None = None  # blocking fallback when stdout is a regular file
-        self.read_paused = False
-        self.write_paused = False
-        self.stopping: asyncio.Event = asyncio.Event()
+        self.drain_timeout = drain_timeout
+        self.handoff_after = handoff_after
+        self.loop: Any = None  # started on first use: sync-only servers never import asyncio
+        self._loop_thread: threading.Thread | None = None
+        self._loop_lock = threading.Lock()
+        self.session: ServerSession | None = None
+        self._stop = threading.Event()
         self.stop_reason = ""
+        # reader state, guarded by _rlock
+        self._rlock = threading.Lock()
+        self._gen = 0  # the thread whose generation equals _gen is the reader
+        self._busy_since: float | None = None
+        self._lines: collections.deque[bytes] = collections.deque()
+        self._partial = bytearray()
+        self._discarding = False
+        self._local = threading.local()
+        self._capacity = threading.Condition()
+        self._broken = False
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _get_loop(self) -> Any:
+        """The event loop for async handlers, in its own thread, started once on demand."""
+        with self._loop_lock:
+            if self.loop is None:
+                import asyncio
+
+                loop = asyncio.new_event_loop()
+                started = threading.Event()
+                loop.call_soon(started.set)
+                self._loop_thread = threading.Thread(target=loop.run_forever, name="mcpkit-loop", daemon=True)
+                self._loop_thread.start()
+                started.wait()  # run_forever has set the loop's thread id: _on_loop_thread is right
+                self.loop = loop
+            return self.loop
+
+    def _write(self, messages: list[Outgoing]) -> None:
+        """Called under the session lock: write the messages, in order, as lines."""
+        if self._broken:
+            return
+        data = b"\n".join([m.payload for m in messages]) + b"\n"
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self.out_fd, view)
+                view = view[written:]
+        except OSError as exc:  # EPIPE: the client is gone
+            self._broken = True
+            self.stop(f"output closed ({exc.strerror})")
+
+    def stop(self, reason: str) -> None:
+        if not self._stop.is_set():
+            self.stop_reason = reason
+            self._stop.set()
+
+    # ------------------------------------------------------------------ serving
+
+    def serve(self) -> None:
+        """Run until the client is gone; must be called from the main thread for signal handling."""
         from ..server.session import ServerSession
 
-        self.session: ServerSession = ServerSession(server, self.send, self.loop)
-        self.session.on_request_done = self.apply_backpressure
-
-    def send(self, messages: list[Outgoing]) -> None:
-        data = b"\n".join([m.payload for m in messages]) + b"\n"
-        if self.write_transport is not None:
-            if not self.write_transport.is_closing():
-                self.write_transport.write(data)
-        elif self.write_fd is not None:
-            view = memoryview(data)
-            while view:
-                written = os.write(self.write_fd, view)
-                view = view[written:]
-
-    def too_large(self, size: int) -> None:
-        err = McpError(
-            INVALID_REQUEST,
-            f"Message too large: {size} bytes exceeds the limit of {self.max_message_bytes} bytes.",
-            {"limit": self.max_message_bytes},
-        )
-        self.send([_Raw(_json.dumps(error_message(None, err.to_error())))])
-
-    def apply_backpressure(self) -> None:
-        """Stop reading while too many requests run or the client is not reading our output."""
-        rt = self.read_transport
-        if rt is None or self.stopping.is_set():
-            return
-        busy = self.session.in_flight >= self.max_in_flight or self.write_paused
-        if busy and not self.read_paused:
-            rt.pause_reading()
-            self.read_paused = True
-        elif not busy and self.read_paused:
-            rt.resume_reading()
-            self.read_paused = False
-
-    def begin_shutdown(self, reason: str) -> None:
-        if not self.stopping.is_set():
-            self.stop_reason = reason
-            self.stopping.set()
-
-
-class _Raw:
-    __slots__ = ("payload",)
-
-    def __init__(self, payload: bytes) -> None:
-        self.payload = payload
-
-
-async def serve_stdio(
-    server: Server,
-    *,
-    stdin_fd: int = 0,
-    stdout_fd: int = 1,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    max_in_flight: int = 256,
-    drain_timeout: float = 10.0,
-) -> None:
-    """Serve one client on the given descriptors until EOF or SIGTERM, then finish in-flight work."""
-    loop = asyncio.get_running_loop()
-    conn = _StdioConnection(server, max_message_bytes=max_message_bytes, max_in_flight=max_in_flight)
-
-    out_file = os.fdopen(stdout_fd, "wb", buffering=0, closefd=False)
-    try:
-        conn.write_transport, conn.writer = await loop.connect_write_pipe(lambda: _Writer(conn), out_file)
-    except ValueError:  # a regular file: write synchronously
-        conn.write_fd = stdout_fd
-
-    in_file = os.fdopen(stdin_fd, "rb", buffering=0, closefd=False)
-    reader = _LineReader(conn)
-    reader_thread = None
-    try:
-        await loop.connect_read_pipe(lambda: reader, in_file)
-    except ValueError:  # a regular file or a terminal that epoll refuses: read in a thread
-        reader_thread = threading.Thread(target=_read_blocking, args=(stdin_fd, reader, loop), daemon=True)
-        reader_thread.start()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, conn.begin_shutdown, f"signal {sig.name}")
-
-    await conn.stopping.wait()
-    log.debug("stdio: shutting down (%s)", conn.stop_reason)
-    if conn.read_transport is not None:
-        with contextlib.suppress(Exception):
-            conn.read_transport.pause_reading()
-    # ST-07 / LC-09: answer what is in flight, then exit.
-    await conn.session.drain(drain_timeout)
-    conn.session.close()
-    if conn.write_transport is not None and conn.writer is not None:
-        conn.write_transport.close()  # flushes the buffer first
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(conn.writer.closed), drain_timeout)
-    if conn.read_transport is not None:
-        conn.read_transport.close()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(Exception):
-            loop.remove_signal_handler(sig)
-
-
-def _read_blocking(fd: int, reader: _LineReader, loop: asyncio.AbstractEventLoop) -> None:
-    while True:
+        session = ServerSession(self.server, self._write, inline_sync=True, loop_factory=self._get_loop)
+        session.before_block = self._before_block
+        session.on_request_done = self._request_done
+        self.session = session
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, lambda signum, frame: self.stop(f"signal {signum}"))
         try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            loop.call_soon_threadsafe(reader.eof_received)
-            return
-        loop.call_soon_threadsafe(reader.data_received, chunk)
+            self._start_reader()
+            threading.Thread(target=self._watchdog, name="mcpkit-watchdog", daemon=True).start()
+            while not self._stop.wait(0.5):
+                pass
+            log.debug("stdio: shutting down (%s)", self.stop_reason)
+            # ST-07 / LC-09: finish and answer what is in flight, then exit.
+            if not session.wait_idle(self.drain_timeout):
+                log.warning("stdio: requests still running after %.1f s; exiting anyway", self.drain_timeout)
+                session.cancel_all()
+            session.flush()
+            session.close()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if self.loop is not None and self._loop_thread is not None:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                self._loop_thread.join(timeout=2)
+
+    def _start_reader(self) -> None:
+        gen = self._gen
+        threading.Thread(target=self._reader, args=(gen,), name=f"mcpkit-reader-{gen}", daemon=True).start()
+
+    def _hand_off(self, gen: int) -> None:
+        """Make a fresh thread the reader if ``gen`` still is (called with _rlock held)."""
+        if self._gen == gen and not self._stop.is_set():
+            self._gen = gen + 1
+            self._busy_since = None
+            self._start_reader()
+
+    def _before_block(self) -> None:
+        gen = getattr(self._local, "gen", None)
+        if gen is not None:
+            with self._rlock:
+                self._hand_off(gen)
+
+    def _watchdog(self) -> None:
+        interval = self.handoff_after
+        while not self._stop.wait(interval):
+            with self._rlock:
+                since = self._busy_since
+                if since is not None and time.monotonic() - since >= interval:
+                    log.debug("stdio: a handler has run for %.0f ms; reading moves to a new thread", interval * 1000)
+                    self._hand_off(self._gen)
+
+    def _request_done(self) -> None:
+        with self._capacity:
+            self._capacity.notify_all()
+
+    def _reader(self, gen: int) -> None:
+        self._local.gen = gen
+        session = self.session
+        assert session is not None
+        lines = self._lines
+        try:
+            while True:
+                with self._rlock:
+                    if self._gen != gen:
+                        break  # handed off: another thread reads now
+                    line = lines.popleft() if lines else None
+                    self._busy_since = time.monotonic() if line is not None else None
+                if line is not None:
+                    session.feed(line)
+                    continue
+                session.flush()
+                if self._stop.is_set():
+                    break
+                if session.in_flight >= self.max_in_flight:
+                    with self._capacity:  # backpressure: stop reading while too much runs
+                        self._capacity.wait_for(
+                            lambda: session.in_flight < self.max_in_flight or self._stop.is_set(), 1.0
+                        )
+                    continue
+                try:
+                    chunk = os.read(self.in_fd, _READ_SIZE)
+                except OSError as exc:
+                    chunk = b""
+                    log.debug("stdio: read failed: %s", exc)
+                if not chunk:
+                    with self._rlock:
+                        if self._partial and not self._discarding:
+                            lines.append(bytes(self._partial))  # a last line without a newline
+                        self._partial.clear()
+                        pending = bool(lines)
+                    if pending:
+                        continue
+                    self.stop("end of input")
+                    break
+                self._split(chunk)
+        except Exception:  # noqa: BLE001 - never die silently: stop and let the main thread report
+            log.exception("stdio: reader failed")
+            self.stop("reader failed")
+        finally:
+            session.flush()
+
+    def _split(self, chunk: bytes) -> None:
+        limit = self.max_message_bytes
+        with self._rlock:
+            buf = self._partial
+            buf += chunk
+            start = 0
+            lines = self._lines
+            while True:
+                nl = buf.find(b"\n", start)
+                if nl < 0:
+                    break
+                if self._discarding:
+                    self._discarding = False
+                elif nl - start > limit:
+                    self._too_large(nl - start)
+                elif nl > start:
+                    line = bytes(buf[start:nl])
+                    if not line.isspace():
+                        lines.append(line)
+                start = nl + 1
+            if start:
+                del buf[:start]
+            if len(buf) > limit:
+                # a line longer than the limit: drop it as it streams in, answer once
+                if not self._discarding:
+                    self._too_large(len(buf))
+                self._discarding = True
+                buf.clear()
+
+    def _too_large(self, size: int) -> None:
+        session = self.session
+        assert session is not None
+        with session._lock:
+            session.engine.reject(
+                McpError(
+                    INVALID_REQUEST,
+                    f"Message too large: {size} bytes exceeds the limit of {self.max_message_bytes} bytes.",
+                    {"limit": self.max_message_bytes},
+                )
+            )
 
 
 def run_stdio(server: Server, **options: Any) -> None:
@@ -249,9 +284,7 @@ def run_stdio(server: Server, **options: Any) -> None:
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(serve_stdio(server, stdout_fd=proto_fd, **options))
-    except KeyboardInterrupt:
-        pass
+        StdioServer(server, in_fd=0, out_fd=proto_fd, **options).serve()
     finally:
         if server._executor is not None:
             server._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,886 @@
+"""RFC 6570 URI templates for MCP resource templates.
+
+MCP ``resources/templates/list`` advertises ``uriTemplate`` strings, which are
+RFC 6570 URI templates.  This module provides :class:`UriTemplate`, which
+
+* **parses and validates** a template at construction (``UriTemplateError``
+  carries the position and the reason of the first syntax error),
+* **expands** a template (RFC 6570 levels 1-4: all operators, several
+  variables per expression, prefix modifiers ``{var:3}`` and explode
+  ``{var*}``; ``str``/``int``/``float``/``bool``, list and dict values), and
+* **matches** a concrete URI (e.g. from ``resources/read``) against the
+  template and extracts the percent-decoded variable values.
+
+Matching
+========
+
+RFC 6570 only defines expansion; matching is its (generally ambiguous)
+inverse.  The rules implemented here:
+
+* The whole URI must match (``re.fullmatch``).  Literal template text must
+  appear verbatim (percent-encoded triplets compare hex-case-insensitively,
+  non-ASCII literal characters match raw or percent-encoded).
+* Values are percent-decoded (UTF-8, strict: malformed percent-encoding or
+  invalid UTF-8 means *no match*).  ``+`` is **not** turned into a space.
+* Characters a value may contain, per operator (a raw character outside the
+  set must be percent-encoded by the client, otherwise the URI does not
+  match; percent-encoded triplets and raw non-ASCII characters (IRIs) are
+  always accepted):
+
+  - ``{var}``, ``{.var}``, ``{/var}``: unreserved characters, sub-delims
+    (``!$&'()*+,;=``), ``:`` and ``@``, i.e. never ``/``, ``?``, ``#``, ``[``,
+    ``]``.  ``,`` is excluded when it separates values (``{x,y}``,
+    ``{list*}``); ``;`` is excluded for ``{;var}``.
+  - ``{+var}``, ``{#var}``: any unreserved or reserved character, so the value
+    can span ``/``, ``?`` and ``#``.
+  - ``{?var}``/``{&var}``: see query matching below.
+
+* Variables that do not occur in the URI are **absent** from the result (RFC
+  6570 expands undefined variables to nothing).  ``{var}``/``{+var}``: the
+  first variable of such an expression is always present (possibly ``""``).
+  ``{;var}`` present without ``=value`` yields ``""``.
+* Variables of one expression are filled left to right: ``{/a,b}`` matching
+  ``/x`` gives ``{"a": "x"}``.
+* Explode ``{var*}`` matches a **list** for every operator: ``{/list*}`` and
+  ``{.list*}`` split on the separator, ``{list*}``/``{+list*}``/``{#list*}``
+  split on ``,``, ``{;list*}`` takes ``;list=a;list=b``, and ``{?list*}``
+  collects the repeated ``list=`` query parameters.  Dict (associative array)
+  values cannot be recovered: an exploded dict's keys are not variable names,
+  so such URIs do not match; a non-exploded list or dict comes back as the
+  single string it expanded to (e.g. ``"red,green,blue"``).
+* Prefix modifiers ``{var:N}`` limit the matched value to ``N`` characters
+  (a percent-encoded UTF-8 sequence counts as one character).
+* Query expressions: ``{?x,y}`` together with any directly following
+  ``{&...}`` expressions match the query string as a whole: parameters in any
+  order, absent ones tolerated, a parameter without ``=`` is ``""``; an
+  unknown parameter, an empty parameter (``a&&b``) or a repeated
+  non-exploded parameter means *no match*.  Query values may contain raw
+  ``/``, ``?``, ``:``, ``@`` and sub-delims other than ``&``.  A prefix
+  modifier bounds the value length.
+
+Ambiguity and speed
+-------------------
+
+The template compiles once, at construction, to a single ``re`` pattern;
+matching is one ``fullmatch`` plus decoding.  The pattern never nests
+quantifiers over the same characters, and where two variables could trade
+characters the pattern is made deterministic so that matching stays linear in
+the URI length (there is no catastrophic backtracking on adversarial URIs):
+
+* When two variables are separated by literal text ``S`` (a literal, an
+  operator prefix or separator) that the earlier variable may contain, and
+  the later variable's characters are a subset of the earlier one's, the
+  earlier variable takes as much as possible and the later one cannot
+  contain ``S``: ``{+path}/{file}`` on ``a/b/c`` gives ``path="a/b"``,
+  ``file="c"``; ``{name}.{ext}`` on ``a.tar.gz`` gives ``name="a.tar"``,
+  ``ext="gz"``; ``{+path}{.ext}`` and ``{+path}{?q}`` prefer a present
+  extension/query.
+* Otherwise (the later variable allows characters the earlier one does not,
+  or the earlier one has a prefix modifier) the earlier variable ends at the
+  first occurrence of ``S``: ``{a}.{+b}`` on ``x.y.z`` gives ``a="x"``.
+* Two expressions with nothing between them where the second has no prefix
+  (``{+path}{var}``) are inherently ambiguous: the earlier variable ends at
+  the first occurrence of the next literal and the later one gets the rest
+  (often ``""``).
+
+Every syntactically valid template can be matched; the only construction-time
+matching error is a template with so many optional expressions that its
+analysis would explode (``UriTemplateError``: "too complex").
+
+Specificity
+-----------
+
+When several templates match a URI, pick ``min(candidates,
+key=lambda t: t.specificity)``: more literal characters first, then fewer
+reserved-expansion (``{+x}``/``{#x}``) variables, fewer exploded variables,
+fewer variables, and finally the template text (so the order is total).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, unquote
+
+__all__ = ["UriTemplate", "UriTemplateError"]
+
+
+class UriTemplateError(ValueError):
+    """Invalid URI template (or a value that cannot be expanded).
+
+    ``template``, ``position`` (0-based index into the template, or ``None``)
+    and ``reason`` are available as attributes.
+    """
+
+    def __init__(self, reason: str, template: str | None = None, position: int | None = None) -> None:
+        self.reason = reason
+        self.template = template
+        self.position = position
+        if template is not None and position is not None:
+            message = f"invalid URI template {template!r}: {reason} at position {position}"
+        elif template is not None:
+            message = f"URI template {template!r}: {reason}"
+        else:
+            message = reason
+        super().__init__(message)
+
+
+# ---------------------------------------------------------------------------
+# Character sets (RFC 3986 / RFC 6570)
+# ---------------------------------------------------------------------------
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_UNRESERVED = frozenset(_ALNUM + "-._~")
+_SUB_DELIMS = frozenset("!$&'()*+,;=")
+_GEN_DELIMS = frozenset(":/?#[]@")
+_RESERVED = _SUB_DELIMS | _GEN_DELIMS
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+# Literal characters that RFC 6570 section 2.1 forbids (besides CTLs, "{" and "}").
+_BAD_LITERAL = frozenset(" \"'<>\\^`|")
+
+_VARSPEC_RE = re.compile(
+    r"((?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*)"
+    r"(?::([1-9][0-9]{0,3})|(\*))?"
+)
+_PCT_SPLIT_RE = re.compile(r"(%[0-9A-Fa-f]{2})")
+_PCT_TOKEN_RE = re.compile(r"%[0-9A-Fa-f]{2}|.", re.DOTALL)
+
+_OPERATORS = "+#./;?&"
+_RESERVED_OPERATORS = "=,!@|"
+
+
+class _Op:
+    __slots__ = ("char", "first", "sep", "named", "ifemp", "reserved")
+
+    def __init__(self, char: str, first: str, sep: str, named: bool, ifemp: str, reserved: bool) -> None:
+        self.char = char
+        self.first = first
+        self.sep = sep
+        self.named = named
+        self.ifemp = ifemp
+        self.reserved = reserved
+
+
+# RFC 6570 Appendix A table.
+_OPS: dict[str, _Op] = {
+    "": _Op("", "", ",", False, "", False),
+    "+": _Op("+", "", ",", False, "", True),
+    "#": _Op("#", "#", ",", False, "", True),
+    ".": _Op(".", ".", ".", False, "", False),
+    "/": _Op("/", "/", "/", False, "", False),
+    ";": _Op(";", ";", ";", True, "", False),
+    "?": _Op("?", "?", "&", True, "=", False),
+    "&": _Op("&", "&", "&", True, "=", False),
+}
+
+
+class _VarSpec:
+    __slots__ = ("name", "prefix", "explode", "position")
+
+    def __init__(self, name: str, prefix: int | None, explode: bool, position: int) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.explode = explode
+        self.position = position
+
+
+class _Expr:
+    __slots__ = ("op", "varspecs", "position")
+
+    def __init__(self, op: _Op, varspecs: tuple[_VarSpec, ...], position: int) -> None:
+        self.op = op
+        self.varspecs = varspecs
+        self.position = position
+
+
+# ---------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------
+
+
+def _parse(template: str) -> list[str | _Expr]:
+    items: list[str | _Expr] = []
+    seen: set[str] = set()
+    lit: list[str] = []
+    i = 0
+    n = len(template)
+    while i < n:
+        c = template[i]
+        if c == "{":
+            close = template.find("}", i + 1)
+            nested = template.find("{", i + 1)
+            if close == -1:
+                if nested != -1:
+                    raise UriTemplateError("'{' inside an expression", template, nested)
+                raise UriTemplateError("unclosed expression (missing '}')", template, i)
+            if nested != -1 and nested < close:
+                raise UriTemplateError("'{' inside an expression", template, nested)
+            if lit:
+                items.append("".join(lit))
+                lit = []
+            expr = _parse_expression(template, i, close)
+            for vs in expr.varspecs:
+                if vs.name in seen:
+                    raise UriTemplateError(f"duplicate variable {vs.name!r}", template, vs.position)
+                seen.add(vs.name)
+            items.append(expr)
+            i = close + 1
+            continue
+        if c == "}":
+            raise UriTemplateError("unmatched '}'", template, i)
+        if c == "%":
+            if i + 2 < n and template[i + 1] in _HEX and template[i + 2] in _HEX:
+                lit.append(template[i : i + 3])
+                i += 3
+                continue
+            raise UriTemplateError("'%' in a literal must start a percent-encoded triplet", template, i)
+        o = ord(c)
+        if o < 0x20 or o == 0x7F or 0x80 <= o < 0xA0 or 0xD800 <= o <= 0xDFFF or c in _BAD_LITERAL:
+            raise UriTemplateError(f"character {c!r} is not allowed in a URI template literal", template, i)
+        lit.append(c)
+        i += 1
+    if lit:
+        items.append("".join(lit))
+    return items
+
+
+def _parse_expression(template: str, start: int, close: int) -> _Expr:
+    body = template[start + 1 : close]
+    if not body:
+        raise UriTemplateError("empty expression", template, start)
+    pos = start + 1
+    c = body[0]
+    if c in _OPERATORS:
+        op = _OPS[c]
+        body = body[1:]
+        pos += 1
+    elif c in _RESERVED_OPERATORS:
+        raise UriTemplateError(f"operator {c!r} is reserved for future extensions", template, pos)
+    elif c in _ALNUM or c in "_%":
+        op = _OPS[""]
+    else:
+        raise UriTemplateError(f"invalid operator {c!r}", template, pos)
+    if not body:
+        raise UriTemplateError("expression has no variable", template, pos)
+    specs: list[_VarSpec] = []
+    for raw in body.split(","):
+        if not raw:
+            raise UriTemplateError("empty variable name", template, pos)
+        m = _VARSPEC_RE.fullmatch(raw)
+        if m is None:
+            prefix_m = _VARSPEC_RE.match(raw)
+            if prefix_m is None:
+                raise UriTemplateError(f"invalid variable name in {raw!r}", template, pos)
+            bad = pos + prefix_m.end()
+            rest = raw[prefix_m.end() :]
+            if rest.startswith(":"):
+                reason = f"invalid prefix modifier in {raw!r} (expected ':' followed by 1-9999)"
+            elif prefix_m.group(3) or prefix_m.group(2):
+                reason = f"unexpected {rest[0]!r} after the modifier in {raw!r}"
+            else:
+                reason = f"invalid character {rest[0]!r} in variable name {raw!r}"
+            raise UriTemplateError(reason, template, bad)
+        prefix = int(m.group(2)) if m.group(2) else None
+        specs.append(_VarSpec(m.group(1), prefix, bool(m.group(3)), pos))
+        pos += len(raw) + 1
+    return _Expr(op, tuple(specs), start)
+
+
+# ---------------------------------------------------------------------------
+# Expansion helpers
+# ---------------------------------------------------------------------------
+
+_SAFE_RESERVED = "".join(sorted(_RESERVED))
+
+
+def _encode(value: str, allow_reserved: bool) -> str:
+    if not allow_reserved:
+        return quote(value, safe="")
+    parts = _PCT_SPLIT_RE.split(value)
+    # odd indices are existing pct-encoded triplets, which reserved expansion keeps
+    for k in range(0, len(parts), 2):
+        parts[k] = quote(parts[k], safe=_SAFE_RESERVED)
+    return "".join(parts)
+
+
+def _truncate(value: str, length: int, allow_reserved: bool) -> str:
+    if len(value) <= length:
+        return value
+    if not allow_reserved:
+        return value[:length]
+    # For reserved expansion a pct-encoded triplet already in the value counts
+    # as one character, so that it is never split.
+    tokens = _PCT_TOKEN_RE.findall(value)
+    return "".join(tokens[:length])
+
+
+def _scalar(value: Any, name: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    raise TypeError(f"URI template variable {name!r}: unsupported value type {type(value).__name__}")
+
+
+def _normalize(value: Any, name: str) -> tuple[str, Any] | None:
+    """Returns None when undefined, else (kind, value) with kind in s/l/d."""
+    if value is None:
+        return None
+    if isinstance(value, (str, int, float)):
+        return ("s", _scalar(value, name))
+    if isinstance(value, Mapping):
+        pairs = [(_scalar(k, name), _scalar(v, name)) for k, v in value.items() if v is not None]
+        return ("d", pairs) if pairs else None
+    if isinstance(value, (list, tuple)):
+        items = [_scalar(v, name) for v in value if v is not None]
+        return ("l", items) if items else None
+    raise TypeError(f"URI template variable {name!r}: unsupported value type {type(value).__name__}")
+
+
+def _expand_expression(expr: _Expr, values: Mapping[str, Any], template: str) -> str:
+    op = expr.op
+    res = op.reserved
+    out: list[str] = []
+    for vs in expr.varspecs:
+        norm = _normalize(values.get(vs.name), vs.name)
+        if norm is None:
+            continue
+        kind, v = norm
+        name = vs.name
+        if kind == "s":
+            if vs.prefix is not None:
+                v = _truncate(v, vs.prefix, res)
+            if op.named:
+                out.append(name + (op.ifemp if v == "" else "=" + _encode(v, res)))
+            else:
+                out.append(_encode(v, res))
+            continue
+        if vs.prefix is not None:
+            raise UriTemplateError(
+                f"prefix modifier ':{vs.prefix}' cannot be applied to the composite value of {name!r}",
+                template,
+                vs.position,
+            )
+        if not vs.explode:
+            if kind == "l":
+                joined = ",".join(_encode(item, res) for item in v)
+            else:
+                joined = ",".join(_encode(k, res) + "," + _encode(val, res) for k, val in v)
+            if op.named:
+                out.append(name + (op.ifemp if joined == "" else "=" + joined))
+            else:
+                out.append(joined)
+        elif kind == "l":
+            if op.named:
+                out.append(
+                    op.sep.join(name + (op.ifemp if item == "" else "=" + _encode(item, res)) for item in v)
+                )
+            else:
+                out.append(op.sep.join(_encode(item, res) for item in v))
+        else:
+            if op.named:
+                out.append(
+                    op.sep.join(
+                        _encode(k, res) + (op.ifemp if val == "" else "=" + _encode(val, res)) for k, val in v
+                    )
+                )
+            else:
+                out.append(op.sep.join(_encode(k, res) + "=" + _encode(val, res) for k, val in v))
+    if not out:
+        return ""
+    return op.first + op.sep.join(out)
+
+
+# ---------------------------------------------------------------------------
+# Matching: compile to a single regular expression
+# ---------------------------------------------------------------------------
+
+
+class _Cls:
+    """The characters a value may contain (besides pct-triplets and non-ASCII)."""
+
+    __slots__ = ("chars",)
+
+    def __init__(self, chars: Iterable[str]) -> None:
+        self.chars = frozenset(chars)
+
+    def __or__(self, extra: str) -> _Cls:
+        return _Cls(self.chars | frozenset(extra))
+
+    def __sub__(self, extra: str) -> _Cls:
+        return _Cls(self.chars - frozenset(extra))
+
+    def __le__(self, other: _Cls) -> bool:
+        return self.chars <= other.chars
+
+    def unit(self, counted: bool) -> str:
+        cs = "".join(re.escape(c) for c in sorted(self.chars))
+        # raw non-ASCII (IRI) characters, minus C1 controls and surrogates
+        charset = "[" + cs + "\u00a0-\ud7ff\ue000-\U0010ffff]"
+        if counted:
+            # one *character*: a whole pct-encoded UTF-8 sequence counts once
+            pct = (
+                "%(?:[0-7][0-9A-Fa-f]"
+                "|[CDcd][0-9A-Fa-f]%[89ABab][0-9A-Fa-f]"
+                "|[Ee][0-9A-Fa-f](?:%[89ABab][0-9A-Fa-f]){2}"
+                "|[Ff][0-7](?:%[89ABab][0-9A-Fa-f]){3})"
+            )
+        else:
+            pct = "%[0-9A-Fa-f]{2}"
+        return "(?:" + charset + "|" + pct + ")"
+
+
+_LENIENT = _Cls(_UNRESERVED | _SUB_DELIMS | frozenset(":@"))
+_RESERVED_CLS = _Cls(_UNRESERVED | _RESERVED)
+_QUERY_CLS = _Cls(_UNRESERVED | _SUB_DELIMS | frozenset(":@/?"))
+
+# An atom of literal text: (regex, kind, char); kind "a" = ASCII char,
+# "p" = pct-triplet written in the template, "u" = non-ASCII char.
+_Atom = tuple[str, str, str]
+
+
+def _hex_ci(h: str) -> str:
+    out = []
+    for c in h:
+        if c.isalpha():
+            out.append("[" + c.upper() + c.lower() + "]")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _literal_atoms(text: str) -> tuple[_Atom, ...]:
+    atoms: list[_Atom] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "%":
+            atoms.append(("%" + _hex_ci(text[i + 1 : i + 3]), "p", text[i : i + 3]))
+            i += 3
+            continue
+        if ord(c) < 0x80:
+            atoms.append((re.escape(c), "a", c))
+        else:
+            enc = "".join("%" + _hex_ci(f"{b:02X}") for b in c.encode("utf-8"))
+            atoms.append(("(?:" + re.escape(c) + "|" + enc + ")", "u", c))
+        i += 1
+    return tuple(atoms)
+
+
+def _atoms_regex(atoms: Iterable[_Atom]) -> str:
+    return "".join(a[0] for a in atoms)
+
+
+def _soft(atoms: Iterable[_Atom], cls: _Cls) -> bool:
+    """True if a variable of class ``cls`` could swallow the whole literal."""
+    for _, kind, c in atoms:
+        if kind == "a" and c not in cls.chars:
+            return False
+    return True
+
+
+class _Lit:
+    __slots__ = ("atoms",)
+
+    def __init__(self, atoms: tuple[_Atom, ...]) -> None:
+        self.atoms = atoms
+
+
+class _Opt:
+    __slots__ = ("seq", "marker")
+
+    def __init__(self, seq: list[Any], marker: str | None = None) -> None:
+        self.seq = seq
+        self.marker = marker
+
+
+_GREEDY, _LAZY, _POSSESSIVE = "", "?", "+"
+
+
+class _Var:
+    __slots__ = ("group", "cls", "max_len", "temper", "mode")
+
+    def __init__(self, group: str, cls: _Cls, max_len: int | None = None) -> None:
+        self.group = group
+        self.cls = cls
+        self.max_len = max_len
+        self.temper: set[str] = set()
+        self.mode = _GREEDY
+
+
+_Frames = tuple[tuple[list[Any], int], ...]
+_PATH_LIMIT = 4096
+
+
+class _TooComplex(Exception):
+    pass
+
+
+def _paths(frames: _Frames, out: list[tuple[tuple[_Atom, ...], _Var | None, bool]],
+           atoms: tuple[_Atom, ...] = (), via_opt: bool = False) -> None:
+    """All ways the pattern can continue from ``frames`` up to the next variable.
+
+    Appends (literal atoms consumed, next variable or None for the end of the
+    pattern, whether the first literal came from an optional group).
+    """
+    while True:
+        if len(out) > _PATH_LIMIT:
+            raise _TooComplex
+        if not frames:
+            out.append((atoms, None, via_opt))
+            return
+        seq, idx = frames[0]
+        if idx >= len(seq):
+            frames = frames[1:]
+            continue
+        node = seq[idx]
+        rest: _Frames = ((seq, idx + 1),) + frames[1:]
+        if isinstance(node, _Lit):
+            atoms = atoms + node.atoms
+            frames = rest
+        elif isinstance(node, _Opt):
+            _paths(((node.seq, 0),) + rest, out, atoms, via_opt or not atoms)
+            frames = rest
+        else:
+            out.append((atoms, node, via_opt))
+            return
+
+
+def _iter_vars(seq: list[Any], after: _Frames) -> Iterable[tuple[_Var, _Frames]]:
+    for idx, node in enumerate(seq):
+        rest: _Frames = ((seq, idx + 1),) + after
+        if isinstance(node, _Var):
+            yield node, rest
+        elif isinstance(node, _Opt):
+            yield from _iter_vars(node.seq, rest)
+
+
+def _stop_texts(frames: _Frames, var_frames: dict[int, _Frames], depth: int = 0) -> set[str]:
+    """First literal texts that can follow, looking through variables (taken as empty)."""
+    paths: list[tuple[tuple[_Atom, ...], _Var | None, bool]] = []
+    _paths(frames, paths)
+    texts: set[str] = set()
+    for atoms, target, _ in paths:
+        if atoms:
+            texts.add(_atoms_regex(atoms))
+        elif target is not None and depth < 64:
+            texts |= _stop_texts(var_frames[id(target)], var_frames, depth + 1)
+    return texts
+
+
+def _analyse(seq: list[Any]) -> None:
+    """Choose greedy/lazy/possessive + tempering per variable (see module doc)."""
+    var_frames: dict[int, _Frames] = {}
+    order: list[_Var] = []
+    for v, frames in _iter_vars(seq, ()):
+        var_frames[id(v)] = frames
+        order.append(v)
+    for v in order:
+        frames = var_frames[id(v)]
+        paths: list[tuple[tuple[_Atom, ...], _Var | None, bool]] = []
+        _paths(frames, paths)
+        if any(not atoms and target is not None for atoms, target, _ in paths):
+            # Adjacent expression without any separator: inherently ambiguous.
+            v.mode = _POSSESSIVE
+            v.temper |= _stop_texts(frames, var_frames)
+            continue
+        soft = [p for p in paths if p[0] and _soft(p[0], v.cls)]
+        if not soft:
+            # Every possible continuation starts with text the variable cannot
+            # contain: at most one viable end per continuation.
+            v.mode = _GREEDY
+            continue
+        first_occurrence = any(
+            target is not None and not (target.cls <= v.cls and v.max_len is None)
+            for _, target, _ in soft
+        )
+        if first_occurrence:
+            v.mode = _POSSESSIVE
+            v.temper |= {_atoms_regex(atoms) for atoms, _, _ in paths if atoms}
+        else:
+            v.mode = _LAZY if any(via for _, _, via in soft) else _GREEDY
+            for atoms, target, _ in soft:
+                if target is not None:
+                    target.temper.add(_atoms_regex(atoms))
+
+
+def _regex(seq: list[Any]) -> str:
+    out: list[str] = []
+    for node in seq:
+        if isinstance(node, _Lit):
+            out.append(_atoms_regex(node.atoms))
+        elif isinstance(node, _Opt):
+            marker = f"(?P<{node.marker}>)" if node.marker else ""
+            out.append("(?:" + marker + _regex(node.seq) + ")?")
+        else:
+            unit = node.cls.unit(counted=node.max_len is not None)
+            if node.temper:
+                unit = "(?:(?!" + "|".join(sorted(node.temper)) + ")" + unit + ")"
+            quant = "*" if node.max_len is None else "{0,%d}" % node.max_len
+            out.append(f"(?P<{node.group}>{unit}{quant}{node.mode})")
+    return "".join(out)
+
+
+class _NoMatch(Exception):
+    pass
+
+
+def _decode(text: str) -> str:
+    try:
+        return unquote(text, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise _NoMatch from None
+
+
+class _Decoder:
+    """Turns the groups of one regex match into variable values."""
+
+    __slots__ = ("kind", "name", "group", "marker", "sep", "empty_absent", "query")
+
+    def __init__(self, kind: str, name: str = "", group: str = "", marker: str | None = None,
+                 sep: str = "", empty_absent: bool = False,
+                 query: dict[str, tuple[str, bool, int | None]] | None = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.group = group
+        self.marker = marker
+        self.sep = sep
+        self.empty_absent = empty_absent
+        self.query = query
+
+    def apply(self, groups: dict[str, str | None], result: dict[str, str | list[str]]) -> None:
+        text = groups[self.group]
+        kind = self.kind
+        if kind == "str":
+            if text is not None:
+                result[self.name] = _decode(text)
+            elif self.marker is not None and groups[self.marker] is not None:
+                result[self.name] = ""
+        elif kind == "list":
+            if text is None or (self.empty_absent and text == ""):
+                return
+            result[self.name] = [_decode(item) for item in text.split(self.sep)]
+        elif kind == "named_list":
+            if text is None:
+                return
+            items: list[str] = []
+            raw_name = _decode(self.name)
+            for piece in (self.name + text).split(";"):
+                pname, eq, pval = piece.partition("=")
+                if _decode(pname) != raw_name:
+                    raise _NoMatch
+                items.append(_decode(pval) if eq else "")
+            result[self.name] = items
+        else:  # query
+            if text is None or text == "":
+                return
+            spec = self.query
+            assert spec is not None
+            for piece in text.split("&"):
+                if not piece:
+                    raise _NoMatch
+                pname, eq, pval = piece.partition("=")
+                info = spec.get(_decode(pname))
+                if info is None:
+                    raise _NoMatch
+                var, explode, max_len = info
+                value = _decode(pval) if eq else ""
+                if max_len is not None and len(value) > max_len:
+                    raise _NoMatch
+                if explode:
+                    lst = result.setdefault(var, [])
+                    assert isinstance(lst, list)
+                    lst.append(value)
+                elif var in result:
+                    raise _NoMatch
+                else:
+                    result[var] = value
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.count = 0
+        self.decoders: list[_Decoder] = []
+
+    def gid(self, prefix: str = "g") -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def build(self, items: list[str | _Expr]) -> list[Any]:
+        seq: list[Any] = []
+        i = 0
+        while i < len(items):
+            item = items[i]
+            if isinstance(item, str):
+                seq.append(_Lit(_literal_atoms(item)))
+                i += 1
+                continue
+            if item.op.char in ("?", "&"):
+                group = [item]
+                i += 1
+                while i < len(items) and isinstance(items[i], _Expr) and items[i].op.char == "&":  # type: ignore[union-attr]
+                    group.append(items[i])  # type: ignore[arg-type]
+                    i += 1
+                seq.append(self.query(group))
+                continue
+            seq.extend(self.expression(item))
+            i += 1
+        return seq
+
+    def value_var(self, vs: _VarSpec, cls: _Cls, sep: str, *, empty_absent: bool = False) -> _Var:
+        g = self.gid()
+        if vs.explode:
+            self.decoders.append(_Decoder("list", vs.name, g, sep=sep, empty_absent=empty_absent))
+            return _Var(g, cls | sep)
+        self.decoders.append(_Decoder("str", vs.name, g))
+        return _Var(g, cls, vs.prefix)
+
+    def expression(self, expr: _Expr) -> list[Any]:
+        op = expr.op
+        specs = expr.varspecs
+        c = op.char
+        if c == ";":
+            cls = _LENIENT - ";"
+            nodes: list[Any] = []
+            for vs in specs:
+                marker = self.gid("m")
+                name_lit = _Lit(_literal_atoms(vs.name))
+                g = self.gid()
+                if vs.explode:
+                    self.decoders.append(_Decoder("named_list", vs.name, g))
+                    nodes.append(_Opt([_Lit(_literal_atoms(";")), name_lit, _Var(g, cls | ";")], marker))
+                else:
+                    self.decoders.append(_Decoder("str", vs.name, g, marker=marker))
+                    nodes.append(
+                        _Opt(
+                            [_Lit(_literal_atoms(";")), name_lit,
+                             _Opt([_Lit(_literal_atoms("=")), _Var(g, cls, vs.prefix)])],
+                            marker,
+                        )
+                    )
+            return nodes
+        if c in ("", "+"):
+            cls = _RESERVED_CLS if op.reserved else _LENIENT
+            if not op.reserved and (len(specs) > 1 or specs[0].explode):
+                cls = cls - ","
+            first: list[Any] = [self.value_var(specs[0], cls, ",", empty_absent=True)]
+            tail = self.chain(specs[1:], cls, ",")
+            return first + tail
+        if c == "#":
+            cls = _RESERVED_CLS
+        else:  # "." or "/"
+            cls = _LENIENT
+        return [_Opt([_Lit(_literal_atoms(c)), self.value_var(specs[0], cls, op.sep)] + self.chain(specs[1:], cls, op.sep))]
+
+    def chain(self, specs: tuple[_VarSpec, ...], cls: _Cls, sep: str) -> list[Any]:
+        """Nested optional ``sep var`` groups: later values only after earlier ones."""
+        if not specs:
+            return []
+        inner = [_Lit(_literal_atoms(sep)), self.value_var(specs[0], cls, sep)] + self.chain(specs[1:], cls, sep)
+        return [_Opt(inner)]
+
+    def query(self, exprs: list[_Expr]) -> _Opt:
+        g = self.gid()
+        spec: dict[str, tuple[str, bool, int | None]] = {}
+        for expr in exprs:
+            for vs in expr.varspecs:
+                spec[unquote(vs.name)] = (vs.name, vs.explode, vs.prefix)
+        self.decoders.append(_Decoder("query", group=g, query=spec))
+        return _Opt([_Lit(_literal_atoms(exprs[0].op.char)), _Var(g, _QUERY_CLS)])
+
+
+# ---------------------------------------------------------------------------
+# Public class
+# ---------------------------------------------------------------------------
+
+
+class UriTemplate:
+    """An RFC 6570 URI template: validate, expand, match (see module docs)."""
+
+    __slots__ = ("template", "variables", "specificity", "_items", "_regex", "_decoders")
+
+    template: str
+    variables: tuple[str, ...]
+    specificity: tuple[Any, ...]
+
+    def __init__(self, template: str) -> None:
+        if not isinstance(template, str):
+            raise TypeError(f"URI template must be a str, not {type(template).__name__}")
+        items = _parse(template)
+        self.template = template
+        self._items = items
+        exprs = [it for it in items if isinstance(it, _Expr)]
+        self.variables = tuple(vs.name for e in exprs for vs in e.varspecs)
+        literal_chars = sum(len(_literal_atoms(it)) for it in items if isinstance(it, str))
+        reserved = sum(len(e.varspecs) for e in exprs if e.op.reserved)
+        exploded = sum(1 for e in exprs for vs in e.varspecs if vs.explode)
+        self.specificity = (-literal_chars, reserved, exploded, len(self.variables), template)
+
+        builder = _Builder()
+        seq = builder.build(items)
+        try:
+            _analyse(seq)
+        except _TooComplex:
+            raise UriTemplateError(
+                "template is too complex to match (too many optional expressions)", template
+            ) from None
+        self._regex = re.compile(_regex(seq), re.DOTALL)
+        self._decoders = tuple(builder.decoders)
+
+    # -- expansion ---------------------------------------------------------
+
+    def expand(self, values: Mapping[str, Any]) -> str:
+        """RFC 6570 expansion.  Missing or ``None`` variables are undefined.
+
+        Values may be ``str``, ``int``, ``float``, ``bool`` (``true``/``false``),
+        a list/tuple of those, or a mapping of those; ``None`` members are
+        skipped and an empty list/mapping is undefined.  A prefix modifier on
+        a list/mapping value raises ``UriTemplateError``; other value types
+        raise ``TypeError``.
+        """
+        out: list[str] = []
+        for item in self._items:
+            if isinstance(item, str):
+                # literals: allowed ASCII and pct-triplets verbatim, others encoded
+                out.append(item if item.isascii() else _encode(item, True))
+            else:
+                out.append(_expand_expression(item, values, self.template))
+        return "".join(out)
+
+    # -- matching ----------------------------------------------------------
+
+    def match(self, uri: str) -> dict[str, str | list[str]] | None:
+        """Match a concrete URI; returns percent-decoded values or ``None``."""
+        if not isinstance(uri, str):
+            return None
+        m = self._regex.fullmatch(uri)
+        if m is None:
+            return None
+        groups = m.groupdict()
+        result: dict[str, str | list[str]] = {}
+        try:
+            for decoder in self._decoders:
+                decoder.apply(groups, result)
+        except _NoMatch:
+            return None
+        return result
+
+    # -- dunder ------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"UriTemplate({self.template!r})"
+
+    def __str__(self) -> str:
+        return self.template
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, UriTemplate):
+            return self.template == other.template
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.template)
