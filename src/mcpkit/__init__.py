@@ -25,6 +25,7 @@ __all__ = [
     "McpError",
     "ClientCapabilityError",
     "ToolResult",
+    "Content",
     "text",
     "image",
     "audio",
@@ -44,6 +45,7 @@ _LAZY = {
     "ToolError": ("mcpkit.protocol.errors", "ToolError"),
     "McpError": ("mcpkit.protocol.errors", "McpError"),
     "ToolResult": ("mcpkit.server.content", "ToolResult"),
+    "Content": ("mcpkit.server.content", "Content"),
     "text": ("mcpkit.server.content", "text"),
     "image": ("mcpkit.server.content", "image"),
     "audio": ("mcpkit.server.content", "audio"),
@@ -55,7 +57,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from .protocol.errors import McpError, ToolError
-    from .server.content import ToolResult, assistant, audio, image, resource, resource_link, text, user
+    from .server.content import Content, ToolResult, assistant, audio, image, resource, resource_link, text, user
     from .server.context import ClientCapabilityError, Context
     from .server.server import Server
 

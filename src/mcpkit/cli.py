@@ -65,21 +65,47 @@ def load_server(target: str | None) -> Any:
     return _find_server(vars(module), attribute or None, path)
 
 
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", value
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT or PORT, got {value!r}")
+    return host, int(port)
+
+
 def _serve(args: argparse.Namespace) -> int:
     server = load_server(args.target)
-    options: dict[str, Any] = {}
+    if args.http is None:
+        options: dict[str, Any] = {}
+        if args.max_message_bytes:
+            options["max_message_bytes"] = args.max_message_bytes
+        server.run("stdio", **options)
+        return 0
+    host, port = args.http
+    http_options: dict[str, Any] = {"json_response": args.json, "stateless": args.stateless}
+    if args.allow_host:
+        http_options["allowed_hosts"] = args.allow_host
+    if args.allow_origin:
+        http_options["allowed_origins"] = args.allow_origin
     if args.max_message_bytes:
-        options["max_message_bytes"] = args.max_message_bytes
-    server.run("stdio", **options)
+        http_options["max_body_bytes"] = args.max_message_bytes
+    server.run("http", host=host, port=port, **http_options)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mcpkit", description="Build, serve and check MCP servers.")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="serve an MCP server (default: the bundled reference server) on stdio")
+    serve = sub.add_parser("serve", help="serve an MCP server (default: the bundled reference server)")
     serve.add_argument("target", nargs="?", help="path/to/server.py[:ATTR] or package.module[:ATTR]")
     serve.add_argument("--max-message-bytes", type=int, default=None, help="largest accepted message (bytes)")
+    serve.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="serve Streamable HTTP (and legacy SSE) instead of stdio")
+    serve.add_argument("--json", action="store_true", help="HTTP: answer POSTs with one JSON body instead of an SSE stream")
+    serve.add_argument("--stateless", action="store_true", help="HTTP: no sessions; every POST stands alone")
+    serve.add_argument("--allow-host", action="append", metavar="HOST", help="HTTP: also accept this Host (repeatable; '*' for any)")
+    serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="HTTP: also accept this Origin (repeatable)")
     serve.set_defaults(func=_serve)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

@@ -31,14 +31,19 @@ __all__ = [
 
 
 class Outgoing:
-    """One encoded message for the transport; ``related`` is the client request it belongs to."""
+    """One encoded message for the transport.
 
-    __slots__ = ("payload", "related", "is_response")
+    ``related`` is the client request it belongs to (a response, or progress, logs and
+    server->client requests made while handling it), so HTTP can route it to that
+    request's stream; ``answers`` lists the request ids this message completes.
+    """
 
-    def __init__(self, payload: bytes, related: Any = None, is_response: bool = False) -> None:
+    __slots__ = ("payload", "related", "answers")
+
+    def __init__(self, payload: bytes, related: Any = None, answers: tuple[Any, ...] = ()) -> None:
         self.payload = payload
         self.related = related
-        self.is_response = is_response
+        self.answers = answers
 
     def __repr__(self) -> str:
         return f"Outgoing({self.payload[:80]!r}, related={self.related!r})"
@@ -106,11 +111,12 @@ class _InFlight:
 class _Batch:
     """BP-13 (2025-03-26): the answers to one batch go out together as one array."""
 
-    __slots__ = ("pending", "answers")
+    __slots__ = ("pending", "answers", "ids")
 
     def __init__(self) -> None:
         self.pending: set[Any] = set()
         self.answers: list[dict[str, Any]] = []
+        self.ids: list[Any] = []
 
 
 Event = RequestReceived | NotificationReceived | CancelRequested | ResponseReceived | SessionStarted
@@ -139,6 +145,11 @@ class Engine:
         self._in_flight: dict[Any, _InFlight] = {}
         self._pending_out: set[Any] = set()  # ids of requests we sent and await
         self._next_out_id = 0
+
+    def assume(self, rev: Revision) -> None:
+        """Serve at ``rev`` without a handshake (stateless HTTP: every POST stands alone)."""
+        self.revision = rev
+        self.initialized = True
 
     # ------------------------------------------------------------------ input
 
@@ -239,6 +250,7 @@ class Engine:
         self._in_flight[req.id] = flight
         if batch is not None:
             batch.pending.add(req.id)
+            batch.ids.append(req.id)
         return [RequestReceived(req.id, method, params)]
 
     def _on_initialize(self, req: Request) -> list[Event]:
@@ -395,7 +407,7 @@ class Engine:
         if batch is not None:
             batch.answers.append(msg)
         else:
-            self.outbox.append(Outgoing(_json.dumps(msg), request_id, True))
+            self.outbox.append(Outgoing(_json.dumps(msg), request_id, (request_id,)))
 
     def _emit_error(self, request_id: Any, error: McpError, batch: _Batch | None) -> None:
         if request_id is NO_ID or request_id is None:
@@ -405,7 +417,8 @@ class Engine:
         if batch is not None:
             batch.answers.append(msg)
         else:
-            self.outbox.append(Outgoing(_json.dumps(msg), None if request_id is NO_ID else request_id, True))
+            answered = () if request_id is NO_ID or request_id is None else (request_id,)
+            self.outbox.append(Outgoing(_json.dumps(msg), answered[0] if answered else None, answered))
 
     def _batch_done(self, batch: _Batch, request_id: Any) -> None:
         batch.pending.discard(request_id)
@@ -414,4 +427,5 @@ class Engine:
     def _flush_batch(self, batch: _Batch) -> None:
         if not batch.pending and batch.answers:
             answers, batch.answers = batch.answers, []
-            self.outbox.append(Outgoing(_json.dumps(answers), None, True))
+            ids = tuple(batch.ids)
+            self.outbox.append(Outgoing(_json.dumps(answers), ids[0] if ids else None, ids))

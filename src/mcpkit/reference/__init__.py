@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Annotated, Any
 
 from .. import __version__
 from ..protocol.errors import ToolError
-from ..server.content import audio, image, resource, text
+from ..server.content import Content, audio, image, resource, text
 from ..server.context import Context
 from ..server.server import Server
 
@@ -40,25 +41,25 @@ def test_simple_text() -> str:
 
 
 @server.tool
-def test_image_content() -> Any:
+def test_image_content() -> Content:
     """Returns a 1x1 PNG image."""
     return image(PNG_1X1, "image/png")
 
 
 @server.tool
-def test_audio_content() -> Any:
+def test_audio_content() -> Content:
     """Returns a minimal WAV clip."""
     return audio(WAV_MIN, "audio/wav")
 
 
 @server.tool
-def test_embedded_resource() -> Any:
+def test_embedded_resource() -> Content:
     """Returns an embedded text resource."""
     return resource("test://embedded-resource", text="This is an embedded resource content.", mime_type="text/plain")
 
 
 @server.tool
-def test_multiple_content_types() -> list[Any]:
+def test_multiple_content_types() -> list[Content]:
     """Returns text, an image and an embedded resource."""
     return [
         text("Multiple content types test:"),
@@ -229,6 +230,52 @@ async def countdown(seconds: Annotated[int, "How many seconds to count down"], c
         await ctx.report_progress(done, seconds, f"{seconds - done} s left")
         await asyncio.sleep(1)
     return "Lift-off"
+
+
+@server.tool(read_only=True, open_world=False)
+def sleep(seconds: Annotated[float, "How long to block, in seconds (at most 60)"]) -> str:
+    """Blocks a worker for a while (a sync tool): other calls and ping are not delayed by it."""
+    time.sleep(max(0.0, min(seconds, 60.0)))
+    return f"Slept {seconds} s"
+
+
+@server.tool(read_only=True, open_world=False)
+async def list_roots(ctx: Context) -> str:
+    """Asks the client for its roots (roots/list) and lists them."""
+    result = await ctx.roots()
+    roots = result.get("roots", []) if isinstance(result, dict) else []
+    return "\n".join(f"{r.get('name') or ''} {r.get('uri')}".strip() for r in roots) or "(no roots)"
+
+
+@server.tool
+def test_trigger_tool_change() -> str:
+    """Adds, then removes, the tool test_dynamic_tool: clients see two tools/list_changed."""
+    server.add_tool(
+        "test_dynamic_tool",
+        lambda arguments: "dynamic",
+        input_schema={"type": "object", "properties": {}},
+        description="A tool that exists only for a moment",
+        replace=True,
+    )
+    server.remove_tool("test_dynamic_tool")
+    return "tool list changed"
+
+
+@server.tool
+def test_trigger_prompt_change() -> str:
+    """Adds, then removes, the prompt test_dynamic_prompt: clients see two prompts/list_changed."""
+    server.prompt(lambda: "dynamic", name="test_dynamic_prompt", description="A passing prompt", replace=True)
+    server.remove_prompt("test_dynamic_prompt")
+    return "prompt list changed"
+
+
+@server.tool
+def test_trigger_resource_update(
+    uri: Annotated[str, "The resource that changed"] = "test://watched-resource",
+) -> str:
+    """Sends notifications/resources/updated for the URI to the sessions subscribed to it."""
+    server.notify_resource_updated(uri)
+    return f"updated {uri}"
 
 
 # ---------------------------------------------------------------------------- resources (contract §2.3)

@@ -188,6 +188,10 @@ class Context:
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
         return self._request("elicitation/create", params, timeout)
 
+    def ping(self, *, timeout: float | None = None) -> Any:
+        """Ping the client (PG-01: either side may ping); raises TimeoutError when it does not answer."""
+        return self._request("ping", None, timeout)
+
     def roots(self, *, timeout: float | None = None) -> Any:
         """roots/list (RT-01). Returns the ListRootsResult dict ({"roots": [...]})."""
         self._require("roots")

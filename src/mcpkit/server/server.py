@@ -539,13 +539,32 @@ class Server:
 
     # ------------------------------------------------------------------ running
 
-    def run(self, transport: str = "stdio", **options: Any) -> None:
-        """Serve until the client goes away (stdio: EOF or SIGTERM)."""
-        if transport != "stdio":
-            raise ValueError(f"unknown transport {transport!r}")
-        from ..transports.stdio import run_stdio
+    def http_app(self, **options: Any) -> Any:
+        """This server as an ASGI app: Streamable HTTP at ``/mcp`` plus legacy SSE at ``/sse``.
 
-        run_stdio(self, **options)
+        Options (see :class:`mcpkit.transports.http.McpHttpApp`): ``path``, ``json_response``,
+        ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``,
+        ``max_sessions``, ``session_idle_timeout``, ``event_store``, ``legacy_sse``, ``cors_origins``.
+        """
+        from ..transports.http import McpHttpApp
+
+        return McpHttpApp(self, **options)
+
+    def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+        """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn).
+
+        HTTP binds to 127.0.0.1 unless told otherwise (HS-03).
+        """
+        if transport == "stdio":
+            from ..transports.stdio import run_stdio
+
+            run_stdio(self, **options)
+        elif transport == "http":
+            from ..transports.serve import serve_http
+
+            serve_http(self, host=host, port=port, **options)
+        else:
+            raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
 
 
 def _encode_cursor(kind: str, offset: int) -> str:

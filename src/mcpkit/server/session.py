@@ -126,6 +126,15 @@ class ServerSession:
         """
         with self._lock:
             events = self.engine.receive(frame)
+        self._dispatch(events)
+
+    def feed_message(self, obj: Any) -> None:
+        """Like :meth:`feed`, for a transport that decoded the JSON itself."""
+        with self._lock:
+            events = self.engine.receive_message(obj)
+        self._dispatch(events)
+
+    def _dispatch(self, events: list[Any]) -> None:
         for event in events:
             t = type(event)
             if t is RequestReceived:
@@ -168,7 +177,9 @@ class ServerSession:
         handler = self.server._methods.get(ev.method)
         rid = ev.id
         if handler is None:
-            self._reply_error(rid, McpError(METHOD_NOT_FOUND, f"Method not found: {ev.method}"), flush=False)
+            self._reply_error(
+                rid, McpError(METHOD_NOT_FOUND, f"Method not found: {ev.method}", {"method": ev.method}), flush=False
+            )
             return
         try:
             outcome = handler(self, rid, ev.params or {})

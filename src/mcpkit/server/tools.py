@@ -182,6 +182,9 @@ class Tool:
         """Shape whatever the handler returned into a CallToolResult (TL-07..TL-09)."""
         if isinstance(value, ToolResult):
             return value.to_result()
+        if type(value) is list and value and all(_is_content(v) for v in value):
+            # content blocks are content, whatever the return annotation said
+            return {"content": value}
         if self.output_schema is not None and not _is_content(value):
             if self.raw and isinstance(value, dict) and "content" in value and isinstance(value["content"], list):
                 structured = value.get("structuredContent")

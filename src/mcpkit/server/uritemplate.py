@@ -118,9 +118,9 @@ class UriTemplateError(ValueError):
         self.template = template
         self.position = position
         if template is not None and position is not None:
-            message = f"invalid URI template {template!r}: {reason} at position {position}"
+            message = f"{reason} at position {position} of URI template {template!r}"
         elif template is not None:
-            message = f"URI template {template!r}: {reason}"
+            message = f"{reason} (URI template {template!r})"
         else:
             message = reason
         super().__init__(message)
@@ -272,11 +272,13 @@ def _parse_expression(template: str, start: int, close: int) -> _Expr:
         if m is None:
             prefix_m = _VARSPEC_RE.match(raw)
             if prefix_m is None:
-                raise UriTemplateError(f"invalid variable name in {raw!r}", template, pos)
+                raise UriTemplateError(
+                    f"invalid character {raw[0]!r} at the start of variable name {raw!r}", template, pos
+                )
             bad = pos + prefix_m.end()
             rest = raw[prefix_m.end() :]
-            if rest.startswith(":"):
-                reason = f"invalid prefix modifier in {raw!r} (expected ':' followed by 1-9999)"
+            if rest.startswith(":") or (prefix_m.group(2) and rest[0].isdigit()):
+                reason = f"invalid prefix modifier in {raw!r} (expected ':' and a length of 1-9999)"
             elif prefix_m.group(3) or prefix_m.group(2):
                 reason = f"unexpected {rest[0]!r} after the modifier in {raw!r}"
             else:
@@ -475,12 +477,17 @@ def _atoms_regex(atoms: Iterable[_Atom]) -> str:
     return "".join(a[0] for a in atoms)
 
 
-def _soft(atoms: Iterable[_Atom], cls: _Cls) -> bool:
-    """True if a variable of class ``cls`` could swallow the whole literal."""
+def _atoms_text(atoms: Iterable[_Atom]) -> str:
+    return "".join(a[2] for a in atoms)
+
+
+def _soft(atoms: tuple[_Atom, ...], var: _Var) -> bool:
+    """True if ``var`` could swallow the whole literal (so its end is ambiguous)."""
     for _, kind, c in atoms:
-        if kind == "a" and c not in cls.chars:
+        if kind == "a" and c not in var.cls.chars:
             return False
-    return True
+    text = _atoms_text(atoms)
+    return not any(t in text for _, t in var.temper)
 
 
 class _Lit:
@@ -508,7 +515,7 @@ class _Var:
         self.group = group
         self.cls = cls
         self.max_len = max_len
-        self.temper: set[str] = set()
+        self.temper: set[tuple[str, str]] = set()  # (regex, text) it may not contain
         self.mode = _GREEDY
 
 
@@ -559,39 +566,81 @@ def _iter_vars(seq: list[Any], after: _Frames) -> Iterable[tuple[_Var, _Frames]]
             yield from _iter_vars(node.seq, rest)
 
 
-def _stop_texts(frames: _Frames, var_frames: dict[int, _Frames], depth: int = 0) -> set[str]:
+def _stop_texts(frames: _Frames, var_frames: dict[int, _Frames], depth: int = 0) -> set[tuple[str, str]]:
     """First literal texts that can follow, looking through variables (taken as empty)."""
     paths: list[tuple[tuple[_Atom, ...], _Var | None, bool]] = []
     _paths(frames, paths)
-    texts: set[str] = set()
+    texts: set[tuple[str, str]] = set()
     for atoms, target, _ in paths:
         if atoms:
-            texts.add(_atoms_regex(atoms))
+            texts.add((_atoms_regex(atoms), _atoms_text(atoms)))
         elif target is not None and depth < 64:
             texts |= _stop_texts(var_frames[id(target)], var_frames, depth + 1)
     return texts
 
 
+def _temper_downstream(frames: _Frames, v: _Var, sep: tuple[str, str], unbounded: bool,
+                       seen: set[tuple[Any, ...]]) -> None:
+    """Forbid ``sep`` in every variable reachable from ``frames`` before the
+    pattern reaches literal text that ``v`` cannot contain (or anywhere after,
+    once a variable allowing characters ``v`` does not allow was passed)."""
+    while True:
+        key = (tuple((id(seq), idx) for seq, idx in frames), unbounded)
+        if key in seen:
+            return
+        seen.add(key)
+        if len(seen) > _PATH_LIMIT:
+            raise _TooComplex
+        if not frames:
+            return
+        seq, idx = frames[0]
+        if idx >= len(seq):
+            frames = frames[1:]
+            continue
+        node = seq[idx]
+        rest: _Frames = ((seq, idx + 1),) + frames[1:]
+        if isinstance(node, _Lit):
+            if not unbounded and not all(kind != "a" or c in v.cls.chars for _, kind, c in node.atoms):
+                return
+        elif isinstance(node, _Opt):
+            _temper_downstream(((node.seq, 0),) + rest, v, sep, unbounded, seen)
+        else:
+            node.temper.add(sep)
+            if not node.cls <= v.cls:
+                unbounded = True
+        frames = rest
+
+
 def _analyse(seq: list[Any]) -> None:
-    """Choose greedy/lazy/possessive + tempering per variable (see module doc)."""
+    """Choose greedy/lazy/possessive + tempering per variable (see module doc).
+
+    Invariant that keeps matching linear: a variable whose end is ambiguous
+    (it may contain the separator ``S`` that follows it) has many candidate
+    ends only at occurrences of ``S``, and everything matched after it up to
+    the next unambiguous boundary may not contain ``S``; so the work done for
+    different candidate ends covers disjoint stretches of the URI.
+    """
     var_frames: dict[int, _Frames] = {}
     order: list[_Var] = []
     for v, frames in _iter_vars(seq, ()):
         var_frames[id(v)] = frames
         order.append(v)
+    # Variables are processed in order of appearance: a variable's temper set
+    # is only extended by earlier ones, so it is final when it is analysed.
     for v in order:
         frames = var_frames[id(v)]
         paths: list[tuple[tuple[_Atom, ...], _Var | None, bool]] = []
         _paths(frames, paths)
         if any(not atoms and target is not None for atoms, target, _ in paths):
-            # Adjacent expression without any separator: inherently ambiguous.
+            # Adjacent expression without any separator: inherently ambiguous;
+            # end at the first occurrence of the next literal text.
             v.mode = _POSSESSIVE
             v.temper |= _stop_texts(frames, var_frames)
             continue
-        soft = [p for p in paths if p[0] and _soft(p[0], v.cls)]
+        soft = [p for p in paths if p[0] and _soft(p[0], v)]
         if not soft:
-            # Every possible continuation starts with text the variable cannot
-            # contain: at most one viable end per continuation.
+            # Every continuation starts with text the variable cannot swallow
+            # entirely: at most a few viable ends.
             v.mode = _GREEDY
             continue
         first_occurrence = any(
@@ -600,12 +649,16 @@ def _analyse(seq: list[Any]) -> None:
         )
         if first_occurrence:
             v.mode = _POSSESSIVE
-            v.temper |= {_atoms_regex(atoms) for atoms, _, _ in paths if atoms}
-        else:
-            v.mode = _LAZY if any(via for _, _, via in soft) else _GREEDY
-            for atoms, target, _ in soft:
-                if target is not None:
-                    target.temper.add(_atoms_regex(atoms))
+            v.temper |= {(_atoms_regex(atoms), _atoms_text(atoms)) for atoms, _, _ in paths if atoms}
+            continue
+        v.mode = _LAZY if any(via for _, _, via in soft) else _GREEDY
+        for atoms, target, _ in soft:
+            if target is not None:
+                _temper_downstream(
+                    var_frames[id(target)], v, (_atoms_regex(atoms), _atoms_text(atoms)),
+                    not target.cls <= v.cls, set(),
+                )
+                target.temper.add((_atoms_regex(atoms), _atoms_text(atoms)))
 
 
 def _regex(seq: list[Any]) -> str:
@@ -619,7 +672,7 @@ def _regex(seq: list[Any]) -> str:
         else:
             unit = node.cls.unit(counted=node.max_len is not None)
             if node.temper:
-                unit = "(?:(?!" + "|".join(sorted(node.temper)) + ")" + unit + ")"
+                unit = "(?:(?!" + "|".join(sorted({r for r, _ in node.temper})) + ")" + unit + ")"
             quant = "*" if node.max_len is None else "{0,%d}" % node.max_len
             out.append(f"(?P<{node.group}>{unit}{quant}{node.mode})")
     return "".join(out)

@@ -1,0 +1,656 @@
+"""Streamable HTTP (2025-03-26 .. 2025-11-25) and legacy HTTP+SSE (2024-11-05), as one plain ASGI app.
+
+Mount it anywhere (Starlette, FastAPI) or serve it with uvicorn (``mcpkit serve --http``).
+Defaults protect: Host and Origin are checked against an allow-list (loopback unless told
+otherwise, HS-01/HS-02, DNS rebinding), bodies are capped (413), sessions are capped in number
+and evicted when idle, and error bodies never carry stack traces.
+
+Routing. Every message the engine emits names the client request it belongs to
+(``Outgoing.related``). A POST that carries requests gets a *stream* for them: an SSE
+response (or one JSON body in JSON mode) that receives exactly the messages related to its
+requests and ends with the last response (HL-06, HL-07). Everything else (list_changed,
+resource updates) goes to the session's standalone GET stream (HL-12), each message on one
+stream only (HL-13). SSE events carry ids from an EventStore, so a client that lost a stream
+resumes it with ``Last-Event-ID`` (HL-14); a dropped connection is not a cancellation (HL-10).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+from .. import _json
+from ..protocol import revisions
+from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
+from ..protocol.jsonrpc import NO_ID, Invalid, classify
+from ..server.session import ServerSession
+from ..stores.memory import MemoryEventStore
+
+if TYPE_CHECKING:
+    from ..protocol.engine import Outgoing
+    from ..server.server import Server
+
+__all__ = ["McpHttpApp", "LOOPBACK_HOSTS"]
+
+log = logging.getLogger("mcpkit.http")
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),  # HM-07: proxies must not buffer the stream
+]
+_JSON = (b"content-type", b"application/json")
+_END = None
+_DISCONNECTED = object()
+
+
+def _error_body(code: int, message: str, data: Any = None, id: Any = NO_ID) -> bytes:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "error": err}
+    if id is not NO_ID and id is not None:
+        msg["id"] = id
+    return _json.dumps(msg)
+
+
+def _hostname(value: str) -> str:
+    """'example.com:8080' -> 'example.com'; '[::1]:3000' -> '::1'."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[1:end] if end > 0 else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class _Stream:
+    """A logical SSE stream (or JSON body): the messages for some requests, or the GET stream."""
+
+    __slots__ = ("id", "pending", "queue", "writer", "json", "frames", "done", "standalone")
+
+    def __init__(self, stream_id: str, pending: set[Any], *, json_mode: bool, standalone: bool = False) -> None:
+        self.id = stream_id
+        self.pending = pending
+        self.standalone = standalone
+        self.json = json_mode
+        self.queue: deque[Any] = deque()
+        self.writer: asyncio.Event | None = None  # set to wake the connection writing this stream
+        self.frames: list[bytes] = []  # JSON mode: the responses collected
+        self.done: asyncio.Future[None] | None = None
+
+    def push(self, item: Any) -> None:
+        if self.json:
+            if item is not _END:
+                self.frames.append(item)
+            elif self.done is not None and not self.done.done():
+                self.done.set_result(None)
+            return
+        self.queue.append(item)
+        if self.standalone and len(self.queue) > 1000:
+            self.queue.popleft()  # nobody is reading the GET stream: keep memory flat
+        if self.writer is not None:
+            self.writer.set()
+
+
+class _HttpSession:
+    """One Mcp-Session-Id: a ServerSession and the streams its messages go to."""
+
+    def __init__(self, app: McpHttpApp, session_id: str | None) -> None:
+        self.id = session_id
+        self.app = app
+        self.loop = app.loop
+        self.session = ServerSession(app.server, self._send, self.loop, inline_sync=False)
+        self.by_request: dict[Any, _Stream] = {}
+        self.get_stream: _Stream | None = None
+        self.streams: dict[str, _Stream] = {}
+        self.last_seen = time.monotonic()
+        self.active = 0  # connections currently open on this session
+        self._seq = 0
+        self.closed = False
+
+    def next_stream_id(self) -> str:
+        self._seq += 1
+        return f"{self.id or 'x'}.{self._seq}"
+
+    def _send(self, messages: list[Outgoing]) -> None:
+        # called under the session lock, possibly from a worker thread
+        if threading.get_ident() == getattr(self.loop, "_thread_id", None):
+            self._route(messages)
+        else:
+            self.loop.call_soon_threadsafe(self._route, messages)
+
+    def _route(self, messages: list[Outgoing]) -> None:
+        for m in messages:
+            stream = self.by_request.get(m.related) if m.related is not None else None
+            if stream is None:
+                stream = self.get_stream
+                if stream is None:
+                    continue  # unrelated and no GET stream: nothing can carry it (HL-12 is a MAY)
+                stream.push(m.payload)
+                continue
+            stream.push(m.payload)
+            for rid in m.answers:
+                if self.by_request.get(rid) is stream:
+                    del self.by_request[rid]
+                stream.pending.discard(rid)
+            if m.answers and not stream.pending:
+                stream.push(_END)
+
+    def open_stream(self, ids: list[Any], json_mode: bool) -> _Stream:
+        stream = _Stream(self.next_stream_id(), set(ids), json_mode=json_mode)
+        if json_mode:
+            stream.done = self.loop.create_future()
+        else:
+            self.streams[stream.id] = stream
+        for rid in ids:
+            self.by_request[rid] = stream
+        return stream
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.session.close()
+        for stream in list(self.streams.values()):
+            stream.push(_END)
+        if self.get_stream is not None:
+            self.get_stream.push(_END)
+        self.streams.clear()
+        self.by_request.clear()
+
+
+class McpHttpApp:
+    """The ASGI application. Build it with ``server.http_app(...)``."""
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        path: str = "/mcp",
+        json_response: bool = False,
+        stateless: bool = False,
+        allowed_hosts: list[str] | None = None,
+        allowed_origins: list[str] | None = None,
+        max_body_bytes: int = 4 * 1024 * 1024,
+        max_sessions: int = 1000,
+        session_idle_timeout: float = 1800.0,
+        retry_ms: int = 1000,
+        event_store: Any = None,
+        legacy_sse: bool = True,
+        sse_path: str = "/sse",
+        messages_path: str = "/messages/",
+        cors_origins: list[str] | None = None,
+    ) -> None:
+        self.server = server
+        self.path = path.rstrip("/") or "/"
+        self.json_response = json_response
+        self.stateless = stateless
+        self.allowed_hosts = {h.lower() for h in (allowed_hosts or ())} | set(LOOPBACK_HOSTS)
+        self.any_host = "*" in self.allowed_hosts
+        self.allowed_origins = {o.rstrip("/").lower() for o in (allowed_origins or ())}
+        self.max_body_bytes = max_body_bytes
+        self.max_sessions = max_sessions
+        self.session_idle_timeout = session_idle_timeout
+        self.retry_ms = retry_ms
+        self.event_store = event_store if event_store is not None else MemoryEventStore()
+        self.legacy_sse = legacy_sse
+        self.sse_path = sse_path
+        self.messages_path = messages_path
+        self.cors_origins = {o.rstrip("/").lower() for o in (cors_origins or ())}
+        self.sessions: OrderedDict[str, _HttpSession] = OrderedDict()
+        self.legacy: dict[str, _HttpSession] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._last_sweep = time.monotonic()
+
+    # ------------------------------------------------------------------ ASGI entry
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            if self.loop is None:
+                self.loop = asyncio.get_running_loop()
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.loop = asyncio.get_running_loop()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.close_all()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def close_all(self) -> None:
+        for hs in list(self.sessions.values()) + list(self.legacy.values()):
+            hs.close()
+        self.sessions.clear()
+        self.legacy.clear()
+
+    async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = dict(scope["headers"])
+        refused = self._refuse(headers)
+        if refused is not None:
+            await self._plain(send, 403, _error_body(INVALID_REQUEST, refused), headers)
+            return
+        path = scope["path"]
+        method = scope["method"]
+        if method == "OPTIONS" and self.cors_origins:
+            await self._preflight(send, headers)
+            return
+        if path.rstrip("/") == self.path or path == self.path:
+            if method == "POST":
+                await self._post(scope, receive, send, headers)
+            elif method == "GET":
+                await self._get(receive, send, headers)
+            elif method == "DELETE":
+                await self._delete(send, headers)
+            else:
+                await self._plain(send, 405, _error_body(INVALID_REQUEST, "Method not allowed."), headers, [(b"allow", b"GET, POST, DELETE")])
+            return
+        if self.legacy_sse and path == self.sse_path and method == "GET":
+            await self._legacy_get(receive, send, headers)
+            return
+        if self.legacy_sse and path == self.messages_path and method == "POST":
+            await self._legacy_post(scope, receive, send, headers)
+            return
+        await self._plain(send, 404, _error_body(INVALID_REQUEST, "Not found."), headers)
+
+    # ------------------------------------------------------------------ protection
+
+    def _host_allowed(self, host: str) -> bool:
+        return self.any_host or host.lower() in self.allowed_hosts or _hostname(host) in self.allowed_hosts
+
+    def _refuse(self, headers: dict[bytes, bytes]) -> str | None:
+        """HS-01/HS-02: a Host or Origin outside the allow-list is refused (DNS rebinding)."""
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self._host_allowed(host):
+            return f"Host {host!r} is not allowed; configure allowed_hosts to serve it."
+        origin = headers.get(b"origin")
+        if origin is not None:
+            text = origin.decode("latin-1").rstrip("/").lower()
+            if text in self.allowed_origins or "*" in self.allowed_origins:
+                return None
+            hostpart = text.split("://", 1)[-1]
+            if not self._host_allowed(hostpart):
+                return f"Origin {text!r} is not allowed; configure allowed_origins to serve it."
+        return None
+
+    def _cors(self, headers: dict[bytes, bytes]) -> list[tuple[bytes, bytes]]:
+        if not self.cors_origins:
+            return []
+        origin = headers.get(b"origin", b"").decode("latin-1").rstrip("/").lower()
+        if origin and (origin in self.cors_origins or "*" in self.cors_origins):
+            return [
+                (b"access-control-allow-origin", origin.encode("latin-1")),
+                (b"access-control-expose-headers", b"mcp-session-id, mcp-protocol-version"),
+                (b"vary", b"origin"),
+            ]
+        return []
+
+    async def _preflight(self, send: Any, headers: dict[bytes, bytes]) -> None:
+        extra = self._cors(headers)
+        if extra:
+            extra += [
+                (b"access-control-allow-methods", b"GET, POST, DELETE, OPTIONS"),
+                (b"access-control-allow-headers", b"content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id"),
+                (b"access-control-max-age", b"600"),
+            ]
+        await send({"type": "http.response.start", "status": 204 if extra else 403, "headers": extra})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _plain(
+        self, send: Any, status: int, body: bytes, headers: dict[bytes, bytes],
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        out = [_JSON] if body else []
+        out += self._cors(headers)
+        if extra:
+            out += extra
+        await send({"type": "http.response.start", "status": status, "headers": out})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _read_body(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> bytes | None:
+        limit = self.max_body_bytes
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._too_large(send, headers)
+            return None
+        message = await receive()
+        body = message.get("body", b"")
+        if not message.get("more_body"):
+            if len(body) > limit:
+                await self._too_large(send, headers)
+                return None
+            return body
+        chunks = [body]
+        size = len(body)
+        while message.get("more_body"):
+            message = await receive()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await self._too_large(send, headers)
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _too_large(self, send: Any, headers: dict[bytes, bytes]) -> None:
+        await self._plain(
+            send, 413,
+            _error_body(INVALID_REQUEST, f"Request body too large: the limit is {self.max_body_bytes} bytes.",
+                        {"limit": self.max_body_bytes}),
+            headers,
+        )
+
+    # ------------------------------------------------------------------ sessions
+
+    def _new_session(self) -> _HttpSession:
+        self._sweep()
+        if len(self.sessions) >= self.max_sessions:
+            # evict the least recently used session that has no open connection
+            for sid, hs in self.sessions.items():
+                if hs.active == 0:
+                    self._end(sid)
+                    break
+        session_id = os.urandom(16).hex()  # HL-15: cryptographically random, visible ASCII
+        hs = _HttpSession(self, session_id)
+        self.sessions[session_id] = hs
+        return hs
+
+    def _end(self, session_id: str) -> None:
+        hs = self.sessions.pop(session_id, None)
+        if hs is not None:
+            hs.close()
+            if self.loop is not None:
+                self.loop.create_task(self.event_store.drop(list(hs.streams) + [f"{session_id}.get"]))
+
+    def _sweep(self) -> None:
+        """Evict sessions idle longer than the timeout (clients that never DELETE)."""
+        now = time.monotonic()
+        if now - self._last_sweep < 1.0:
+            return
+        self._last_sweep = now
+        cutoff = now - self.session_idle_timeout
+        stale = [sid for sid, hs in self.sessions.items() if hs.last_seen < cutoff and hs.active == 0]
+        for sid in stale:
+            self._end(sid)
+
+    def _lookup(self, headers: dict[bytes, bytes]) -> tuple[_HttpSession | None, int, str]:
+        sid = headers.get(b"mcp-session-id")
+        if sid is None:
+            return None, 400, "Missing Mcp-Session-Id header: send initialize first, then the id it returned."
+        hs = self.sessions.get(sid.decode("latin-1"))
+        if hs is None:
+            return None, 404, "Session not found: it ended or expired; initialize a new one."  # HL-17
+        hs.last_seen = time.monotonic()
+        self.sessions.move_to_end(hs.id)  # type: ignore[arg-type]
+        return hs, 200, ""
+
+    def _version_error(self, headers: dict[bytes, bytes]) -> str | None:
+        """HL-19: an invalid or unsupported MCP-Protocol-Version is refused with 400."""
+        value = headers.get(b"mcp-protocol-version")
+        if value is None:
+            return None
+        version = value.decode("latin-1")
+        if version not in revisions.HANDSHAKE_VERSIONS:
+            return f"Unsupported MCP-Protocol-Version {version!r}; supported: {', '.join(revisions.HANDSHAKE_VERSIONS)}."
+        return None
+
+    # ------------------------------------------------------------------ POST
+
+    async def _post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
+        ctype = headers.get(b"content-type", b"")
+        if not ctype.startswith(b"application/json"):
+            await self._plain(send, 415, _error_body(INVALID_REQUEST, "Content-Type must be application/json."), headers)
+            return
+        accept = headers.get(b"accept", b"*/*")
+        takes_sse = b"text/event-stream" in accept or b"*/*" in accept
+        takes_json = b"application/json" in accept or b"*/*" in accept
+        if not (takes_sse or takes_json):
+            await self._plain(send, 406, _error_body(INVALID_REQUEST, "Accept must include application/json or text/event-stream."), headers)
+            return
+        body = await self._read_body(receive, send, headers)
+        if body is None:
+            return
+        try:
+            payload = _json.loads(body)
+        except _json.JSONDecodeError:
+            await self._plain(send, 400, _error_body(PARSE_ERROR, "Parse error: the body is not valid UTF-8 JSON."), headers)
+            return
+        items = payload if type(payload) is list else [payload]
+        if type(payload) is not list:
+            msg = classify(payload)
+            if type(msg) is Invalid:  # HL-05: not acceptable, with a JSON-RPC error body
+                await self._plain(send, 400, _error_body(msg.error.code, msg.error.message, msg.error.data, msg.id), headers)
+                return
+        is_init = any(type(m) is dict and m.get("method") == "initialize" for m in items)
+        request_ids = [m["id"] for m in items if type(m) is dict and "method" in m and "id" in m]
+
+        extra: list[tuple[bytes, bytes]] = []
+        if self.stateless:
+            hs = _HttpSession(self, None)
+            if not is_init:
+                version = headers.get(b"mcp-protocol-version", b"2025-03-26").decode("latin-1")
+                if version not in revisions.HANDSHAKE_VERSIONS:
+                    await self._plain(send, 400, _error_body(INVALID_REQUEST, f"Unsupported MCP-Protocol-Version {version!r}."), headers)
+                    return
+                hs.session.engine.assume(revisions.get(version))
+        elif is_init:
+            hs = self._new_session()
+            extra.append((b"mcp-session-id", hs.id.encode()))  # type: ignore[union-attr]
+        else:
+            found, status, why = self._lookup(headers)
+            if found is None:
+                await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers)
+                return
+            hs = found
+            bad_version = self._version_error(headers)
+            if bad_version is not None:
+                await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
+                return
+
+        if not request_ids:  # HL-04: notifications and responses only
+            hs.session.feed_message(payload)
+            hs.session.flush()
+            await self._plain(send, 202, b"", headers, extra)
+            return
+
+        use_sse = takes_sse and not (self.json_response and takes_json)
+        stream = hs.open_stream(request_ids, json_mode=not use_sse)
+        hs.active += 1
+        try:
+            hs.session.feed_message(payload)
+            hs.session.flush()
+            if use_sse:
+                await self._write_sse(send, receive, hs, stream, headers, extra, replay=None)
+            else:
+                await stream.done  # type: ignore[misc]
+                frames = stream.frames
+                body_out = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
+                await self._plain(send, 200, body_out, headers, extra)
+        finally:
+            hs.active -= 1
+            if self.stateless:
+                hs.close()
+
+    # ------------------------------------------------------------------ SSE writing
+
+    def _priming(self, hs: _HttpSession) -> bool:
+        rev = hs.session.revision
+        return rev is not None and rev.version >= "2025-11-25"
+
+    async def _write_sse(
+        self, send: Any, receive: Any, hs: _HttpSession, stream: _Stream, headers: dict[bytes, bytes],
+        extra: list[tuple[bytes, bytes]], replay: list[tuple[str, bytes]] | None,
+    ) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + self._cors(headers) + extra})
+        wake = asyncio.Event()
+        stream.writer = wake
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    gone.set()
+                    wake.set()
+                    return
+
+        watcher = asyncio.ensure_future(watch())
+        store = self.event_store if not self.stateless else None
+        try:
+            if store is not None and self._priming(hs):
+                # HL-09: an event id with empty data, and how soon to come back after a drop
+                eid = await store.store(stream.id, b"")
+                await send({"type": "http.response.body", "body": f"id: {eid}\nretry: {self.retry_ms}\ndata: \n\n".encode(), "more_body": True})
+            for eid, payload in replay or ():
+                if payload:
+                    await send({"type": "http.response.body", "body": b"id: " + eid.encode() + b"\nevent: message\ndata: " + payload + b"\n\n", "more_body": True})
+            ended = False
+            while not ended and not gone.is_set():
+                if not stream.queue:
+                    wake.clear()
+                    await wake.wait()
+                    continue
+                chunks = []
+                while stream.queue:
+                    item = stream.queue.popleft()
+                    if item is _END:
+                        ended = True
+                        break
+                    if store is not None:
+                        eid = await store.store(stream.id, item)
+                        chunks.append(b"id: " + eid.encode() + b"\nevent: message\ndata: " + item + b"\n\n")
+                    else:
+                        chunks.append(b"event: message\ndata: " + item + b"\n\n")
+                if chunks:
+                    await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
+            if not gone.is_set():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the client went away mid-write; the stream stays resumable
+        finally:
+            watcher.cancel()
+            if stream.writer is wake:
+                stream.writer = None
+            if ended:
+                hs.streams.pop(stream.id, None)
+
+    # ------------------------------------------------------------------ GET and DELETE
+
+    async def _get(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
+        if b"text/event-stream" not in headers.get(b"accept", b""):
+            await self._plain(send, 406, _error_body(INVALID_REQUEST, "Accept must include text/event-stream."), headers)
+            return
+        if self.stateless:
+            await self._plain(send, 405, _error_body(INVALID_REQUEST, "No standalone stream in stateless mode."), headers, [(b"allow", b"POST")])
+            return
+        hs, status, why = self._lookup(headers)
+        if hs is None:
+            await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers)
+            return
+        last = headers.get(b"last-event-id")
+        hs.active += 1
+        try:
+            if last is not None:
+                found = await self.event_store.replay_after(last.decode("latin-1"))
+                if found is None:
+                    await self._plain(send, 404, _error_body(INVALID_REQUEST, "Unknown or expired Last-Event-ID."), headers)
+                    return
+                stream_id, events = found
+                stream = hs.streams.get(stream_id) or (hs.get_stream if hs.get_stream and hs.get_stream.id == stream_id else None)
+                if stream is None:  # the stream had ended: replay what was stored, then close
+                    stream = _Stream(stream_id, set(), json_mode=False)
+                    stream.push(_END)
+                elif stream.writer is not None:
+                    await self._plain(send, 409, _error_body(INVALID_REQUEST, "That stream is already being read."), headers)
+                    return
+                await self._write_sse(send, receive, hs, stream, headers, [], replay=events)
+                return
+            if hs.get_stream is not None and hs.get_stream.writer is not None:
+                await self._plain(send, 409, _error_body(INVALID_REQUEST, "A standalone stream is already open for this session."), headers)
+                return
+            if hs.get_stream is None:
+                hs.get_stream = _Stream(f"{hs.id}.get", set(), json_mode=False, standalone=True)
+            await self._write_sse(send, receive, hs, hs.get_stream, headers, [], replay=None)
+        finally:
+            hs.active -= 1
+
+    async def _delete(self, send: Any, headers: dict[bytes, bytes]) -> None:
+        hs, status, why = self._lookup(headers)
+        if hs is None:
+            await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers)
+            return
+        self._end(hs.id)  # type: ignore[arg-type]  # HL-18: later requests with this id get 404
+        await self._plain(send, 200, b"", headers)
+
+    # ------------------------------------------------------------------ legacy HTTP+SSE (2024-11-05)
+
+    async def _legacy_get(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
+        session_id = os.urandom(16).hex()
+        hs = _HttpSession(self, session_id)
+        stream = _Stream(f"{session_id}.legacy", set(), json_mode=False, standalone=True)
+        hs.get_stream = stream
+        self.legacy[session_id] = hs
+        # HX-02: the first event names the URI for the client's POSTs
+        endpoint = f"{self.messages_path}?session_id={session_id}".encode()
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + self._cors(headers)})
+        await send({"type": "http.response.body", "body": b"event: endpoint\ndata: " + endpoint + b"\n\n", "more_body": True})
+        wake = asyncio.Event()
+        stream.writer = wake
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            wake.set()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            while not gone.is_set():
+                if not stream.queue:
+                    wake.clear()
+                    await wake.wait()
+                    continue
+                chunks = []
+                while stream.queue:
+                    item = stream.queue.popleft()
+                    if item is _END:
+                        gone.set()
+                        break
+                    chunks.append(b"event: message\ndata: " + item + b"\n\n")  # HX-03
+                if chunks:
+                    await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
+        except OSError:
+            pass
+        finally:
+            watcher.cancel()
+            self.legacy.pop(session_id, None)
+            hs.close()
+
+    async def _legacy_post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        session_id = (query.get("session_id") or [""])[0]
+        hs = self.legacy.get(session_id)
+        if hs is None:
+            await self._plain(send, 404, _error_body(INVALID_REQUEST, "Unknown session_id: open /sse first."), headers)
+            return
+        body = await self._read_body(receive, send, headers)
+        if body is None:
+            return
+        hs.session.feed(body)  # answers, including parse errors, go out on the SSE stream
+        hs.session.flush()
+        await send({"type": "http.response.start", "status": 202, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"Accepted"})
