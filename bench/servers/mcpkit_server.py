@@ -32,4 +32,8 @@ if __name__ == "__main__":
     if args.transport == "stdio":
         server.run("stdio")
     else:
-        raise SystemExit("mcpkit: the HTTP transport is not available in this build")
+        app = server.http_app(
+            json_response=args.http_mode.endswith("json"),
+            stateless=args.http_mode.startswith("stateless"),
+        )
+        common.run_uvicorn(app, args.host, args.port)

@@ -91,13 +91,12 @@ class Server:
     # ------------------------------------------------------------------ runtime plumbing
 
     @property
-    def executor(self) -> Any:
+    def workers(self) -> Any:
         """Worker threads for sync handlers on asyncio transports, so they never block the loop."""
         if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
+            from .workers import WorkerPool
 
-            workers = self._max_workers or min(32, (os.cpu_count() or 1) + 4)
-            self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mcpkit-worker")
+            self._executor = WorkerPool(self._max_workers or min(32, (os.cpu_count() or 1) + 4))
         return self._executor
 
     def capabilities(self, rev: Revision) -> dict[str, Any]:

@@ -52,6 +52,18 @@ def new_correlation_id() -> str:
     return os.urandom(8).hex()
 
 
+class _InWorker:
+    """Marks a sync handler running in a worker thread: it cannot be interrupted, only ignored."""
+
+    __slots__ = ()
+
+    def cancel(self) -> bool:
+        return False
+
+
+_RUNNING_IN_WORKER = _InWorker()
+
+
 class SyncCall:
     """A sync handler invocation a dispatch function asks the session to run: ``fn()`` -> result dict."""
 
@@ -86,7 +98,7 @@ class ServerSession:
         self._contexts: dict[Any, Context] = {}
         self._waiting: dict[Any, Any] = {}
         self._flush_scheduled = False
-        self._idle = threading.Condition(self._lock)
+        self._idle: threading.Condition | None = None  # made by wait_idle, the only waiter
         #: True: sync handlers run in the thread that fed the request (stdio); False: worker threads
         self.inline_sync = inline_sync
         self.log_level: str | None = None  # None until logging/setLevel: the server default applies
@@ -211,10 +223,9 @@ class ServerSession:
             else:
                 self._finish(rid, result, None, method, flush=False)
             return
-        fut = self.server.executor.submit(fn)
         with self._lock:
-            self._tasks[rid] = fut
-        fut.add_done_callback(lambda f: self._future_done(rid, method, f, flush=True))
+            self._tasks[rid] = _RUNNING_IN_WORKER
+        self.server.workers.submit(fn, lambda result, exc: self._finish(rid, result, exc, method, flush=True))
 
     def _run_async(self, rid: Any, method: str, coro: Any) -> None:
         import asyncio
@@ -246,7 +257,7 @@ class ServerSession:
                 self.engine.respond_error(rid, exc)
             elif not _is_cancelled(exc):
                 self._internal_error(rid, method, exc)
-            if not self._tasks and not self._inline:
+            if self._idle is not None and not self._tasks and not self._inline:
                 self._idle.notify_all()
         if flush:
             self._flush_soon()
@@ -376,6 +387,8 @@ class ServerSession:
     def wait_idle(self, timeout: float) -> bool:
         """Block (not on the loop thread) until no request is in flight; False on timeout."""
         with self._lock:
+            if self._idle is None:
+                self._idle = threading.Condition(self._lock)
             return self._idle.wait_for(lambda: not self._tasks and not self._inline, timeout)
 
     async def drain(self, timeout: float) -> None:

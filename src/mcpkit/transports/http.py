@@ -115,6 +115,7 @@ class _HttpSession:
         self._seq = 0
         self.closed = False
 
+
     def next_stream_id(self) -> str:
         self._seq += 1
         return f"{self.id or 'x'}.{self._seq}"
@@ -123,8 +124,8 @@ class _HttpSession:
         # called under the session lock, possibly from a worker thread
         if threading.get_ident() == getattr(self.loop, "_thread_id", None):
             self._route(messages)
-        else:
-            self.loop.call_soon_threadsafe(self._route, messages)
+            return
+        self.app.from_worker(self, messages)
 
     def _route(self, messages: list[Outgoing]) -> None:
         for m in messages:
@@ -208,14 +209,30 @@ class McpHttpApp:
         self.legacy: dict[str, _HttpSession] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._last_sweep = time.monotonic()
+        self._from_workers: deque[tuple[_HttpSession, list[Outgoing]]] = deque()
+        self._drain_scheduled = False
+
+    def from_worker(self, hs: _HttpSession, messages: list[Outgoing]) -> None:
+        """Messages made in a worker thread: queue them, and wake the loop once for however
+        many answers pile up meanwhile (one wake-up per batch, not per call)."""
+        self._from_workers.append((hs, messages))
+        if not self._drain_scheduled:
+            self._drain_scheduled = True
+            hs.loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        self._drain_scheduled = False  # first: an append after this point schedules another drain
+        pending = self._from_workers
+        while pending:
+            hs, messages = pending.popleft()
+            hs._route(messages)
 
     # ------------------------------------------------------------------ ASGI entry
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
         if kind == "http":
-            if self.loop is None:
-                self.loop = asyncio.get_running_loop()
+            self.loop = asyncio.get_running_loop()  # the app may outlive a loop (tests): never cache it
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)

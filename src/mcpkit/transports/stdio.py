@@ -287,4 +287,4 @@ def run_stdio(server: Server, **options: Any) -> None:
         StdioServer(server, in_fd=0, out_fd=proto_fd, **options).serve()
     finally:
         if server._executor is not None:
-            server._executor.shutdown(wait=False, cancel_futures=True)
+            server._executor.shutdown()
