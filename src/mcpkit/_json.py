@@ -30,8 +30,16 @@ def _default(obj: Any) -> Any:
 
 def dumps(obj: Any) -> bytes:
     """Compact JSON bytes without newlines (ST-01)."""
-    return orjson.dumps(obj, default=_default, option=_OPTIONS)
+    try:
+        return orjson.dumps(obj, default=_default, option=_OPTIONS)
+    except orjson.JSONEncodeError as exc:
+        if "64-bit" not in str(exc):
+            raise TypeError(str(exc)) from None
+        # orjson stops at 64-bit integers; JSON (and a JSON-RPC id) does not
+        import json
+
+        return json.dumps(obj, default=_default, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def dumps_str(obj: Any) -> str:
-    return orjson.dumps(obj, default=_default, option=_OPTIONS).decode()
+    return dumps(obj).decode()

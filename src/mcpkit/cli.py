@@ -76,13 +76,19 @@ def _host_port(value: str) -> tuple[str, int]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    server = load_server(args.target)
     if args.http is None:
+        from .transports.stdio import guard_stdout, run_stdio
+
+        # ST-02: guard fd 1 before the user's module runs, so even output at import time
+        # goes to stderr
+        out_fd = guard_stdout()
+        server = load_server(args.target)
         options: dict[str, Any] = {}
         if args.max_message_bytes:
             options["max_message_bytes"] = args.max_message_bytes
-        server.run("stdio", **options)
+        run_stdio(server, out_fd=out_fd, **options)
         return 0
+    server = load_server(args.target)
     host, port = args.http
     http_options: dict[str, Any] = {"json_response": args.json, "stateless": args.stateless}
     if args.allow_host:

@@ -310,13 +310,24 @@ class Engine:
         return len(self._in_flight)
 
     def respond(self, request_id: Any, result: dict[str, Any]) -> bool:
-        """Queue the result of a request. False (and nothing sent) when it was cancelled (CN-01)."""
-        flight = self._in_flight.pop(request_id, None)
+        """Queue the result of a request. False (and nothing sent) when it was cancelled (CN-01).
+
+        Raises TypeError, with the request still in flight, when the result is not JSON:
+        the caller can then answer with an error instead of leaving the client waiting.
+        """
+        flight = self._in_flight.get(request_id)
         if flight is None:
             return False
-        self._emit_result(request_id, result, flight.batch)
-        if flight.batch is not None:
-            self._batch_done(flight.batch, request_id)
+        msg = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        if flight.batch is None:
+            payload = _json.dumps(msg)  # may raise: encode before forgetting the request
+            del self._in_flight[request_id]
+            self.outbox.append(Outgoing(payload, request_id, (request_id,)))
+            return True
+        _json.dumps(result)  # the batch is encoded later, all at once: check this member now
+        del self._in_flight[request_id]
+        flight.batch.answers.append(msg)
+        self._batch_done(flight.batch, request_id)
         return True
 
     def respond_error(self, request_id: Any, error: McpError) -> bool:

@@ -134,6 +134,12 @@ def classify(obj: Any) -> Message:
     return ErrorResponse(raw_id if msg_id is not NO_ID else None, err)
 
 
+def _exact_integers(data: bytes | str) -> Any:
+    import json
+
+    return json.loads(data)
+
+
 def parse(data: bytes | str) -> tuple[list[Message], bool]:
     """Decode one frame. Returns (messages, is_batch).
 
@@ -144,6 +150,9 @@ def parse(data: bytes | str) -> tuple[list[Message], bool]:
         obj = _json.loads(data)
     except _json.JSONDecodeError as exc:
         raise McpError(PARSE_ERROR, "Parse error: the message is not valid UTF-8 JSON.", {"detail": str(exc)}) from None
+    if type(obj) is dict and type(obj.get("id")) is float and abs(obj["id"]) >= 2**63:
+        # orjson reads integers beyond 64 bits as floats; such an id is still an integer (BP-03)
+        obj = _exact_integers(data)
     if type(obj) is list:
         if not obj:
             return [Invalid(NO_ID, McpError(INVALID_REQUEST, "An empty batch is not a valid request."))], False

@@ -20,6 +20,8 @@ _CONTENT_2025_03 = _CONTENT_2024 | {"audio"}
 _CONTENT_2025_06 = _CONTENT_2025_03 | {"resource_link"}
 
 _BASE = frozenset({"name", "description", "inputSchema"})
+_ANN_2024 = frozenset({"audience", "priority"})
+_ANN_2025_06 = _ANN_2024 | {"lastModified"}
 
 
 class Revision:
@@ -53,8 +55,8 @@ class Revision:
     prompt_argument_keys: frozenset[str]
     #: TL-09: the content block types that exist.
     content_types: frozenset[str]
-    #: RS-11: annotations on content and resources (``Annotations`` type).
-    annotations: bool
+    #: RS-11: the keys an ``Annotations`` object may carry (lastModified from 2025-06-18).
+    annotation_keys: frozenset[str]
     #: PR-01: ``message`` on progress notifications.
     progress_message: bool
     #: ``_meta`` allowed on tools/resources/prompts (2025-06-18+).
@@ -85,12 +87,12 @@ _REVS = [
         elicitation_url=False,
         implementation_keys=frozenset({"name", "version"}),
         tool_keys=_BASE,
-        resource_keys=frozenset({"uri", "name", "description", "mimeType", "annotations"}),
+        resource_keys=frozenset({"uri", "name", "description", "mimeType", "annotations", "size"}),
         template_keys=frozenset({"uriTemplate", "name", "description", "mimeType", "annotations"}),
         prompt_keys=frozenset({"name", "description", "arguments"}),
         prompt_argument_keys=frozenset({"name", "description", "required"}),
         content_types=_CONTENT_2024,
-        annotations=False,
+        annotation_keys=_ANN_2024,
         progress_message=False,
         item_meta=False,
         sampling_tools=False,
@@ -112,7 +114,7 @@ _REVS = [
         prompt_keys=frozenset({"name", "description", "arguments"}),
         prompt_argument_keys=frozenset({"name", "description", "required"}),
         content_types=_CONTENT_2025_03,
-        annotations=True,
+        annotation_keys=_ANN_2024,
         progress_message=True,
         item_meta=False,
         sampling_tools=False,
@@ -134,7 +136,7 @@ _REVS = [
         prompt_keys=frozenset({"name", "title", "description", "arguments", "_meta"}),
         prompt_argument_keys=frozenset({"name", "title", "description", "required"}),
         content_types=_CONTENT_2025_06,
-        annotations=True,
+        annotation_keys=_ANN_2025_06,
         progress_message=True,
         item_meta=True,
         sampling_tools=False,
@@ -160,7 +162,7 @@ _REVS = [
         prompt_keys=frozenset({"name", "title", "description", "arguments", "_meta", "icons"}),
         prompt_argument_keys=frozenset({"name", "title", "description", "required"}),
         content_types=_CONTENT_2025_06,
-        annotations=True,
+        annotation_keys=_ANN_2025_06,
         progress_message=True,
         item_meta=True,
         sampling_tools=True,

@@ -11,12 +11,11 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import McpError
 
 if TYPE_CHECKING:
     from .session import ServerSession
 
-__all__ = ["Context", "ClientCapabilityError", "LOG_LEVELS"]
+__all__ = ["Context", "ClientCapabilityError", "ClientRequestError", "ClientTimeoutError", "LOG_LEVELS"]
 
 #: LG-04: RFC 5424 severities, in order.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -25,6 +24,20 @@ _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 
 class ClientCapabilityError(RuntimeError):
     """The client did not declare the capability a request to it needs (SA-01, EL-01, RT-01)."""
+
+
+class ClientRequestError(Exception):
+    """The client answered a request of ours (sampling, elicitation, roots, ping) with an error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"the client answered with error {code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ClientTimeoutError(TimeoutError):
+    """The client did not answer a request of ours in time (LC-10)."""
 
 
 class _Done:
@@ -200,7 +213,3 @@ class Context:
 
 def level_rank(level: str) -> int:
     return _LEVEL_RANK[level]
-
-
-def client_error(exc: McpError) -> str:
-    return f"the client answered with error {exc.code}: {exc.message}"

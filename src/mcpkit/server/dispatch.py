@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, ToolError
 from ..protocol.revisions import LATEST_HANDSHAKE, Revision
-from .context import LOG_LEVELS, ClientCapabilityError, Context
+from .context import LOG_LEVELS, ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
 from .prompts import messages_from
 from .resources import contents_from
 from .tools import OutputSchemaError, Tool, shape_for_revision
@@ -57,7 +57,7 @@ def _tool_failure(tool: Tool, exc: BaseException, correlation_id: str | None) ->
     correlation_id = correlation_id or new_correlation_id()
     if isinstance(exc, ToolError):
         message = str(exc) or f"Tool {tool.name!r} failed."
-    elif isinstance(exc, (ClientCapabilityError, TimeoutError)):
+    elif isinstance(exc, (ClientCapabilityError, ClientRequestError, ClientTimeoutError)):
         message = str(exc)
     elif isinstance(exc, OutputSchemaError):
         log.error("tool %r: %s (correlation id %s)", tool.name, exc, correlation_id)

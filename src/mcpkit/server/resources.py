@@ -150,6 +150,8 @@ def _one(uri: str, mime_type: str | None, value: Any) -> dict[str, Any]:
             value = {"uri": uri, **value}
         if "text" not in value and "blob" not in value:
             raise TypeError("resource contents need 'text' or 'blob'")
+        if isinstance(value.get("blob"), (bytes, bytearray, memoryview)):
+            value = {**value, "blob": base64.b64encode(bytes(value["blob"])).decode("ascii")}  # RS-04
         if mime_type and "mimeType" not in value:
             value = {**value, "mimeType": mime_type}
         return value

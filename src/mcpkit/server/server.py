@@ -44,6 +44,15 @@ def _pick(item: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in item.items() if k in keys}
 
 
+def _pick_annotated(item: dict[str, Any], keys: frozenset[str], rev: Revision) -> dict[str, Any]:
+    """Like _pick, and RS-11: annotation keys the revision does not define are left out."""
+    out = _pick(item, keys)
+    ann = out.get("annotations")
+    if isinstance(ann, dict) and not rev.annotation_keys.issuperset(ann):
+        out["annotations"] = {k: v for k, v in ann.items() if k in rev.annotation_keys}
+    return out
+
+
 class Server:
     """An MCP server. Register tools, resources and prompts, then :meth:`run` it."""
 
@@ -506,9 +515,9 @@ class Server:
                     d["annotations"] = {"title": tool.title, **(d.get("annotations") or {})}
                 items.append(d)
         elif kind == "resources":
-            items = [_pick(r.describe(), rev.resource_keys) for r in self._resources.values()]
+            items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in self._resources.values()]
         elif kind == "resourceTemplates":
-            items = [_pick(t.describe(), rev.template_keys) for t in self._templates]
+            items = [_pick_annotated(t.describe(), rev.template_keys, rev) for t in self._templates]
         else:
             items = []
             for p in self._prompts.values():

@@ -33,7 +33,7 @@ from ..protocol.engine import (
 )
 from ..protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
 from ..protocol.revisions import Revision
-from .context import Context, level_rank
+from .context import ClientRequestError, ClientTimeoutError, Context, level_rank
 
 if TYPE_CHECKING:
     from .server import Server
@@ -252,7 +252,10 @@ class ServerSession:
             self._contexts.pop(rid, None)
             if exc is None:
                 if result is not None:
-                    self.engine.respond(rid, result)
+                    try:
+                        self.engine.respond(rid, result)
+                    except TypeError as bad:  # not JSON: still answer, never leave the client waiting
+                        self._internal_error(rid, method, bad)
             elif isinstance(exc, McpError):
                 self.engine.respond_error(rid, exc)
             elif not _is_cancelled(exc):
@@ -307,7 +310,7 @@ class ServerSession:
             setter = fut.set_result
         else:
             err = ev.error
-            value = McpError(err.get("code", INTERNAL_ERROR), str(err.get("message", "")), err.get("data"))
+            value = ClientRequestError(err.get("code", INTERNAL_ERROR), str(err.get("message", "")), err.get("data"))
             setter = fut.set_exception
 
         def resolve() -> None:
@@ -334,7 +337,7 @@ class ServerSession:
         try:
             return await asyncio.wait_for(fut, limit)
         except TimeoutError:
-            raise TimeoutError(f"the client did not answer {method} within {limit} s") from None
+            raise ClientTimeoutError(f"the client did not answer {method} within {limit} s") from None
         finally:
             with self._lock:
                 abandoned = self._waiting.pop(rid, None) is not None
@@ -404,6 +407,20 @@ class ServerSession:
                 break
             await asyncio.sleep(min(0.005, remaining))
         self.flush()
+
+    def abandon_client_requests(self, reason: str) -> None:
+        """The client is gone: requests we sent it will never be answered; fail them now."""
+        with self._lock:
+            waiting = list(self._waiting.items())
+            self._waiting.clear()
+        for _rid, fut in waiting:
+            error = ClientRequestError(-32000, reason)
+
+            def fail(fut: Any = fut, error: Exception = error) -> None:
+                if not fut.done():
+                    fut.set_exception(error)
+
+            fut.get_loop().call_soon_threadsafe(fail)
 
     def cancel_all(self) -> None:
         with self._lock:

@@ -181,6 +181,8 @@ class Tool:
     def to_result(self, value: Any) -> dict[str, Any]:
         """Shape whatever the handler returned into a CallToolResult (TL-07..TL-09)."""
         if isinstance(value, ToolResult):
+            if value.structured is not None:
+                self.check_output(value.structured)  # TL-07: a ToolResult is no way around the outputSchema
             return value.to_result()
         if type(value) is list and value and all(_is_content(v) for v in value):
             # content blocks are content, whatever the return annotation said
@@ -254,24 +256,38 @@ def shape_for_revision(result: dict[str, Any], rev: Revision) -> dict[str, Any]:
     if not rev.structured_content and "structuredContent" in result:
         result = {k: v for k, v in result.items() if k != "structuredContent"}
     content = result.get("content")
-    if content and (not rev.annotations or any(b.get("type") not in rev.content_types for b in content)):
+    if content and any(_needs_downgrade(b, rev) for b in content):
         result = dict(result)
         result["content"] = [downgrade_block(b, rev) for b in content]
     return result
 
 
+def _needs_downgrade(block: dict[str, Any], rev: Revision) -> bool:
+    if block.get("type") not in rev.content_types:
+        return True
+    if "_meta" in block and not rev.item_meta:
+        return True
+    ann = block.get("annotations")
+    return isinstance(ann, dict) and not rev.annotation_keys.issuperset(ann)
+
+
 def downgrade_block(block: dict[str, Any], rev: Revision) -> dict[str, Any]:
+    """One content block as ``rev`` can carry it: unknown types become a text notice,
+    unknown annotation keys and ``_meta`` are left out."""
+    if not _needs_downgrade(block, rev):
+        return block
     kind = block.get("type")
     if kind not in rev.content_types:
         if kind == "resource_link":
             label = block.get("title") or block.get("name") or block.get("uri")
-            block = {"type": "text", "text": f"Resource link: {label} <{block.get('uri')}>"}
-        else:
-            mime = block.get("mimeType", "unknown type")
-            block = {"type": "text", "text": f"[{kind} content ({mime}) omitted: not supported by protocol {rev.version}]"}
-    if not rev.annotations and "annotations" in block:
-        block = {k: v for k, v in block.items() if k != "annotations"}
-    return block
+            return {"type": "text", "text": f"Resource link: {label} <{block.get('uri')}>"}
+        mime = block.get("mimeType", "unknown type")
+        return {"type": "text", "text": f"[{kind} content ({mime}) omitted: not supported by protocol {rev.version}]"}
+    out = {k: v for k, v in block.items() if k != "_meta" or rev.item_meta}
+    ann = out.get("annotations")
+    if isinstance(ann, dict):
+        out["annotations"] = {k: v for k, v in ann.items() if k in rev.annotation_keys}
+    return out
 
 
 def is_content(value: Any) -> bool:

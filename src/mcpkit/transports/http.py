@@ -130,6 +130,10 @@ class _HttpSession:
     def _route(self, messages: list[Outgoing]) -> None:
         for m in messages:
             stream = self.by_request.get(m.related) if m.related is not None else None
+            if stream is not None and stream.json and not m.answers:
+                # a JSON body is the response alone (HL-06): what else the request causes
+                # (progress, logs, server->client requests) can only ride the GET stream
+                stream = None
             if stream is None:
                 stream = self.get_stream
                 if stream is None:
@@ -388,9 +392,10 @@ class McpHttpApp:
     def _end(self, session_id: str) -> None:
         hs = self.sessions.pop(session_id, None)
         if hs is not None:
+            stream_ids = [f"{session_id}.{n}" for n in range(1, hs._seq + 1)] + [f"{session_id}.get"]
             hs.close()
             if self.loop is not None:
-                self.loop.create_task(self.event_store.drop(list(hs.streams) + [f"{session_id}.get"]))
+                self.loop.create_task(self.event_store.drop(stream_ids))
 
     def _sweep(self) -> None:
         """Evict sessions idle longer than the timeout (clients that never DELETE)."""
@@ -408,9 +413,13 @@ class McpHttpApp:
         if sid is None:
             return None, 400, "Missing Mcp-Session-Id header: send initialize first, then the id it returned."
         hs = self.sessions.get(sid.decode("latin-1"))
+        now = time.monotonic()
+        if hs is not None and hs.active == 0 and now - hs.last_seen > self.session_idle_timeout:
+            self._end(hs.id)  # type: ignore[arg-type]  # idle too long: expired, whether swept yet or not
+            hs = None
         if hs is None:
             return None, 404, "Session not found: it ended or expired; initialize a new one."  # HL-17
-        hs.last_seen = time.monotonic()
+        hs.last_seen = now
         self.sessions.move_to_end(hs.id)  # type: ignore[arg-type]
         return hs, 200, ""
 
@@ -453,6 +462,9 @@ class McpHttpApp:
                 return
         is_init = any(type(m) is dict and m.get("method") == "initialize" for m in items)
         request_ids = [m["id"] for m in items if type(m) is dict and "method" in m and "id" in m]
+        if is_init and type(payload) is list:  # LC-07: initialize is never batched
+            await self._plain(send, 400, _error_body(INVALID_REQUEST, "initialize must not be part of a batch."), headers)
+            return
 
         extra: list[tuple[bytes, bytes]] = []
         if self.stateless:
@@ -475,6 +487,15 @@ class McpHttpApp:
             bad_version = self._version_error(headers)
             if bad_version is not None:
                 await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
+                return
+
+        if type(payload) is list:
+            rev = hs.session.revision
+            if rev is None or not rev.batching:  # HL-03, HL-05: only 2025-03-26 has batches
+                where = f"under protocol {rev.version}" if rev is not None else "before initialization"
+                await self._plain(send, 400, _error_body(
+                    INVALID_REQUEST, f"JSON-RPC batches are not accepted {where}; batching exists only in protocol 2025-03-26."
+                ), headers, extra)
                 return
 
         if not request_ids:  # HL-04: notifications and responses only
@@ -577,11 +598,17 @@ class McpHttpApp:
         if hs is None:
             await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers)
             return
+        bad_version = self._version_error(headers)
+        if bad_version is not None:
+            await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
+            return
         last = headers.get(b"last-event-id")
         hs.active += 1
         try:
             if last is not None:
                 found = await self.event_store.replay_after(last.decode("latin-1"))
+                if found is not None and not found[0].startswith(f"{hs.id}."):
+                    found = None  # HL-14: another session's stream is not this client's to replay
                 if found is None:
                     await self._plain(send, 404, _error_body(INVALID_REQUEST, "Unknown or expired Last-Event-ID."), headers)
                     return
@@ -608,6 +635,10 @@ class McpHttpApp:
         hs, status, why = self._lookup(headers)
         if hs is None:
             await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers)
+            return
+        bad_version = self._version_error(headers)
+        if bad_version is not None:
+            await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
             return
         self._end(hs.id)  # type: ignore[arg-type]  # HL-18: later requests with this id get 404
         await self._plain(send, 200, b"", headers)

@@ -147,6 +147,8 @@ class StdioServer:
             while not self._stop.wait(0.5):
                 pass
             log.debug("stdio: shutting down (%s)", self.stop_reason)
+            # nothing more can come from the client: handlers waiting for its answers stop waiting
+            session.abandon_client_requests(f"the client closed the connection ({self.stop_reason})")
             # ST-07 / LC-09: finish and answer what is in flight, then exit.
             if not session.wait_idle(self.drain_timeout):
                 log.warning("stdio: requests still running after %.1f s; exiting anyway", self.drain_timeout)
@@ -278,9 +280,13 @@ class StdioServer:
             )
 
 
-def run_stdio(server: Server, **options: Any) -> None:
-    """Serve ``server`` on this process's stdin/stdout; returns when the client is gone."""
-    proto_fd = guard_stdout()
+def run_stdio(server: Server, *, out_fd: int | None = None, **options: Any) -> None:
+    """Serve ``server`` on this process's stdin/stdout; returns when the client is gone.
+
+    ``out_fd`` is a descriptor from :func:`guard_stdout` taken earlier (the CLI guards stdout
+    before it imports the user's module, so output at import time is kept off the wire too).
+    """
+    proto_fd = guard_stdout() if out_fd is None else out_fd
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -1,0 +1,40 @@
+"""The official MCP conformance suite (0.1.16, every server scenario) against the reference server."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNER = ROOT / "tools" / "conformance"
+
+pytestmark = pytest.mark.interop
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    if shutil.which("npm") is None:
+        if os.environ.get("CI"):
+            pytest.fail("npm is needed to install the conformance suite (apt-get install npm)")
+        pytest.skip("npm is not installed")
+    serve = [sys.executable, "-m", "mcpkit", "serve", "--http", "127.0.0.1:{port}"]
+    return subprocess.run(
+        [str(RUNNER), *args, "--", *serve],
+        capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})}, cwd=ROOT,
+    )
+
+
+@pytest.mark.req("LC-01", "LC-02", "PG-01", "TL-09", "TL-10", "RS-03", "PM-03", "CP-02", "LG-02", "PR-01",
+                 "SA-01", "EL-02", "JS-01", "HS-01", "HS-02", "HL-01", "HL-06", "HL-07", "HL-15")
+def test_conformance_suite_passes_every_scenario() -> None:
+    done = _run("--suite", "all")
+    summary = re.findall(r"^conformance: (\d+) passed, (\d+) failed$", done.stdout, re.M)
+    assert summary, f"no summary line; output:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    passed, failed = map(int, summary[-1])
+    assert (passed, failed) == (32, 0), done.stdout[-4000:]
+    assert done.returncode == 0

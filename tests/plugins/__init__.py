@@ -1,0 +1,1 @@
+"""pytest plugins of mcpkit's own test suite."""
