@@ -43,6 +43,8 @@ class Revision:
     #: EL-01: elicitation exists, and which modes.
     elicitation: bool
     elicitation_url: bool
+    #: EL-02: multi-select (array) and titled (oneOf/anyOf) enums in elicitation forms (SEP-1330).
+    elicitation_rich_enums: bool
     #: LC-01 / IC-03: the keys Implementation (serverInfo) may carry.
     implementation_keys: frozenset[str]
     #: TL-05: the keys a Tool may carry.
@@ -85,6 +87,7 @@ _REVS = [
         structured_content=False,
         elicitation=False,
         elicitation_url=False,
+        elicitation_rich_enums=False,
         implementation_keys=frozenset({"name", "version"}),
         tool_keys=_BASE,
         resource_keys=frozenset({"uri", "name", "description", "mimeType", "annotations", "size"}),
@@ -107,6 +110,7 @@ _REVS = [
         structured_content=False,
         elicitation=False,
         elicitation_url=False,
+        elicitation_rich_enums=False,
         implementation_keys=frozenset({"name", "version"}),
         tool_keys=_BASE | {"annotations"},
         resource_keys=frozenset({"uri", "name", "description", "mimeType", "annotations", "size"}),
@@ -129,6 +133,7 @@ _REVS = [
         structured_content=True,
         elicitation=True,
         elicitation_url=False,
+        elicitation_rich_enums=False,
         implementation_keys=frozenset({"name", "version", "title"}),
         tool_keys=_BASE | {"annotations", "title", "outputSchema", "_meta"},
         resource_keys=frozenset({"uri", "name", "title", "description", "mimeType", "annotations", "size", "_meta"}),
@@ -151,6 +156,7 @@ _REVS = [
         structured_content=True,
         elicitation=True,
         elicitation_url=True,
+        elicitation_rich_enums=True,
         implementation_keys=frozenset({"name", "version", "title", "description", "icons", "websiteUrl"}),
         tool_keys=_BASE | {"annotations", "title", "outputSchema", "_meta", "icons", "execution"},
         resource_keys=frozenset(

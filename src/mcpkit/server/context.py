@@ -187,6 +187,7 @@ class Context:
             from .schema import type_schema
 
             schema = type_schema(schema)
+        _check_form(schema, rev)
         params: dict[str, Any] = {"message": message, "requestedSchema": schema}
         if rev.elicitation_url:
             params["mode"] = "form"
@@ -209,6 +210,35 @@ class Context:
         """roots/list (RT-01). Returns the ListRootsResult dict ({"roots": [...]})."""
         self._require("roots")
         return self._request("roots/list", None, timeout)
+
+
+_PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
+
+
+def _check_form(schema: dict[str, Any], rev: Any) -> None:
+    """EL-02: a form is a flat object of primitive properties; multi-select and titled
+    enums exist only from 2025-11-25. Refused here, before anything reaches the client."""
+    props = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(props, dict):
+        raise ClientCapabilityError('an elicitation form needs {"type": "object", "properties": {...}} (EL-02)')
+    for name, prop in props.items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        if kind == "array" or "oneOf" in prop or "anyOf" in prop:
+            if not rev.elicitation_rich_enums:
+                raise ClientCapabilityError(
+                    f"form field {name!r} is a multi-select or titled enum, which needs protocol "
+                    f"2025-11-25; the client speaks {rev.version}"
+                )
+            if kind == "array":
+                items = prop.get("items")
+                if not isinstance(items, dict) or not ("enum" in items or "anyOf" in items or "oneOf" in items):
+                    raise ClientCapabilityError(f"form field {name!r}: an array field must be a multi-select enum (EL-02)")
+            continue
+        if kind not in _PRIMITIVES:
+            raise ClientCapabilityError(
+                f"form field {name!r} has type {kind!r}: forms take only flat string, number, integer "
+                "and boolean fields (EL-02)"
+            )
 
 
 def level_rank(level: str) -> int:
