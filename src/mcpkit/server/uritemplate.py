@@ -83,9 +83,22 @@ the URI length (there is no catastrophic backtracking on adversarial URIs):
   the first occurrence of the next literal and the later one gets the rest
   (often ``""``).
 
-Every syntactically valid template can be matched; the only construction-time
-matching error is a template with so many optional expressions that its
-analysis would explode (``UriTemplateError``: "too complex").
+* A variable that follows an ambiguous separator ``S`` (first bullet) may not
+  contain ``S`` even when the earlier variable is absent, and neither may the
+  variables after it up to the next literal the earlier variable cannot
+  contain.
+
+So for an ambiguous template (the values contain the text separating them, a
+prefix-limited variable is followed by a wider one, two ``{?...}``
+expressions in a row, ...) ``match`` returns one of the possible splits, and may
+return ``None`` even for a URI the template can produce.  Templates whose
+variables are separated by characters they cannot contain (``/`` for
+``{var}``, ``?`` before a query, ...) always match their own expansions.
+
+Every syntactically valid template can be matched: no construct is rejected
+for matching (what cannot be recovered, like dict values, is listed above).
+If a template has so many optional expressions that analysing it would blow
+up, the affected variable simply ends at the first literal that can follow.
 
 Specificity
 -----------
@@ -527,13 +540,24 @@ class _TooComplex(Exception):
     pass
 
 
-def _paths(frames: _Frames, out: list[tuple[tuple[_Atom, ...], _Var | None, bool]],
-           atoms: tuple[_Atom, ...] = (), via_opt: bool = False) -> None:
-    """All ways the pattern can continue from ``frames`` up to the next variable.
+class _HardStop:
+    """Path target: the path reached text the variable cannot contain."""
+
+
+_HARD = _HardStop()
+_Path = tuple[tuple[_Atom, ...], _Var | _HardStop | None, bool]
+
+
+def _paths(frames: _Frames, out: list[_Path], v: _Var, atoms: tuple[_Atom, ...] = (),
+           via_opt: bool = False) -> None:
+    """All ways the pattern can continue after ``v`` (at ``frames``) up to the next variable.
 
     Appends (literal atoms consumed, next variable or None for the end of the
-    pattern, whether the first literal came from an optional group).
+    pattern, whether the first literal came from an optional group).  A path
+    stops early, with target ``_HARD``, at the first character ``v`` cannot
+    contain: ``v`` cannot run past it, so what follows does not matter here.
     """
+    chars = v.cls.chars
     while True:
         if len(out) > _PATH_LIMIT:
             raise _TooComplex
@@ -545,37 +569,65 @@ def _paths(frames: _Frames, out: list[tuple[tuple[_Atom, ...], _Var | None, bool
             frames = frames[1:]
             continue
         node = seq[idx]
-        rest: _Frames = ((seq, idx + 1),) + frames[1:]
+        rest: _Frames = ((seq, idx + 1), *frames[1:])
         if isinstance(node, _Lit):
+            for k, (_, kind, c) in enumerate(node.atoms):
+                if kind == "a" and c not in chars:
+                    out.append((atoms + node.atoms[: k + 1], _HARD, via_opt or not atoms))
+                    return
             atoms = atoms + node.atoms
             frames = rest
         elif isinstance(node, _Opt):
-            _paths(((node.seq, 0),) + rest, out, atoms, via_opt or not atoms)
+            _paths(((node.seq, 0), *rest), out, v, atoms, via_opt or not atoms)
             frames = rest
         else:
             out.append((atoms, node, via_opt))
             return
 
 
+def _first_literals(frames: _Frames, seen: set[tuple[Any, ...]] | None = None) -> set[tuple[str, str]]:
+    """The first literal (node) that can follow, looking through variables; bounded work."""
+    seen = set() if seen is None else seen
+    texts: set[tuple[str, str]] = set()
+    while frames:
+        key = tuple((id(seq), idx) for seq, idx in frames)
+        if key in seen:
+            break
+        seen.add(key)
+        seq, idx = frames[0]
+        if idx >= len(seq):
+            frames = frames[1:]
+            continue
+        node = seq[idx]
+        rest: _Frames = ((seq, idx + 1), *frames[1:])
+        if isinstance(node, _Lit):
+            texts.add((_atoms_regex(node.atoms), _atoms_text(node.atoms)))
+            break
+        if isinstance(node, _Opt):
+            texts |= _first_literals(((node.seq, 0), *rest), seen)
+        frames = rest
+    return texts
+
+
 def _iter_vars(seq: list[Any], after: _Frames) -> Iterable[tuple[_Var, _Frames]]:
     for idx, node in enumerate(seq):
-        rest: _Frames = ((seq, idx + 1),) + after
+        rest: _Frames = ((seq, idx + 1), *after)
         if isinstance(node, _Var):
             yield node, rest
         elif isinstance(node, _Opt):
             yield from _iter_vars(node.seq, rest)
 
 
-def _stop_texts(frames: _Frames, var_frames: dict[int, _Frames], depth: int = 0) -> set[tuple[str, str]]:
+def _stop_texts(frames: _Frames, v: _Var, var_frames: dict[int, _Frames], depth: int = 0) -> set[tuple[str, str]]:
     """First literal texts that can follow, looking through variables (taken as empty)."""
-    paths: list[tuple[tuple[_Atom, ...], _Var | None, bool]] = []
-    _paths(frames, paths)
+    paths: list[_Path] = []
+    _paths(frames, paths, v)
     texts: set[tuple[str, str]] = set()
     for atoms, target, _ in paths:
         if atoms:
             texts.add((_atoms_regex(atoms), _atoms_text(atoms)))
-        elif target is not None and depth < 64:
-            texts |= _stop_texts(var_frames[id(target)], var_frames, depth + 1)
+        elif isinstance(target, _Var) and depth < 64:
+            texts |= _stop_texts(var_frames[id(target)], v, var_frames, depth + 1)
     return texts
 
 
@@ -589,8 +641,6 @@ def _temper_downstream(frames: _Frames, v: _Var, sep: tuple[str, str], unbounded
         if key in seen:
             return
         seen.add(key)
-        if len(seen) > _PATH_LIMIT:
-            raise _TooComplex
         if not frames:
             return
         seq, idx = frames[0]
@@ -598,12 +648,12 @@ def _temper_downstream(frames: _Frames, v: _Var, sep: tuple[str, str], unbounded
             frames = frames[1:]
             continue
         node = seq[idx]
-        rest: _Frames = ((seq, idx + 1),) + frames[1:]
+        rest: _Frames = ((seq, idx + 1), *frames[1:])
         if isinstance(node, _Lit):
             if not unbounded and not all(kind != "a" or c in v.cls.chars for _, kind, c in node.atoms):
                 return
         elif isinstance(node, _Opt):
-            _temper_downstream(((node.seq, 0),) + rest, v, sep, unbounded, seen)
+            _temper_downstream(((node.seq, 0), *rest), v, sep, unbounded, seen)
         else:
             node.temper.add(sep)
             if not node.cls <= v.cls:
@@ -629,13 +679,22 @@ def _analyse(seq: list[Any]) -> None:
     # is only extended by earlier ones, so it is final when it is analysed.
     for v in order:
         frames = var_frames[id(v)]
-        paths: list[tuple[tuple[_Atom, ...], _Var | None, bool]] = []
-        _paths(frames, paths)
-        if any(not atoms and target is not None for atoms, target, _ in paths):
+        paths: list[_Path] = []
+        try:
+            _paths(frames, paths, v)
+            adjacent = any(not atoms and isinstance(target, _Var) for atoms, target, _ in paths)
+            stop_texts = _stop_texts(frames, v, var_frames) if adjacent else set()
+        except _TooComplex:
+            # Too many optional groups to enumerate the continuations: end the
+            # value at the first literal that can follow (deterministic).
+            v.mode = _POSSESSIVE
+            v.temper |= _first_literals(frames)
+            continue
+        if adjacent:
             # Adjacent expression without any separator: inherently ambiguous;
             # end at the first occurrence of the next literal text.
             v.mode = _POSSESSIVE
-            v.temper |= _stop_texts(frames, var_frames)
+            v.temper |= stop_texts
             continue
         soft = [p for p in paths if p[0] and _soft(p[0], v)]
         if not soft:
@@ -644,7 +703,7 @@ def _analyse(seq: list[Any]) -> None:
             v.mode = _GREEDY
             continue
         first_occurrence = any(
-            target is not None and not (target.cls <= v.cls and v.max_len is None)
+            isinstance(target, _Var) and not (target.cls <= v.cls and v.max_len is None)
             for _, target, _ in soft
         )
         if first_occurrence:
@@ -653,7 +712,7 @@ def _analyse(seq: list[Any]) -> None:
             continue
         v.mode = _LAZY if any(via for _, _, via in soft) else _GREEDY
         for atoms, target, _ in soft:
-            if target is not None:
+            if isinstance(target, _Var):
                 _temper_downstream(
                     var_frames[id(target)], v, (_atoms_regex(atoms), _atoms_text(atoms)),
                     not target.cls <= v.cls, set(),
@@ -673,7 +732,7 @@ def _regex(seq: list[Any]) -> str:
             unit = node.cls.unit(counted=node.max_len is not None)
             if node.temper:
                 unit = "(?:(?!" + "|".join(sorted({r for r, _ in node.temper})) + ")" + unit + ")"
-            quant = "*" if node.max_len is None else "{0,%d}" % node.max_len
+            quant = "*" if node.max_len is None else f"{{0,{node.max_len}}}"
             out.append(f"(?P<{node.group}>{unit}{quant}{node.mode})")
     return "".join(out)
 
@@ -820,20 +879,16 @@ class _Builder:
             cls = _RESERVED_CLS if op.reserved else _LENIENT
             if not op.reserved and (len(specs) > 1 or specs[0].explode):
                 cls = cls - ","
-            first: list[Any] = [self.value_var(specs[0], cls, ",", empty_absent=True)]
-            tail = self.chain(specs[1:], cls, ",")
-            return first + tail
-        if c == "#":
-            cls = _RESERVED_CLS
-        else:  # "." or "/"
-            cls = _LENIENT
-        return [_Opt([_Lit(_literal_atoms(c)), self.value_var(specs[0], cls, op.sep)] + self.chain(specs[1:], cls, op.sep))]
+            return [self.value_var(specs[0], cls, ",", empty_absent=True), *self.chain(specs[1:], cls, ",")]
+        cls = _RESERVED_CLS if c == "#" else _LENIENT  # "#", "." or "/"
+        first_var = self.value_var(specs[0], cls, op.sep)
+        return [_Opt([_Lit(_literal_atoms(c)), first_var, *self.chain(specs[1:], cls, op.sep)])]
 
     def chain(self, specs: tuple[_VarSpec, ...], cls: _Cls, sep: str) -> list[Any]:
         """Nested optional ``sep var`` groups: later values only after earlier ones."""
         if not specs:
             return []
-        inner = [_Lit(_literal_atoms(sep)), self.value_var(specs[0], cls, sep)] + self.chain(specs[1:], cls, sep)
+        inner = [_Lit(_literal_atoms(sep)), self.value_var(specs[0], cls, sep), *self.chain(specs[1:], cls, sep)]
         return [_Opt(inner)]
 
     def query(self, exprs: list[_Expr]) -> _Opt:
@@ -875,12 +930,7 @@ class UriTemplate:
 
         builder = _Builder()
         seq = builder.build(items)
-        try:
-            _analyse(seq)
-        except _TooComplex:
-            raise UriTemplateError(
-                "template is too complex to match (too many optional expressions)", template
-            ) from None
+        _analyse(seq)
         self._regex = re.compile(_regex(seq), re.DOTALL)
         self._decoders = tuple(builder.decoders)
 
