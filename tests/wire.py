@@ -552,7 +552,9 @@ def check_wire_log(path: str | Path) -> int:
     where = str(path)
     negotiated: str | None = None
     modern: str | None = None
-    pending: dict[str, tuple[str, str | None]] = {}
+    # id -> the open client requests with that id (a list: a duplicated in-flight id is
+    # answered twice, once with the duplicate's error, and both answers are legitimate)
+    pending: dict[str, list[tuple[str | None, str | None]]] = {}
     failures: list[str] = []
     checked = 0
 
@@ -563,24 +565,26 @@ def check_wire_log(path: str | Path) -> int:
         if record.direction == "c2s":
             try:
                 value = record.decode()
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue  # the server's answer to garbage is checked when it comes
             for message in value if isinstance(value, list) else [value]:
-                if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+                if not isinstance(message, dict) or "result" in message or "error" in message:
                     continue
-                hint = _modern_version(message)
+                method = message.get("method") if isinstance(message.get("method"), str) else None
+                hint = _modern_version(message) if method else None
                 if hint and negotiated is None:
                     modern = hint
-                if message["method"] == "initialize":
+                if method == "initialize":
                     negotiated = None
                     modern = None
                 if "id" in message and _valid_id(message["id"]):
-                    pending[_id_key(message["id"])] = (message["method"], hint)
+                    # an invalid request with a readable id is answered too, with an error (BP-06)
+                    pending.setdefault(_id_key(message["id"]), []).append((method, hint))
             continue
 
         try:
             value = record.decode()
-        except ValueError:
+        except (ValueError, RecursionError):
             failures.append(
                 f"{where}:{record.lineno}: server wrote a line that is not JSON (ST-02): {record.line[:200]!r}"
             )
@@ -594,7 +598,10 @@ def check_wire_log(path: str | Path) -> int:
                 continue
             if not _valid_id(element["id"]):
                 continue  # validation reports the bad id
-            entry = pending.pop(_id_key(element["id"]), None)
+            waiting = pending.get(_id_key(element["id"]))
+            entry = waiting.pop(0) if waiting else None
+            if waiting is not None and not waiting:
+                del pending[_id_key(element["id"])]
             if entry is None:
                 failures.append(
                     f"{where}:{record.lineno}: server response id {element['id']!r} answers no pending "
@@ -602,6 +609,8 @@ def check_wire_log(path: str | Path) -> int:
                 )
                 continue
             method, hint = entry
+            if method is None:
+                continue  # the answer to an invalid message: an error, checked as one below
             methods[element["id"]] = method
             if hint and negotiated is None:
                 revision = hint

@@ -205,7 +205,10 @@ class StdioServer:
                     line = lines.popleft() if lines else None
                     self._busy_since = time.monotonic() if line is not None else None
                 if line is not None:
-                    session.feed(line)
+                    try:
+                        session.feed(line)
+                    except Exception:  # noqa: BLE001 - one bad line must never end the server
+                        self._internal_error()
                     continue
                 session.flush()
                 if self._stop.is_set():
@@ -266,6 +269,16 @@ class StdioServer:
                     self._too_large(len(buf))
                 self._discarding = True
                 buf.clear()
+
+    def _internal_error(self) -> None:
+        from ..server.session import new_correlation_id
+
+        cid = new_correlation_id()
+        log.exception("stdio: a message could not be processed (correlation id %s)", cid)
+        session = self.session
+        assert session is not None
+        with session._lock:
+            session.engine.reject(McpError(-32603, "Internal error.", {"correlationId": cid}))
 
     def _too_large(self, size: int) -> None:
         session = self.session
