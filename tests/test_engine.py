@@ -327,7 +327,7 @@ def test_initialize_echoes_each_supported_version(client, version):
     assert client.engine.client_info == {"name": "test-client", "version": "0.1"}
 
 
-@pytest.mark.req("LC-02")
+@pytest.mark.req("LC-02", "LC-11")
 @pytest.mark.parametrize("version", ["2099-12-31", "2024-10-07", "2026-07-28", "", "1.0"])
 def test_initialize_with_an_unknown_version_gets_our_latest(client, version):
     events = client.send(req(1, "initialize", init_params(version)))

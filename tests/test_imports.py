@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-HEAVY = ("uvicorn", "starlette", "redis", "pydantic", "httpx", "rich", "mcp", "jsonschema", "ssl", "asyncio")
+HEAVY = ("uvicorn", "starlette", "redis", "pydantic", "httpx", "rich", "mcp", "jsonschema", "ssl", "asyncio",
+         "cryptography", "jwt")
 
 
 def _modules_after(code: str) -> set[str]:
@@ -24,6 +25,7 @@ def test_import_mcpkit_is_cheap() -> None:
     assert not {m for m in mods if m.split(".")[0] in HEAVY}
 
 
+@pytest.mark.req("ST-10")
 def test_serving_a_sync_server_on_stdio_imports_nothing_heavy(tmp_path, wire) -> None:
     """A sync-only server, after the handshake and a call, has imported no HTTP, Redis, auth,
     CLI-only or pydantic package, and not even asyncio (it starts on the first async handler)."""
@@ -65,6 +67,7 @@ def test_serving_a_sync_server_on_stdio_imports_nothing_heavy(tmp_path, wire) ->
     heavy = sorted(m for m in mods if m.split(".")[0] in HEAVY)
     assert heavy == [], f"stdio serving imported {heavy}"
     assert "mcpkit.cli" not in mods
+    assert not any(m.startswith(("mcpkit.transports.http", "mcpkit.auth")) for m in mods)
 
 
 @pytest.mark.parametrize("extra", ["uvicorn", "redis"])

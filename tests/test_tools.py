@@ -743,7 +743,7 @@ async def test_cancelled_requests_stop_and_get_no_response(wire):
 
 
 @pytest.mark.asyncio
-@pytest.mark.req("BP-09")
+@pytest.mark.req("BP-09", "RT-02")
 async def test_client_notifications_reach_their_handlers_and_get_no_response(wire):
     server = Server("t")
     seen: list[tuple[str, dict]] = []

@@ -29,7 +29,7 @@ def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     )
 
 
-@pytest.mark.req("LC-01", "LC-02", "PG-01", "TL-09", "TL-10", "RS-03", "PM-03", "CP-02", "LG-02", "PR-01",
+@pytest.mark.req("BP-17", "LC-01", "LC-02", "PG-01", "TL-09", "TL-10", "RS-03", "PM-03", "CP-02", "LG-02", "PR-01",
                  "SA-01", "EL-02", "JS-01", "HS-01", "HS-02", "HL-01", "HL-06", "HL-07", "HL-15")
 def test_conformance_suite_passes_every_scenario() -> None:
     done = _run("--suite", "all")

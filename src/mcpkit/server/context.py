@@ -115,6 +115,9 @@ class Context:
 
     def _request(self, method: str, params: dict[str, Any] | None, timeout: float | None) -> Any:
         session = self._session
+        if method != "ping" and not session.engine.initialized:
+            # LC-03: no requests to the client before it sent notifications/initialized
+            raise ClientCapabilityError(f"the client has not finished initialization, so {method} cannot be sent yet")
         coro = session.request_client(method, params, related=self.request_id, timeout=timeout)
         if session._on_loop_thread():
             return coro

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..protocol.errors import INVALID_PARAMS, McpError
+from ..protocol.meta import check_icons, check_meta
 from .content import text as text_block
 
 __all__ = ["Prompt", "messages_from"]
@@ -37,8 +38,8 @@ class Prompt:
         self.title = title
         self.description = description
         self.arguments = arguments
-        self.icons = icons
-        self.meta = meta
+        self.icons = check_icons(icons, f"prompt {name!r}")
+        self.meta = check_meta(meta, f"prompt {name!r}")
         self.handler = handler
         self.is_async = inspect.iscoroutinefunction(handler)
         self.context_param = context_param

@@ -7,6 +7,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol.meta import check_icons, check_meta, check_uri_scheme
+
 
 __all__ = ["Resource", "ResourceTemplate", "contents_from"]
 
@@ -32,17 +34,15 @@ class Resource:
         meta: dict[str, Any] | None = None,
         context_param: str | None = None,
     ) -> None:
-        if not isinstance(uri, str) or ":" not in uri:
-            raise ValueError(f"resource URI {uri!r} needs a scheme (RFC 3986, RS-07)")
-        self.uri = uri
+        self.uri = check_uri_scheme(uri, "resource")
         self.name = name
         self.title = title
         self.description = description
         self.mime_type = mime_type
         self.size = size
         self.annotations = annotations
-        self.icons = icons
-        self.meta = meta
+        self.icons = check_icons(icons, f"resource {uri!r}")
+        self.meta = check_meta(meta, f"resource {uri!r}")
         self.handler = handler
         self.is_async = inspect.iscoroutinefunction(handler)
         self.context_param = context_param
@@ -86,14 +86,15 @@ class ResourceTemplate:
     ) -> None:
         from .uritemplate import UriTemplate  # only servers with templates pay for it
 
+        check_uri_scheme(uri_template, "resource template")
         self.template = UriTemplate(uri_template)
         self.name = name
         self.title = title
         self.description = description
         self.mime_type = mime_type
         self.annotations = annotations
-        self.icons = icons
-        self.meta = meta
+        self.icons = check_icons(icons, f"resource template {uri_template!r}")
+        self.meta = check_meta(meta, f"resource template {uri_template!r}")
         self.handler = handler
         self.is_async = inspect.iscoroutinefunction(handler)
         self.context_param = context_param

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from ..protocol import revisions
 from ..protocol.errors import INVALID_PARAMS, McpError
+from ..protocol.meta import check_icons
 from ..protocol.revisions import Revision
 from .context import Context
 from .dispatch import METHODS
@@ -79,7 +80,7 @@ class Server:
         self.description = description
         self.instructions = instructions
         self.website_url = website_url
-        self.icons = icons
+        self.icons = check_icons(icons, "server")
         self.page_size = page_size
         #: the level below which notifications/message are not sent before logging/setLevel (LG-02)
         self.log_level = log_level

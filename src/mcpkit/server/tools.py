@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _json
+from ..protocol.meta import check_icons, check_meta
 from ..protocol.revisions import Revision
 from .content import Content, ToolResult
 from .validation import compile_schema, describe_errors
@@ -108,8 +109,8 @@ class Tool:
         self.input_schema = input_schema
         self.output_schema = output_schema
         self.annotations = annotations
-        self.icons = icons
-        self.meta = meta
+        self.icons = check_icons(icons, f"tool {name!r}")
+        self.meta = check_meta(meta, f"tool {name!r}")
         self.handler = handler
         self.is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None)
