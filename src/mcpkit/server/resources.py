@@ -13,11 +13,55 @@ from ..protocol.meta import check_icons, check_meta, check_uri_scheme
 __all__ = ["Resource", "ResourceTemplate", "contents_from"]
 
 
-class Resource:
+class _Readable:
+    """What resources and templates share: display metadata and the read handler."""
+
     __slots__ = (
-        "uri", "name", "title", "description", "mime_type", "size", "annotations", "icons", "meta",
+        "name", "title", "description", "mime_type", "annotations", "icons", "meta",
         "handler", "is_async", "context_param",
     )
+
+    def _init(
+        self,
+        where: str,
+        handler: Callable[..., Any],
+        name: str,
+        title: str | None,
+        description: str | None,
+        mime_type: str | None,
+        annotations: dict[str, Any] | None,
+        icons: list[dict[str, Any]] | None,
+        meta: dict[str, Any] | None,
+        context_param: str | None,
+    ) -> None:
+        self.name = name
+        self.title = title
+        self.description = description
+        self.mime_type = mime_type
+        self.annotations = annotations
+        self.icons = check_icons(icons, where)
+        self.meta = check_meta(meta, where)
+        self.handler = handler
+        self.is_async = inspect.iscoroutinefunction(handler)
+        self.context_param = context_param
+
+    def _describe(self, out: dict[str, Any], size: int | None = None) -> dict[str, Any]:
+        for key, value in (
+            ("title", self.title),
+            ("description", self.description),
+            ("mimeType", self.mime_type),
+            ("size", size),
+            ("annotations", self.annotations),
+            ("icons", self.icons),
+            ("_meta", self.meta),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class Resource(_Readable):
+    __slots__ = ("uri", "size")
 
     def __init__(
         self,
@@ -35,39 +79,16 @@ class Resource:
         context_param: str | None = None,
     ) -> None:
         self.uri = check_uri_scheme(uri, "resource")
-        self.name = name
-        self.title = title
-        self.description = description
-        self.mime_type = mime_type
         self.size = size
-        self.annotations = annotations
-        self.icons = check_icons(icons, f"resource {uri!r}")
-        self.meta = check_meta(meta, f"resource {uri!r}")
-        self.handler = handler
-        self.is_async = inspect.iscoroutinefunction(handler)
-        self.context_param = context_param
+        self._init(f"resource {uri!r}", handler, name, title, description, mime_type, annotations, icons, meta,
+                   context_param)
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"uri": self.uri, "name": self.name}
-        for key, value in (
-            ("title", self.title),
-            ("description", self.description),
-            ("mimeType", self.mime_type),
-            ("size", self.size),
-            ("annotations", self.annotations),
-            ("icons", self.icons),
-            ("_meta", self.meta),
-        ):
-            if value is not None:
-                out[key] = value
-        return out
+        return self._describe({"uri": self.uri, "name": self.name}, self.size)
 
 
-class ResourceTemplate:
-    __slots__ = (
-        "template", "name", "title", "description", "mime_type", "annotations", "icons", "meta",
-        "handler", "is_async", "context_param", "converters", "completions",
-    )
+class ResourceTemplate(_Readable):
+    __slots__ = ("template", "converters", "completions")
 
     def __init__(
         self,
@@ -88,16 +109,8 @@ class ResourceTemplate:
 
         check_uri_scheme(uri_template, "resource template")
         self.template = UriTemplate(uri_template)
-        self.name = name
-        self.title = title
-        self.description = description
-        self.mime_type = mime_type
-        self.annotations = annotations
-        self.icons = check_icons(icons, f"resource template {uri_template!r}")
-        self.meta = check_meta(meta, f"resource template {uri_template!r}")
-        self.handler = handler
-        self.is_async = inspect.iscoroutinefunction(handler)
-        self.context_param = context_param
+        self._init(f"resource template {uri_template!r}", handler, name, title, description, mime_type,
+                   annotations, icons, meta, context_param)
         self.completions = completions or {}
         # template variables arrive as text; int/float/bool hints convert them
         self.converters: dict[str, Callable[[Any], Any]] = {}
@@ -131,18 +144,7 @@ class ResourceTemplate:
             return None  # "abc" for an int variable: this template does not name that resource
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
-        for key, value in (
-            ("title", self.title),
-            ("description", self.description),
-            ("mimeType", self.mime_type),
-            ("annotations", self.annotations),
-            ("icons", self.icons),
-            ("_meta", self.meta),
-        ):
-            if value is not None:
-                out[key] = value
-        return out
+        return self._describe({"uriTemplate": self.template.template, "name": self.name})
 
 
 def _one(uri: str, mime_type: str | None, value: Any) -> dict[str, Any]:
