@@ -6,6 +6,7 @@
 #     venv-floor    orjson + uvicorn, for the hand-written floor servers
 #     ts/           npm @modelcontextprotocol/sdk + zod (node)
 #     venv-mcpkit   this repository (editable), the server under test
+#     venv-mcpkit-fast, venv-floor-fast   the same with uvloop + httptools
 # Pins can be overridden: MCP_VERSION, FASTMCP_VERSION, TS_SDK_VERSION, ZOD_VERSION.
 # For wrk cross-checks (optional): apt-get install wrk
 set -euo pipefail
@@ -25,7 +26,10 @@ mkvenv() {  # name, packages...
 mkvenv venv-mcp "mcp==$MCP_VERSION" uvicorn
 mkvenv venv-fastmcp "fastmcp==$FASTMCP_VERSION" uvicorn
 mkvenv venv-floor orjson uvicorn
-mkvenv venv-mcpkit -e "$(cd "$(dirname "$0")/.." && pwd)"
+mkvenv venv-mcpkit -e "$(cd "$(dirname "$0")/.." && pwd)[http]"
+# the same with uvloop + httptools (uvicorn picks them up when installed)
+mkvenv venv-mcpkit-fast -e "$(cd "$(dirname "$0")/.." && pwd)[fast]"
+mkvenv venv-floor-fast orjson "uvicorn[standard]"
 mkdir -p "$ENV_DIR/ts"
 [ -f "$ENV_DIR/ts/package.json" ] || (cd "$ENV_DIR/ts" && npm init -y >/dev/null)
 (cd "$ENV_DIR/ts" && npm install --silent --no-audit --no-fund "@modelcontextprotocol/sdk@$TS_SDK_VERSION" "zod@$ZOD_VERSION")

@@ -323,7 +323,7 @@ message_like = st.fixed_dictionaries(
     {},
     optional={
         "jsonrpc": st.sampled_from(["2.0", "1.0", 2.0, None]),
-        "id": st.one_of(st.integers(-5, 5), st.sampled_from(["", "a"]), st.none(), st.floats(allow_nan=False), st.booleans(), st.just({})),
+        "id": st.one_of(st.integers(-5, 5), st.sampled_from(["", "a"]), st.none(), st.floats(allow_nan=False, allow_infinity=False), st.booleans(), st.just({})),
         "method": st.one_of(st.sampled_from(["ping", "tools/call", ""]), st.integers(), st.none()),
         "params": st.one_of(st.none(), st.just({}), st.just([]), st.dictionaries(st.text(max_size=3), json_values, max_size=2)),
         "result": st.one_of(st.just({}), st.none(), st.just([])),

@@ -97,6 +97,10 @@ def _serve(args: argparse.Namespace) -> int:
         http_options["allowed_origins"] = args.allow_origin
     if args.max_message_bytes:
         http_options["max_body_bytes"] = args.max_message_bytes
+    if args.max_sessions:
+        http_options["max_sessions"] = args.max_sessions
+    if args.session_idle_timeout:
+        http_options["session_idle_timeout"] = args.session_idle_timeout
     server.run("http", host=host, port=port, **http_options)
     return 0
 
@@ -112,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--stateless", action="store_true", help="HTTP: no sessions; every POST stands alone")
     serve.add_argument("--allow-host", action="append", metavar="HOST", help="HTTP: also accept this Host (repeatable; '*' for any)")
     serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="HTTP: also accept this Origin (repeatable)")
+    serve.add_argument("--max-sessions", type=int, default=None, help="HTTP: most sessions kept (default 1000)")
+    serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
+                       help="HTTP: end sessions idle this long (default 1800)")
     serve.set_defaults(func=_serve)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

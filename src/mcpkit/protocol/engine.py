@@ -416,6 +416,8 @@ class Engine:
     def _emit_result(self, request_id: Any, result: dict[str, Any], batch: _Batch | None) -> None:
         msg = {"jsonrpc": "2.0", "id": request_id, "result": result}
         if batch is not None:
+            if request_id not in batch.ids:
+                batch.ids.append(request_id)  # answered at once (ping): still one the batch answers
             batch.answers.append(msg)
         else:
             self.outbox.append(Outgoing(_json.dumps(msg), request_id, (request_id,)))
@@ -426,6 +428,8 @@ class Engine:
         else:
             msg = {"jsonrpc": "2.0", "id": request_id, "error": error.to_error()}
         if batch is not None:
+            if request_id is not NO_ID and request_id is not None and request_id not in batch.ids:
+                batch.ids.append(request_id)
             batch.answers.append(msg)
         else:
             answered = () if request_id is NO_ID or request_id is None else (request_id,)

@@ -192,7 +192,10 @@ class Server:
             del self._cache[key]
         method = _CHANGED[kind]
         for session in list(self._sessions):
-            session.notify(method)
+            try:
+                session.notify(method)
+            except Exception:  # noqa: BLE001 - one broken session must not starve the others
+                log.exception("could not notify a session of %s", method)
 
     # ------------------------------------------------------------------ tools
 
@@ -406,7 +409,10 @@ class Server:
         """notifications/resources/updated to the sessions subscribed to ``uri`` or a parent of it (RS-10)."""
         for session in list(self._sessions):
             if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in session.subscriptions):
-                session.notify("notifications/resources/updated", {"uri": uri})
+                try:
+                    session.notify("notifications/resources/updated", {"uri": uri})
+                except Exception:  # noqa: BLE001
+                    log.exception("could not notify a session of an update to %s", uri)
 
     def subscriptions_forget(self, uri: str) -> None:
         for session in list(self._sessions):

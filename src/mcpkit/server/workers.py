@@ -67,6 +67,8 @@ class WorkerPool:
                 self._complete(done, None, exc)
             else:
                 self._complete(done, result, None)
+            # an idle worker must not keep the last job (and the session it closes over) alive
+            fn = done = result = None  # type: ignore[assignment]
 
     @staticmethod
     def _complete(done: Callable[[Any, BaseException | None], None], result: Any, exc: BaseException | None) -> None:

@@ -61,6 +61,10 @@ def _error_body(code: int, message: str, data: Any = None, id: Any = NO_ID) -> b
     return _json.dumps(msg)
 
 
+def _drop(messages: Any) -> None:
+    """The send of an ended session: nothing goes anywhere any more."""
+
+
 def _hostname(value: str) -> str:
     """'example.com:8080' -> 'example.com'; '[::1]:3000' -> '::1'."""
     value = value.strip().lower()
@@ -163,6 +167,9 @@ class _HttpSession:
             return
         self.closed = True
         self.session.close()
+        # the ServerSession holds our bound method: break the cycle so memory is freed at once,
+        # not at the next full garbage collection (sessions abandoned by the thousand)
+        self.session._send = _drop
         for stream in list(self.streams.values()):
             stream.push(_END)
         if self.get_stream is not None:
@@ -215,6 +222,9 @@ class McpHttpApp:
         self._last_sweep = time.monotonic()
         self._from_workers: deque[tuple[_HttpSession, list[Outgoing]]] = deque()
         self._drain_scheduled = False
+        self._sweeper_loop: asyncio.AbstractEventLoop | None = None
+        self._sweep_every = min(60.0, max(0.5, session_idle_timeout / 4))
+        self._closed = False
 
     def from_worker(self, hs: _HttpSession, messages: list[Outgoing]) -> None:
         """Messages made in a worker thread: queue them, and wake the loop once for however
@@ -236,7 +246,10 @@ class McpHttpApp:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
         if kind == "http":
-            self.loop = asyncio.get_running_loop()  # the app may outlive a loop (tests): never cache it
+            loop = self.loop = asyncio.get_running_loop()  # the app may outlive a loop (tests)
+            if self._sweeper_loop is not loop and not self.stateless:
+                self._sweeper_loop = loop
+                loop.call_later(self._sweep_every, self._periodic_sweep, loop)
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
@@ -253,6 +266,7 @@ class McpHttpApp:
                 return
 
     def close_all(self) -> None:
+        self._closed = True
         for hs in list(self.sessions.values()) + list(self.legacy.values()):
             hs.close()
         self.sessions.clear()
@@ -378,12 +392,11 @@ class McpHttpApp:
 
     def _new_session(self) -> _HttpSession:
         self._sweep()
-        if len(self.sessions) >= self.max_sessions:
-            # evict the least recently used session that has no open connection
-            for sid, hs in self.sessions.items():
-                if hs.active == 0:
-                    self._end(sid)
-                    break
+        while len(self.sessions) >= self.max_sessions:
+            # at the cap: end the least recently used session (HL-17 lets a server end one at
+            # any time; its client gets 404 and initializes again), idle ones first
+            idle = next((sid for sid, hs in self.sessions.items() if hs.active == 0), None)
+            self._end(idle if idle is not None else next(iter(self.sessions)))
         session_id = os.urandom(16).hex()  # HL-15: cryptographically random, visible ASCII
         hs = _HttpSession(self, session_id)
         self.sessions[session_id] = hs
@@ -397,10 +410,17 @@ class McpHttpApp:
             if self.loop is not None:
                 self.loop.create_task(self.event_store.drop(stream_ids))
 
-    def _sweep(self) -> None:
+    def _periodic_sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Runs on a timer, so abandoned sessions go even when no new client comes."""
+        if self._sweeper_loop is not loop or self._closed:
+            return
+        self._sweep(force=True)
+        loop.call_later(self._sweep_every, self._periodic_sweep, loop)
+
+    def _sweep(self, force: bool = False) -> None:
         """Evict sessions idle longer than the timeout (clients that never DELETE)."""
         now = time.monotonic()
-        if now - self._last_sweep < 1.0:
+        if not force and now - self._last_sweep < 1.0:
             return
         self._last_sweep = now
         cutoff = now - self.session_idle_timeout
@@ -498,6 +518,13 @@ class McpHttpApp:
                 ), headers, extra)
                 return
 
+        busy = [rid for rid in request_ids if rid in hs.by_request]
+        if busy:  # BP-04: still in flight on another stream, whose answer must stay its own
+            await self._plain(send, 400, _error_body(
+                INVALID_REQUEST, "This request id is already used by a request still in flight.", None, busy[0]
+            ), headers, extra)
+            return
+
         if not request_ids:  # HL-04: notifications and responses only
             hs.session.feed_message(payload)
             hs.session.flush()
@@ -576,6 +603,9 @@ class McpHttpApp:
                     await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
             if not gone.is_set():
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if ended and store is not None:
+                    # delivered to the end on a live connection: nothing left to resume
+                    await store.drop([stream.id])
         except OSError:
             pass  # the client went away mid-write; the stream stays resumable
         finally:
