@@ -337,3 +337,64 @@ def test_prompts_get_through_the_inspector(inspector: Inspector, wire: Any) -> N
             "content": {"type": "text", "text": "Prompt with arguments: arg1='testValue1', arg2='testValue2'"},
         }
     ]
+
+
+# --------------------------------------------------------------------------- over HTTP
+
+
+@pytest.fixture
+def http_server() -> Any:
+    """``mcpkit serve --http`` on a free loopback port; yields its base URL."""
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        mcpkit_command("serve", "--http", f"127.0.0.1:{port}"),
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"mcpkit serve --http did not start: {proc.stderr.read().decode()[-2000:]}")
+            time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def run_inspector_url(inspector: Inspector, url: str, transport: str, *cli_args: str) -> Run:
+    argv = ["npx", "--yes=false", PACKAGE, "--cli", url, "--transport", transport, *cli_args]
+    proc = subprocess.run(
+        argv, cwd=inspector.home, env=inspector.env(), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=CALL_TIMEOUT,
+    )
+    return Run(argv, proc.returncode, proc.stdout, proc.stderr, WireLog([]))
+
+
+@pytest.mark.req("HL-01", "HL-06", "HL-15", "TL-05", "TL-07")
+@pytest.mark.parametrize(("transport", "path"), [("http", "/mcp"), ("sse", "/sse")])
+def test_the_inspector_over_http(inspector: Inspector, http_server: str, transport: str, path: str) -> None:
+    """Streamable HTTP at /mcp and the legacy HTTP+SSE transport at /sse, one server."""
+    url = http_server + path
+    listed = run_inspector_url(inspector, url, transport, "--method", "tools/list")
+    assert listed.returncode == 0, listed.describe()
+    tools = {tool["name"]: tool for tool in listed.json()["tools"]}
+    assert set(tools) == CONTRACT_TOOLS | DEMO_TOOLS
+    assert tools["json_schema_2020_12_tool"]["inputSchema"] == JSON_SCHEMA_2020_12
+    called = run_inspector_url(inspector, url, transport, "--method", "tools/call", "--tool-name", "add",
+                               "--tool-arg", "a=2", "b=3")
+    assert called.returncode == 0, called.describe()
+    assert called.json() == {"content": [{"type": "text", "text": '{"result":5}'}], "structuredContent": {"result": 5}}
