@@ -212,13 +212,11 @@ class ServerSession:
 
     def _run_sync(self, rid: Any, method: str, fn: Callable[[], dict[str, Any]]) -> None:
         if self.inline_sync:
-            with self._lock:
-                self._inline.add(rid)
+            # the hot path of stdio: no lock around the handler, one around its answer
+            self._inline.add(rid)  # a set add is atomic; drain reads it under the lock
             try:
                 result = fn()
-            except McpError as exc:
-                self._finish(rid, None, exc, method, flush=False)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - McpError included: _finish maps it
                 self._finish(rid, None, exc, method, flush=False)
             else:
                 self._finish(rid, result, None, method, flush=False)

@@ -89,6 +89,7 @@ class StdioServer:
         self._discarding = False
         self._local = threading.local()
         self._capacity = threading.Condition()
+        self._capacity_waiters = 0
         self._broken = False
 
     # ------------------------------------------------------------------ plumbing
@@ -189,8 +190,9 @@ class StdioServer:
                     self._hand_off(self._gen)
 
     def _request_done(self) -> None:
-        with self._capacity:
-            self._capacity.notify_all()
+        if self._capacity_waiters:  # only a reader stopped by backpressure needs waking
+            with self._capacity:
+                self._capacity.notify_all()
 
     def _reader(self, gen: int) -> None:
         self._local.gen = gen
@@ -215,9 +217,13 @@ class StdioServer:
                     break
                 if session.in_flight >= self.max_in_flight:
                     with self._capacity:  # backpressure: stop reading while too much runs
-                        self._capacity.wait_for(
-                            lambda: session.in_flight < self.max_in_flight or self._stop.is_set(), 1.0
-                        )
+                        self._capacity_waiters += 1
+                        try:
+                            self._capacity.wait_for(
+                                lambda: session.in_flight < self.max_in_flight or self._stop.is_set(), 0.2
+                            )
+                        finally:
+                            self._capacity_waiters -= 1
                     continue
                 try:
                     chunk = os.read(self.in_fd, _READ_SIZE)
