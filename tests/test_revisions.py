@@ -50,11 +50,16 @@ def _content_types(version: str) -> set[str]:
 # --------------------------------------------------------------------------- negotiation
 
 
+MODERN = "2026-07-28"
+
+
 def test_the_served_revisions_in_order():
     assert HANDSHAKE_VERSIONS == ALL
     assert LATEST_HANDSHAKE == "2025-11-25"
-    assert list(REVISIONS) == list(ALL)
-    assert all(revisions.get(v) is REVISIONS[v] for v in ALL)
+    assert list(REVISIONS) == [*ALL, MODERN]
+    assert revisions.MODERN_VERSIONS == (MODERN,)
+    assert revisions.SUPPORTED_VERSIONS == (*ALL, MODERN)
+    assert all(revisions.get(v) is REVISIONS[v] for v in (*ALL, MODERN))
 
 
 @pytest.mark.req("LC-02")
@@ -111,8 +116,26 @@ def test_a_row_missing_a_field_is_refused():
         Revision(**fields)
 
 
-def test_every_row_is_of_the_handshake_era():
-    assert {row.era for row in REVISIONS.values()} == {"handshake"}
+def test_the_eras():
+    assert {v: row.era for v, row in REVISIONS.items()} == {**{v: "handshake" for v in ALL}, MODERN: "modern"}
+
+
+@pytest.mark.req("BP-10", "CA-01", "RS-08", "PG-03")
+def test_the_modern_row_matches_its_schema():
+    row, defs = REVISIONS[MODERN], _defs(MODERN)
+    assert row.result_type and "resultType" in defs["Result"]["required"]
+    assert row.cache_hints and {"ttlMs", "cacheScope"} <= set(defs["CacheableResult"]["required"])
+    assert row.resource_not_found == -32602
+    assert not row.batching
+    methods = {defs[name]["properties"]["method"]["const"] for name in
+               (alt["$ref"].rsplit("/", 1)[-1] for alt in defs["ClientRequest"]["anyOf"])}
+    # ping, initialize, setLevel and (un)subscribe are gone; listen streams are not served yet
+    assert row.methods == methods - {"subscriptions/listen"}
+    assert row.tool_keys == _props(MODERN, "Tool")
+    assert row.implementation_keys == _props(MODERN, "Implementation")
+    for version in ALL:
+        assert not REVISIONS[version].result_type and not REVISIONS[version].cache_hints
+        assert "server/discover" not in REVISIONS[version].methods
 
 
 @pytest.mark.req("BP-13")
@@ -133,7 +156,7 @@ def test_resource_not_found_is_minus_32002_in_every_handshake_revision(version):
 
 
 def test_invalid_arguments_become_a_tool_error_only_from_2025_11_25():
-    assert [v for v, row in REVISIONS.items() if row.invalid_arguments_as_tool_error] == ["2025-11-25"]
+    assert [v for v, row in REVISIONS.items() if row.invalid_arguments_as_tool_error] == ["2025-11-25", MODERN]
 
 
 def test_flags_only_ever_switch_on_in_later_revisions():

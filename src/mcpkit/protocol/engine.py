@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import _json
 from . import revisions
-from .errors import INVALID_PARAMS, INVALID_REQUEST, McpError
+from .errors import INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, McpError
 from .jsonrpc import NO_ID, ErrorResponse, Invalid, Notification, Request, Response, parse
 from .revisions import Revision
 
@@ -50,12 +50,29 @@ class Outgoing:
 
 
 class RequestReceived:
-    __slots__ = ("id", "method", "params")
+    """A request to handle, with what it is to be handled under: in the handshake era the
+    session's revision and capabilities, in 2026-07-28 those of this request's own ``_meta``
+    (BP-14: nothing is taken from earlier requests)."""
 
-    def __init__(self, id: str | int, method: str, params: dict[str, Any] | None) -> None:
+    __slots__ = ("id", "method", "params", "revision", "capabilities", "log_level", "client_info")
+
+    def __init__(
+        self,
+        id: str | int,
+        method: str,
+        params: dict[str, Any] | None,
+        revision: Revision,
+        capabilities: dict[str, Any],
+        log_level: str | None = None,
+        client_info: dict[str, Any] | None = None,
+    ) -> None:
         self.id = id
         self.method = method
         self.params = params
+        self.revision = revision
+        self.capabilities = capabilities
+        self.log_level = log_level
+        self.client_info = client_info
 
     def __repr__(self) -> str:
         return f"RequestReceived(id={self.id!r}, method={self.method!r})"
@@ -100,12 +117,13 @@ class SessionStarted:
 
 
 class _InFlight:
-    __slots__ = ("progress_token", "last_progress", "batch")
+    __slots__ = ("progress_token", "last_progress", "batch", "revision")
 
-    def __init__(self, progress_token: Any, batch: _Batch | None) -> None:
+    def __init__(self, progress_token: Any, batch: _Batch | None, revision: Revision) -> None:
         self.progress_token = progress_token
         self.last_progress: float | None = None
         self.batch = batch
+        self.revision = revision
 
 
 class _Batch:
@@ -133,6 +151,7 @@ class Engine:
         *,
         describe: Callable[[Revision, dict[str, Any]], dict[str, Any]],
         versions: tuple[str, ...] = revisions.HANDSHAKE_VERSIONS,
+        result_meta: dict[str, Any] | None = None,
     ) -> None:
         #: builds the InitializeResult for a revision (capabilities, serverInfo, instructions)
         self._describe = describe
@@ -145,6 +164,8 @@ class Engine:
         self._in_flight: dict[Any, _InFlight] = {}
         self._pending_out: set[Any] = set()  # ids of requests we sent and await
         self._next_out_id = 0
+        #: MT-06: the _meta every 2026-07-28 result carries (serverInfo)
+        self._result_meta = result_meta
 
     def assume(self, rev: Revision) -> None:
         """Serve at ``rev`` without a handshake (stateless HTTP: every POST stands alone)."""
@@ -216,6 +237,12 @@ class Engine:
 
     def _on_request(self, req: Request, batch: _Batch | None) -> list[Event]:
         method = req.method
+        params = req.params
+        meta = params.get("_meta") if params is not None else None
+        if method == "server/discover" or (
+            type(meta) is dict and revisions.PROTOCOL_VERSION_KEY in meta
+        ):
+            return self._on_modern_request(req, meta if type(meta) is dict else None, batch)
         if self.revision is None and method not in _PRE_INIT:
             self._emit_error(
                 req.id,
@@ -238,20 +265,58 @@ class Engine:
             return []
         if method == "initialize":
             return self._on_initialize(req)
-        params = req.params
-        token = None
-        if params is not None:
-            meta = params.get("_meta")
-            if type(meta) is dict:
-                token = meta.get("progressToken")
-                if token is not None and type(token) not in (str, int):
-                    token = None
-        flight = _InFlight(token, batch)
-        self._in_flight[req.id] = flight
+        rev = self.revision
+        assert rev is not None
+        self._track(req.id, meta, batch, rev)
+        return [RequestReceived(req.id, method, params, rev, self.client_capabilities, None, self.client_info)]
+
+    def _track(self, rid: Any, meta: Any, batch: _Batch | None, rev: Revision) -> None:
+        token = meta.get("progressToken") if type(meta) is dict else None
+        if token is not None and type(token) not in (str, int):
+            token = None
+        self._in_flight[rid] = _InFlight(token, batch, rev)
         if batch is not None:
-            batch.pending.add(req.id)
-            batch.ids.append(req.id)
-        return [RequestReceived(req.id, method, params)]
+            batch.pending.add(rid)
+            batch.ids.append(rid)
+
+    def _on_modern_request(self, req: Request, meta: dict[str, Any] | None, batch: _Batch | None) -> list[Event]:
+        """2026-07-28: no session; everything a request is served under comes in its _meta."""
+        if batch is not None:  # BP-13: no batches after 2025-03-26, never in this era
+            self._emit_error(req.id, McpError(INVALID_REQUEST, "Batches do not exist in protocol 2026-07-28."), batch)
+            return []
+        requested = meta.get(revisions.PROTOCOL_VERSION_KEY) if meta is not None else None
+        if not isinstance(requested, str):
+            self._emit_error(req.id, McpError(
+                INVALID_PARAMS,
+                f"Missing required _meta field {revisions.PROTOCOL_VERSION_KEY}.",  # MT-05
+                {"missing": [revisions.PROTOCOL_VERSION_KEY]},
+            ), None)
+            return []
+        rev = revisions.REVISIONS.get(requested)
+        if rev is None or rev.era != "modern":
+            self._emit_error(req.id, McpError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                f"Unsupported protocol version {requested!r}.",  # VN-02
+                {"supported": list(revisions.SUPPORTED_VERSIONS), "requested": requested},
+            ), None)
+            return []
+        caps = meta.get(revisions.CLIENT_CAPABILITIES_KEY) if meta is not None else None
+        if type(caps) is not dict:
+            self._emit_error(req.id, McpError(
+                INVALID_PARAMS,
+                f"Missing required _meta field {revisions.CLIENT_CAPABILITIES_KEY}.",  # MT-05
+                {"missing": [revisions.CLIENT_CAPABILITIES_KEY]},
+            ), None)
+            return []
+        level = meta.get(revisions.LOG_LEVEL_KEY) if meta is not None else None
+        if level is not None and level not in revisions.LOG_LEVELS:
+            self._emit_error(req.id, McpError(
+                INVALID_PARAMS, f"Unknown log level {level!r} in _meta.", {"levels": list(revisions.LOG_LEVELS)}
+            ), None)  # LG-03
+            return []
+        info = meta.get(revisions.CLIENT_INFO_KEY) if meta is not None else None
+        self._track(req.id, meta, None, rev)
+        return [RequestReceived(req.id, req.method, req.params, rev, caps, level, info if type(info) is dict else None)]
 
     def _on_initialize(self, req: Request) -> list[Event]:
         if self.revision is not None:
@@ -318,6 +383,8 @@ class Engine:
         flight = self._in_flight.get(request_id)
         if flight is None:
             return False
+        if flight.revision.result_type:
+            result = self._complete(result)
         msg = {"jsonrpc": "2.0", "id": request_id, "result": result}
         if flight.batch is None:
             payload = _json.dumps(msg)  # may raise: encode before forgetting the request
@@ -329,6 +396,17 @@ class Engine:
         flight.batch.answers.append(msg)
         self._batch_done(flight.batch, request_id)
         return True
+
+    def _complete(self, result: dict[str, Any]) -> dict[str, Any]:
+        """BP-10: every 2026-07-28 result has a resultType; MT-06: and serverInfo in _meta."""
+        if "resultType" in result and (self._result_meta is None or "_meta" in result):
+            return result
+        out = dict(result)
+        out.setdefault("resultType", "complete")
+        if self._result_meta is not None:
+            meta = out.get("_meta")
+            out["_meta"] = {**self._result_meta, **meta} if isinstance(meta, dict) else dict(self._result_meta)
+        return out
 
     def respond_error(self, request_id: Any, error: McpError) -> bool:
         flight = self._in_flight.pop(request_id, None)
@@ -370,7 +448,7 @@ class Engine:
         params: dict[str, Any] = {"progressToken": flight.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None and self.revision is not None and self.revision.progress_message:
+        if message is not None and flight.revision.progress_message:
             params["message"] = message
         self.outbox.append(Outgoing(_json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}), request_id))
         return True

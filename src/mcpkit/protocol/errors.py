@@ -15,6 +15,12 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 #: RS-08: resource not found in the handshake era (the table picks it per revision).
 RESOURCE_NOT_FOUND = -32002
+#: 2026-07-28 (EC-02): an HTTP header missing, malformed or not matching the body.
+HEADER_MISMATCH = -32020
+#: MT-08: the request needs a client capability it did not declare.
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+#: VN-02: the request's protocol version is not one this server implements.
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 __all__ = [
     "PARSE_ERROR",
@@ -23,6 +29,9 @@ __all__ = [
     "INVALID_PARAMS",
     "INTERNAL_ERROR",
     "RESOURCE_NOT_FOUND",
+    "HEADER_MISMATCH",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "McpError",
     "ToolError",
 ]

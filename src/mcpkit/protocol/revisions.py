@@ -10,10 +10,38 @@ __all__ = [
     "Revision",
     "REVISIONS",
     "HANDSHAKE_VERSIONS",
+    "MODERN_VERSIONS",
+    "SUPPORTED_VERSIONS",
     "LATEST_HANDSHAKE",
+    "LOG_LEVELS",
     "negotiate",
     "get",
 ]
+
+#: LG-04: RFC 5424 severities, in order.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+#: MT-04: the reserved request and result _meta keys of the modern era.
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+
+_HANDSHAKE_METHODS = frozenset(
+    {
+        "initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list",
+        "resources/read", "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get",
+        "logging/setLevel", "completion/complete",
+    }
+)
+#: §14: 2026-07-28 removes the handshake, ping, setLevel and resources/(un)subscribe.
+_MODERN_METHODS = frozenset(
+    {
+        "server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
+        "resources/read", "prompts/list", "prompts/get", "completion/complete",
+    }
+)
 
 _CONTENT_2024 = frozenset({"text", "image", "resource"})
 _CONTENT_2025_03 = _CONTENT_2024 | {"audio"}
@@ -65,12 +93,23 @@ class Revision:
     item_meta: bool
     #: Sampling with tools (SA-02) and the ``context`` sub-capability (2025-11-25+).
     sampling_tools: bool
+    #: BP-10: every result carries resultType; MT-06: results carry serverInfo in _meta.
+    result_type: bool
+    #: CA-01: list, read and discover results carry ttlMs and cacheScope.
+    cache_hints: bool
+    #: §14: the client->server methods that exist in this revision.
+    methods: frozenset[str]
 
     def __init__(self, **fields: object) -> None:
         missing = set(self.__annotations__) - set(fields)
         if missing:
             raise TypeError(f"Revision row lacks {sorted(missing)}")
         self.__dict__.update(fields)
+        #: anything the newest revision has that this one lacks (results need shaping down)
+        self.downgrades = not (
+            self.structured_content and self.item_meta and "lastModified" in self.annotation_keys
+            and "resource_link" in self.content_types
+        )
 
     def __repr__(self) -> str:
         return f"Revision({self.version!r})"
@@ -99,6 +138,9 @@ _REVS = [
         progress_message=False,
         item_meta=False,
         sampling_tools=False,
+        result_type=False,
+        cache_hints=False,
+        methods=_HANDSHAKE_METHODS,
     ),
     Revision(
         version="2025-03-26",
@@ -122,6 +164,9 @@ _REVS = [
         progress_message=True,
         item_meta=False,
         sampling_tools=False,
+        result_type=False,
+        cache_hints=False,
+        methods=_HANDSHAKE_METHODS,
     ),
     Revision(
         version="2025-06-18",
@@ -145,6 +190,9 @@ _REVS = [
         progress_message=True,
         item_meta=True,
         sampling_tools=False,
+        result_type=False,
+        cache_hints=False,
+        methods=_HANDSHAKE_METHODS,
     ),
     Revision(
         version="2025-11-25",
@@ -172,11 +220,46 @@ _REVS = [
         progress_message=True,
         item_meta=True,
         sampling_tools=True,
+        result_type=False,
+        cache_hints=False,
+        methods=_HANDSHAKE_METHODS,
+    ),
+    Revision(
+        version="2026-07-28",
+        era="modern",
+        batching=False,
+        resource_not_found=-32602,  # RS-08 (SEP-2164), with data.uri
+        invalid_arguments_as_tool_error=True,
+        completions_capability=True,
+        structured_content=True,
+        elicitation=True,
+        elicitation_url=True,
+        elicitation_rich_enums=True,
+        implementation_keys=frozenset({"name", "version", "title", "description", "icons", "websiteUrl"}),
+        tool_keys=_BASE | {"annotations", "title", "outputSchema", "_meta", "icons"},
+        resource_keys=frozenset(
+            {"uri", "name", "title", "description", "mimeType", "annotations", "size", "_meta", "icons"}
+        ),
+        template_keys=frozenset(
+            {"uriTemplate", "name", "title", "description", "mimeType", "annotations", "_meta", "icons"}
+        ),
+        prompt_keys=frozenset({"name", "title", "description", "arguments", "_meta", "icons"}),
+        prompt_argument_keys=frozenset({"name", "title", "description", "required"}),
+        content_types=_CONTENT_2025_06,
+        annotation_keys=_ANN_2025_06,
+        progress_message=True,
+        item_meta=True,
+        sampling_tools=True,
+        result_type=True,
+        cache_hints=True,
+        methods=_MODERN_METHODS,
     ),
 ]
 
 REVISIONS: dict[str, Revision] = {r.version: r for r in _REVS}
 HANDSHAKE_VERSIONS: tuple[str, ...] = tuple(r.version for r in _REVS if r.era == "handshake")
+MODERN_VERSIONS: tuple[str, ...] = tuple(r.version for r in _REVS if r.era == "modern")
+SUPPORTED_VERSIONS: tuple[str, ...] = HANDSHAKE_VERSIONS + MODERN_VERSIONS
 LATEST_HANDSHAKE: str = HANDSHAKE_VERSIONS[-1]
 
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.revisions import LOG_LEVELS
+
 
 if TYPE_CHECKING:
+    from ..protocol.engine import RequestReceived
     from .session import ServerSession
 
 __all__ = ["Context", "ClientCapabilityError", "ClientRequestError", "ClientTimeoutError", "LOG_LEVELS"]
 
-#: LG-04: RFC 5424 severities, in order.
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 
 
@@ -53,12 +54,13 @@ _DONE = _Done()
 
 
 class Context:
-    __slots__ = ("_session", "request_id", "method", "correlation_id", "cancelled")
+    __slots__ = ("_session", "_request", "request_id", "method", "correlation_id", "cancelled")
 
-    def __init__(self, session: ServerSession, request_id: Any, method: str, correlation_id: str) -> None:
+    def __init__(self, session: ServerSession, request: RequestReceived, correlation_id: str) -> None:
         self._session = session
-        self.request_id = request_id
-        self.method = method
+        self._request = request
+        self.request_id = request.id
+        self.method = request.method
         self.correlation_id = correlation_id
         #: set when the client cancelled this request (CN-01); sync handlers can poll it
         self.cancelled = threading.Event()
@@ -67,15 +69,17 @@ class Context:
 
     @property
     def protocol_version(self) -> str:
-        return self._session.revision.version if self._session.revision else ""
+        return self._request.revision.version
 
     @property
     def client_info(self) -> dict[str, Any]:
-        return self._session.engine.client_info
+        """Self-reported (MT-07): never a basis for security decisions."""
+        return self._request.client_info or {}
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
-        return self._session.engine.client_capabilities
+        """What the client declared: at initialize, or (2026-07-28) in this very request (MT-08)."""
+        return self._request.capabilities
 
     @property
     def progress_token(self) -> Any:
@@ -96,7 +100,13 @@ class Context:
         """notifications/message at ``level``, filtered by the client's logging/setLevel (LG-02)."""
         if level not in _LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-        self._session.send_log(level, data, logger, self.request_id)
+        req = self._request
+        if req.revision.era == "modern":
+            if req.log_level is None:
+                return _DONE  # LG-03: no log messages for a request that did not ask for them
+            self._session.send_log(level, data, logger, self.request_id, req.log_level)
+        else:
+            self._session.send_log(level, data, logger, self.request_id)
         return _DONE
 
     def debug(self, data: Any, logger: str | None = None) -> _Done:
@@ -113,8 +123,11 @@ class Context:
 
     # ------------------------------------------------------------------ requests to the client
 
-    def _request(self, method: str, params: dict[str, Any] | None, timeout: float | None) -> Any:
+    def _ask(self, method: str, params: dict[str, Any] | None, timeout: float | None) -> Any:
         session = self._session
+        if self._request.revision.era == "modern":
+            # MR-01: 2026-07-28 has no server->client requests; multi-round-trip results replace them
+            raise ClientCapabilityError(f"{method} through a multi-round-trip result is not supported yet")
         if method != "ping" and not session.engine.initialized:
             # LC-03: no requests to the client before it sent notifications/initialized
             raise ClientCapabilityError(f"the client has not finished initialization, so {method} cannot be sent yet")
@@ -167,23 +180,23 @@ class Context:
         if metadata:
             params["metadata"] = metadata
         if tools is not None or tool_choice is not None:
-            rev = self._session.revision
-            if rev is None or not rev.sampling_tools:
+            rev = self._request.revision
+            if not rev.sampling_tools:
                 raise ClientCapabilityError("tools in sampling need protocol 2025-11-25 or later (SA-02)")
             self._require("sampling", "tools")
             if tools is not None:
                 params["tools"] = tools
             if tool_choice is not None:
                 params["toolChoice"] = tool_choice
-        return self._request("sampling/createMessage", params, timeout)
+        return self._ask("sampling/createMessage", params, timeout)
 
     def elicit(
         self, message: str, schema: dict[str, Any] | type, *, timeout: float | None = None
     ) -> Any:
         """elicitation/create in form mode (EL-01, EL-02). Returns the ElicitResult dict
         ({"action": "accept"|"decline"|"cancel", "content": {...}})."""
-        rev = self._session.revision
-        if rev is None or not rev.elicitation:
+        rev = self._request.revision
+        if not rev.elicitation:
             raise ClientCapabilityError(f"elicitation does not exist in protocol {self.protocol_version}")
         self._require("elicitation")
         if not isinstance(schema, dict):
@@ -194,25 +207,25 @@ class Context:
         params: dict[str, Any] = {"message": message, "requestedSchema": schema}
         if rev.elicitation_url:
             params["mode"] = "form"
-        return self._request("elicitation/create", params, timeout)
+        return self._ask("elicitation/create", params, timeout)
 
     def elicit_url(self, message: str, url: str, elicitation_id: str, *, timeout: float | None = None) -> Any:
         """elicitation/create in URL mode (EL-04; 2025-11-25, needs ``elicitation.url``)."""
-        rev = self._session.revision
-        if rev is None or not rev.elicitation_url:
+        rev = self._request.revision
+        if not rev.elicitation_url:
             raise ClientCapabilityError(f"URL elicitation does not exist in protocol {self.protocol_version}")
         self._require("elicitation", "url")
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        return self._request("elicitation/create", params, timeout)
+        return self._ask("elicitation/create", params, timeout)
 
     def ping(self, *, timeout: float | None = None) -> Any:
         """Ping the client (PG-01: either side may ping); raises TimeoutError when it does not answer."""
-        return self._request("ping", None, timeout)
+        return self._ask("ping", None, timeout)
 
     def roots(self, *, timeout: float | None = None) -> Any:
         """roots/list (RT-01). Returns the ListRootsResult dict ({"roots": [...]})."""
         self._require("roots")
-        return self._request("roots/list", None, timeout)
+        return self._ask("roots/list", None, timeout)
 
 
 _PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})

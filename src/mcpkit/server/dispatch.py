@@ -1,6 +1,7 @@
 """Method -> handler table for the handshake era.
 
-Each handler takes ``(session, request_id, params)`` and returns a result dict
+Each handler takes ``(session, request)`` (a RequestReceived: id, method, params, and the
+revision and client capabilities it is served under) and returns a result dict
 (answered at once) or an awaitable (a task or a worker-thread future) whose
 result is the result dict. Errors are McpError with the revision's code.
 """
@@ -13,8 +14,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, ToolError
-from ..protocol.revisions import LATEST_HANDSHAKE, Revision
-from .context import LOG_LEVELS, ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
+from ..protocol.engine import RequestReceived
+from ..protocol.revisions import Revision
+from ..protocol.revisions import LOG_LEVELS, SUPPORTED_VERSIONS
+from .context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
 from .prompts import messages_from
 from .resources import contents_from
 from .tools import OutputSchemaError, Tool, shape_for_revision
@@ -28,7 +31,7 @@ __all__ = ["METHODS"]
 
 log = logging.getLogger("mcpkit")
 
-Handler = Callable[["ServerSession", Any, dict[str, Any]], Any]
+Handler = Callable[["ServerSession", RequestReceived], Any]
 
 
 def _str_param(params: dict[str, Any], key: str, method: str) -> str:
@@ -42,8 +45,8 @@ def _str_param(params: dict[str, Any], key: str, method: str) -> str:
 
 
 def _lister(kind: str) -> Handler:
-    def handler(session: ServerSession, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
-        return session.server.list_page(kind, session.revision, params.get("cursor"))  # type: ignore[arg-type]
+    def handler(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
+        return session.server.list_page(kind, req.revision, (req.params or {}).get("cursor"))
 
     handler.__name__ = f"list_{kind}"
     return handler
@@ -70,7 +73,7 @@ def _tool_failure(tool: Tool, exc: BaseException, correlation_id: str | None) ->
 
 def _finish(tool: Tool, value: Any, rev: Revision) -> dict[str, Any]:
     result = tool.to_result(value)
-    if rev.version != LATEST_HANDSHAKE:
+    if rev.downgrades:
         result = shape_for_revision(result, rev)
     return result
 
@@ -95,8 +98,9 @@ async def _run_async(
         return _tool_failure(tool, exc, cid)
 
 
-def call_tool(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
+def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     server = session.server
+    params = req.params or {}
     name = _str_param(params, "name", "tools/call")
     tool = server._tools.get(name)
     if tool is None:
@@ -104,7 +108,7 @@ def call_tool(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
     arguments = params.get("arguments")
     if arguments is None:
         arguments = {}
-    rev: Revision = session.revision  # type: ignore[assignment]
+    rev = req.revision
     valid, errors = tool.check_arguments(arguments)
     if errors is not None:
         message = f"Invalid arguments for tool {name!r}: {format_errors(errors)}"
@@ -113,7 +117,7 @@ def call_tool(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
         raise McpError(INVALID_PARAMS, message, {"errors": errors})
     ctx: Context | None = None
     if tool.context_param is not None:
-        ctx = session.context(rid, "tools/call")
+        ctx = session.context(req)
         cid: str | None = ctx.correlation_id
     else:
         cid = None  # minted only if something goes wrong: the hot path stays cheap
@@ -148,19 +152,20 @@ def _invoke(
     return SyncCall(lambda: finish(fn(*args, **kwargs)))
 
 
-def read_resource(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
-    uri = _str_param(params, "uri", "resources/read")
+def read_resource(session: ServerSession, req: RequestReceived) -> Any:
+    uri = _str_param(req.params or {}, "uri", "resources/read")
     found = session.server.find_resource(uri)
     if found is None:
-        raise session.server.not_found(uri, session.revision)  # type: ignore[arg-type]
+        raise session.server.not_found(uri, req.revision)
     item, variables = found
     kwargs = dict(variables)
     if item.context_param is not None:
-        kwargs[item.context_param] = session.context(rid, "resources/read")
+        kwargs[item.context_param] = session.context(req)
+    hints = session.server.cache_hints(req.revision, item)
 
     def finish(value: Any) -> dict[str, Any]:
         try:
-            return {"contents": contents_from(uri, item.mime_type, value)}
+            return {"contents": contents_from(uri, item.mime_type, value), **hints}
         except TypeError as exc:
             log.error("resources/read %s: %s", uri, exc)
             raise McpError(INTERNAL_ERROR, f"The resource handler for {uri} returned an unusable value.") from None
@@ -168,16 +173,16 @@ def read_resource(session: ServerSession, rid: Any, params: dict[str, Any]) -> A
     return _invoke(item.handler, item.is_async, (), kwargs, finish)
 
 
-def subscribe(session: ServerSession, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
-    uri = _str_param(params, "uri", "resources/subscribe")
+def subscribe(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
+    uri = _str_param(req.params or {}, "uri", "resources/subscribe")
     if session.server.find_resource(uri) is None:
-        raise session.server.not_found(uri, session.revision)  # type: ignore[arg-type]
+        raise session.server.not_found(uri, req.revision)
     session.subscriptions.add(uri)  # RS-10
     return {}
 
 
-def unsubscribe(session: ServerSession, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
-    uri = _str_param(params, "uri", "resources/unsubscribe")
+def unsubscribe(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
+    uri = _str_param(req.params or {}, "uri", "resources/unsubscribe")
     session.subscriptions.discard(uri)
     return {}
 
@@ -185,7 +190,8 @@ def unsubscribe(session: ServerSession, rid: Any, params: dict[str, Any]) -> dic
 # ---------------------------------------------------------------------- prompts
 
 
-def get_prompt(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
+def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
+    params = req.params or {}
     name = _str_param(params, "name", "prompts/get")
     prompt = session.server._prompts.get(name)
     if prompt is None:
@@ -193,12 +199,12 @@ def get_prompt(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
     arguments = prompt.check_arguments(params.get("arguments"))
     kwargs: dict[str, Any] = dict(arguments)
     if prompt.context_param is not None:
-        kwargs[prompt.context_param] = session.context(rid, "prompts/get")
-    rev = session.revision
+        kwargs[prompt.context_param] = session.context(req)
+    rev = req.revision
 
     def finish(value: Any) -> dict[str, Any]:
         result = messages_from(value, prompt.description)
-        if rev is not None and rev.version != LATEST_HANDSHAKE:
+        if rev.downgrades:
             from .tools import downgrade_block
 
             result = dict(result)
@@ -213,7 +219,8 @@ def get_prompt(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
 # ---------------------------------------------------------------------- completion, logging
 
 
-def complete(session: ServerSession, rid: Any, params: dict[str, Any]) -> Any:
+def complete(session: ServerSession, req: RequestReceived) -> Any:
+    params = req.params or {}
     ref = params.get("ref")
     argument = params.get("argument")
     if not isinstance(ref, dict) or not isinstance(argument, dict):
@@ -249,15 +256,29 @@ def _completion(values: Any) -> dict[str, Any]:
     return {"values": vals[:100], "total": total, "hasMore": total > 100}
 
 
-def set_level(session: ServerSession, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
-    level = params.get("level")
+def set_level(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
+    level = (req.params or {}).get("level")
     if level not in LOG_LEVELS:
         raise McpError(INVALID_PARAMS, f"Unknown log level {level!r}; use one of: {', '.join(LOG_LEVELS)}.")  # LG-02
     session.log_level = level
     return {}
 
 
+def discover(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
+    """VN-03: what this server supports; the modern era's answer to "who are you"."""
+    server = session.server
+    result: dict[str, Any] = {
+        "supportedVersions": list(SUPPORTED_VERSIONS),
+        "capabilities": server.capabilities(req.revision),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    result.update(server.cache_hints(req.revision, None))
+    return result
+
+
 METHODS: dict[str, Handler] = {
+    "server/discover": discover,
     "tools/list": _lister("tools"),
     "tools/call": call_tool,
     "resources/list": _lister("resources"),

@@ -71,6 +71,8 @@ class Server:
         log_level: str = "info",
         max_workers: int | None = None,
         client_request_timeout: float = 300.0,
+        cache_ttl_ms: int = 0,
+        cache_scope: str = "public",
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -85,6 +87,10 @@ class Server:
         #: the level below which notifications/message are not sent before logging/setLevel (LG-02)
         self.log_level = log_level
         self.client_request_timeout = client_request_timeout
+        _check_cache(cache_ttl_ms, cache_scope)
+        #: CA-01: how long 2026-07-28 clients may reuse list, read and discover results
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
         self._max_workers = max_workers
         self._executor: Any = None
         self._tools: dict[str, Tool] = {}
@@ -110,16 +116,38 @@ class Server:
         return self._executor
 
     def capabilities(self, rev: Revision) -> dict[str, Any]:
-        """LC-06: every feature served is declared, and each declared one is backed by methods."""
-        caps: dict[str, Any] = {
-            "tools": {"listChanged": True},
-            "resources": {"subscribe": True, "listChanged": True},
-            "prompts": {"listChanged": True},
-            "logging": {},
-        }
+        """LC-06 / VN-04: every feature served is declared, and each declared one is backed by
+        methods. In 2026-07-28 change notifications travel only on subscriptions/listen streams,
+        which this server does not open yet, so listChanged and subscribe are not declared there."""
+        if rev.era == "modern":
+            caps: dict[str, Any] = {"tools": {}, "resources": {}, "prompts": {}, "logging": {}}
+        else:
+            caps = {
+                "tools": {"listChanged": True},
+                "resources": {"subscribe": True, "listChanged": True},
+                "prompts": {"listChanged": True},
+                "logging": {},
+            }
         if rev.completions_capability:
             caps["completions"] = {}
         return caps
+
+    def result_meta(self) -> dict[str, Any]:
+        """MT-06: the _meta every 2026-07-28 result carries: who answered."""
+        from ..protocol.revisions import MODERN_VERSIONS, SERVER_INFO_KEY, get
+
+        return {SERVER_INFO_KEY: self.server_info(get(MODERN_VERSIONS[-1]))}
+
+    def cache_hints(self, rev: Revision, item: Any) -> dict[str, Any]:
+        """CA-01/CA-02: ttlMs and cacheScope, the item's own when it sets them, for revisions that have them."""
+        if not rev.cache_hints:
+            return {}
+        ttl = getattr(item, "ttl_ms", None)
+        scope = getattr(item, "cache_scope", None)
+        return {
+            "ttlMs": self.cache_ttl_ms if ttl is None else ttl,
+            "cacheScope": self.cache_scope if scope is None else scope,
+        }
 
     def server_info(self, rev: Revision) -> dict[str, Any]:
         info: dict[str, Any] = {"name": self.name, "version": self.version}
@@ -324,15 +352,23 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         replace: bool = False,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
     ) -> Callable[[F], F]:
-        """Register a function returning the content of the resource at ``uri`` (str, bytes, dicts)."""
+        """Register a function returning the content of the resource at ``uri`` (str, bytes, dicts).
+
+        ``ttl_ms`` and ``cache_scope`` override the server's cache hints for reads of it (CA-01);
+        use ``cache_scope="private"`` for content that depends on who asks (CA-05).
+        """
 
         def deco(func: F) -> F:
-            self.add_resource(
+            item = self.add_resource(
                 uri, func, name=name or func.__name__, title=title,
                 description=description if description is not None else function_description(func),
                 mime_type=mime_type, size=size, annotations=annotations, icons=icons, meta=meta, replace=replace,
             )
+            _check_cache(ttl_ms, cache_scope)
+            item.ttl_ms, item.cache_scope = ttl_ms, cache_scope
             return func
 
         return deco
@@ -545,11 +581,13 @@ class Server:
         if size is None:
             if start:
                 raise McpError(INVALID_PARAMS, "Invalid or expired cursor.", {"cursor": cursor})
-            return {_LIST_KEYS[kind]: items}
-        page = items[start : start + size]
-        out: dict[str, Any] = {_LIST_KEYS[kind]: page}
-        if start + size < len(items):
-            out["nextCursor"] = _encode_cursor(kind, start + size)
+            out: dict[str, Any] = {_LIST_KEYS[kind]: items}
+        else:
+            out = {_LIST_KEYS[kind]: items[start : start + size]}
+            if start + size < len(items):
+                out["nextCursor"] = _encode_cursor(kind, start + size)
+        if rev.cache_hints:
+            out.update(self.cache_hints(rev, None))  # PA-04: the same cacheScope on every page
         return out
 
     # ------------------------------------------------------------------ running
@@ -580,6 +618,13 @@ class Server:
             serve_http(self, host=host, port=port, **options)
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+
+
+def _check_cache(ttl_ms: Any, scope: Any) -> None:
+    if ttl_ms is not None and (not isinstance(ttl_ms, int) or isinstance(ttl_ms, bool) or ttl_ms < 0):
+        raise ValueError("cache ttl_ms must be an integer >= 0 (CA-02)")
+    if scope is not None and scope not in ("public", "private"):
+        raise ValueError("cache_scope must be 'public' or 'private' (CA-01)")
 
 
 def _encode_cursor(kind: str, offset: int) -> str:

@@ -88,7 +88,7 @@ class ServerSession:
         # stdio never pays for it (start-up time).
         self._loop = loop
         self._loop_factory = loop_factory
-        self.engine = Engine(describe=server.describe)
+        self.engine = Engine(describe=server.describe, result_meta=server.result_meta())
         self._send = send
         self._lock = threading.RLock()
         #: request id -> the future running it (async handlers and worker-thread calls)
@@ -186,7 +186,7 @@ class ServerSession:
     # ------------------------------------------------------------------ requests
 
     def _on_request(self, ev: RequestReceived) -> None:
-        handler = self.server._methods.get(ev.method)
+        handler = self.server._methods.get(ev.method) if ev.method in ev.revision.methods else None
         rid = ev.id
         if handler is None:
             self._reply_error(
@@ -194,7 +194,7 @@ class ServerSession:
             )
             return
         try:
-            outcome = handler(self, rid, ev.params or {})
+            outcome = handler(self, ev)
         except McpError as exc:
             self._reply_error(rid, exc, flush=False)
             return
@@ -277,12 +277,12 @@ class ServerSession:
         with self._lock:
             self.engine.respond_error(rid, McpError(INTERNAL_ERROR, "Internal error.", {"correlationId": cid}))
 
-    def context(self, rid: Any, method: str) -> Context:
+    def context(self, req: RequestReceived) -> Context:
         with self._lock:
-            ctx = self._contexts.get(rid)
+            ctx = self._contexts.get(req.id)
             if ctx is None:
-                ctx = Context(self, rid, method, new_correlation_id())
-                self._contexts[rid] = ctx
+                ctx = Context(self, req, new_correlation_id())
+                self._contexts[req.id] = ctx
             return ctx
 
     def _on_cancel(self, ev: CancelRequested) -> None:
@@ -360,8 +360,11 @@ class ServerSession:
         if sent:
             self._flush_soon()
 
-    def send_log(self, level: str, data: Any, logger: str | None, related: Any = None) -> None:
-        threshold = self.log_level or self.server.log_level
+    def send_log(
+        self, level: str, data: Any, logger: str | None, related: Any = None, threshold: str | None = None
+    ) -> None:
+        """``threshold``: a request's own level (2026-07-28); else the session's setLevel (LG-02)."""
+        threshold = threshold or self.log_level or self.server.log_level
         if level_rank(level) < level_rank(threshold):
             return
         params: dict[str, Any] = {"level": level, "data": data}
