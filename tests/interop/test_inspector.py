@@ -69,6 +69,8 @@ DEMO_TOOLS = {
     "test_trigger_prompt_change",
     "test_trigger_resource_update",
 }
+# Diagnostics of the 2026-07-28 conformance contract (CONTRACT-2026 §2.3).
+MODERN_TOOLS = {"test_missing_capability", "test_streaming_elicitation", "test_logging_tool", "test_x_mcp_header"}
 JSON_SCHEMA_2020_12 = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -230,7 +232,7 @@ def test_tools_list_through_the_inspector(inspector: Inspector, wire: Any) -> No
     tools = run.json()["tools"]
     names = [tool["name"] for tool in tools]
     assert len(names) == len(set(names)), names
-    assert set(names) == CONTRACT_TOOLS | DEMO_TOOLS
+    assert set(names) == CONTRACT_TOOLS | DEMO_TOOLS | MODERN_TOOLS
     for tool in tools:
         assert tool["description"], tool
         assert tool["inputSchema"]["type"] == "object", tool
@@ -392,7 +394,7 @@ def test_the_inspector_over_http(inspector: Inspector, http_server: str, transpo
     listed = run_inspector_url(inspector, url, transport, "--method", "tools/list")
     assert listed.returncode == 0, listed.describe()
     tools = {tool["name"]: tool for tool in listed.json()["tools"]}
-    assert set(tools) == CONTRACT_TOOLS | DEMO_TOOLS
+    assert set(tools) == CONTRACT_TOOLS | DEMO_TOOLS | MODERN_TOOLS
     assert tools["json_schema_2020_12_tool"]["inputSchema"] == JSON_SCHEMA_2020_12
     called = run_inspector_url(inspector, url, transport, "--method", "tools/call", "--tool-name", "add",
                                "--tool-arg", "a=2", "b=3")

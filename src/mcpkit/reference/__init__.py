@@ -12,7 +12,7 @@ import time
 from typing import Annotated, Any
 
 from .. import __version__
-from ..protocol.errors import ToolError
+from ..protocol.errors import MISSING_REQUIRED_CLIENT_CAPABILITY, McpError, ToolError
 from ..server.content import Content, audio, image, resource, text
 from ..server.context import Context
 from ..server.server import Server
@@ -276,6 +276,54 @@ def test_trigger_resource_update(
     """Sends notifications/resources/updated for the URI to the sessions subscribed to it."""
     server.notify_resource_updated(uri)
     return f"updated {uri}"
+
+
+# ---------------------------------------------------------------------------- 2026-07-28 diagnostics
+# (the conformance suite 0.2.0-alpha.12, CONTRACT-2026 §2.3)
+
+
+@server.tool
+def test_missing_capability(ctx: Context) -> str:
+    """Needs the client's sampling capability, declared on this very request (MT-08)."""
+    if "sampling" not in ctx.client_capabilities:
+        raise McpError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "This tool needs the sampling capability.",
+            {"requiredCapabilities": {"sampling": {}}},
+        )
+    return "Client declared sampling capability; proceeding."
+
+
+@server.tool
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Answers on its own stream without asking the client anything (no server requests, HM-05)."""
+    await ctx.report_progress(1, 1, "working")
+    return "Streaming complete"
+
+
+@server.tool
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs at info, which reaches only clients whose request asked for a log level (LG-03)."""
+    await ctx.info("Logging evaluated")
+    return "Logging evaluated"
+
+
+server.add_tool(
+    "test_x_mcp_header",
+    lambda arguments: f"region={arguments.get('region', '<none>')}",
+    description="Mirrors its region argument into the Mcp-Param-Region header (HM-19)",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "region": {
+                "type": "string",
+                "default": "<none>",
+                "description": "Mirrored into the Mcp-Param-Region header",
+                "x-mcp-header": "Region",
+            }
+        },
+    },
+)
 
 
 # ---------------------------------------------------------------------------- resources (contract §2.3)

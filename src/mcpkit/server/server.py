@@ -112,7 +112,8 @@ class Server:
         if self._executor is None:
             from .workers import WorkerPool
 
-            self._executor = WorkerPool(self._max_workers or min(32, (os.cpu_count() or 1) + 4))
+            # started on demand, so a generous cap costs nothing until slow sync tools pile up
+            self._executor = WorkerPool(self._max_workers or 32)
         return self._executor
 
     def capabilities(self, rev: Revision) -> dict[str, Any]:

@@ -29,7 +29,9 @@ from .. import _json
 from ..protocol import revisions
 from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
 from ..protocol.jsonrpc import NO_ID, Invalid, classify
+from ..protocol.errors import McpError
 from ..server.session import ServerSession
+from .http_modern import check_headers, modern_version, status_for
 from ..stores.memory import MemoryEventStore
 
 if TYPE_CHECKING:
@@ -480,6 +482,10 @@ class McpHttpApp:
             if type(msg) is Invalid:  # HL-05: not acceptable, with a JSON-RPC error body
                 await self._plain(send, 400, _error_body(msg.error.code, msg.error.message, msg.error.data, msg.id), headers)
                 return
+        modern = modern_version(headers, payload)
+        if modern is not None:
+            await self._post_modern(receive, send, headers, payload, modern, takes_sse)
+            return
         is_init = any(type(m) is dict and m.get("method") == "initialize" for m in items)
         request_ids = [m["id"] for m in items if type(m) is dict and "method" in m and "id" in m]
         if is_init and type(payload) is list:  # LC-07: initialize is never batched
@@ -549,6 +555,69 @@ class McpHttpApp:
             if self.stateless:
                 hs.close()
 
+    # ------------------------------------------------------------------ 2026-07-28
+
+    async def _post_modern(
+        self, receive: Any, send: Any, headers: dict[bytes, bytes], payload: Any, version: str, takes_sse: bool
+    ) -> None:
+        """One sessionless POST of 2026-07-28: check its headers, answer it, then forget it."""
+        if type(payload) is not dict:
+            await self._plain(send, 400, _error_body(INVALID_REQUEST, "Batches do not exist in protocol 2026-07-28."), headers)
+            return
+        rid = payload.get("id", NO_ID)
+        if "method" not in payload:  # HM-02: clients send no responses in this revision
+            await self._plain(send, 400, _error_body(INVALID_REQUEST, "A client sends no responses in protocol 2026-07-28."), headers)
+            return
+        try:
+            check_headers(headers, payload, version, self.server)
+        except McpError as exc:
+            await self._plain(send, 400, _error_body(exc.code, exc.message, exc.data, rid), headers)
+            return
+        if rid is NO_ID:  # HM-03: a notification is accepted and needs no answer
+            await self._plain(send, 202, b"", headers)
+            return
+        hs = _HttpSession(self, None)
+        stream = hs.open_stream([rid], json_mode=False)
+        wake = asyncio.Event()
+        stream.writer = wake
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            wake.set()
+
+        watcher = asyncio.ensure_future(watch())
+        sse = takes_sse and not self.json_response
+        try:
+            hs.session.feed_message(payload)
+            hs.session.flush()
+            # Wait for the first message: if it is the answer itself, it goes out as JSON with the
+            # status its error calls for (HM-12, HM-13); if notifications come first, they and the
+            # answer ride an SSE stream (HM-04, HM-05). A JSON-only client gets the answer alone.
+            while not gone.is_set() and not (stream.queue and (sse or stream.queue[-1] is _END)):
+                wake.clear()
+                await wake.wait()
+            if gone.is_set():
+                return  # HM-10: the client closed the request: cancelled below
+            if stream.queue[-1] is _END and (not sse or len(stream.queue) == 2):
+                answer = stream.queue[-2] if len(stream.queue) >= 2 else b""
+                status = 200
+                if answer:
+                    error = _json.loads(answer).get("error")
+                    if isinstance(error, dict):
+                        status = status_for(error.get("code", 0))
+                await self._plain(send, status, answer, headers)
+                return
+            watcher.cancel()
+            stream.writer = None
+            hs.streams[stream.id] = stream
+            await self._write_sse(send, receive, hs, stream, headers, [], replay=None, resumable=False)
+        finally:
+            watcher.cancel()
+            hs.close()  # HM-10: a closed stream is a cancellation; nothing outlives the POST
+
     # ------------------------------------------------------------------ SSE writing
 
     def _priming(self, hs: _HttpSession) -> bool:
@@ -557,7 +626,7 @@ class McpHttpApp:
 
     async def _write_sse(
         self, send: Any, receive: Any, hs: _HttpSession, stream: _Stream, headers: dict[bytes, bytes],
-        extra: list[tuple[bytes, bytes]], replay: list[tuple[str, bytes]] | None,
+        extra: list[tuple[bytes, bytes]], replay: list[tuple[str, bytes]] | None, resumable: bool = True,
     ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + self._cors(headers) + extra})
         wake = asyncio.Event()
@@ -573,7 +642,7 @@ class McpHttpApp:
                     return
 
         watcher = asyncio.ensure_future(watch())
-        store = self.event_store if not self.stateless else None
+        store = self.event_store if resumable and not self.stateless else None
         try:
             if store is not None and self._priming(hs):
                 # HL-09: an event id with empty data, and how soon to come back after a drop
