@@ -70,7 +70,12 @@ DEMO_TOOLS = {
     "test_trigger_resource_update",
 }
 # Diagnostics of the 2026-07-28 conformance contract (CONTRACT-2026 §2.3).
-MODERN_TOOLS = {"test_missing_capability", "test_streaming_elicitation", "test_logging_tool", "test_x_mcp_header"}
+MODERN_TOOLS = {"test_missing_capability", "test_streaming_elicitation", "test_logging_tool", "test_x_mcp_header"} | {
+    f"test_input_required_result_{n}" for n in (
+        "elicitation", "sampling", "list_roots", "request_state", "multiple_inputs", "multi_round",
+        "tampered_state", "capabilities",
+    )
+}
 JSON_SCHEMA_2020_12 = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",

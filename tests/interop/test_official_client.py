@@ -239,6 +239,10 @@ PROMPTS = [
     },
     {"name": "test_prompt_with_image", "description": "A prompt with an image."},
 ]
+# listed after those: the 2026-07-28 contract's prompt that asks for input first
+LISTED_PROMPTS = PROMPTS + [
+    {"name": "test_input_required_result_prompt", "description": "A prompt that asks the user for context first."}
+]
 
 # ------------------------------------------------------------------------------ fixtures
 
@@ -1100,7 +1104,7 @@ async def test_list_changed_notifications_reach_the_client(connect, revision):
         await client.inbox.wait_for(types.PromptListChangedNotification, 1)
         assert len(client.server_messages("notifications/prompts/list_changed")) >= 1
         prompts = {p.name for p in (await client.session.list_prompts()).prompts}
-        assert prompts == {p["name"] for p in PROMPTS}
+        assert prompts == {p["name"] for p in LISTED_PROMPTS}
         for message in client.server_messages("notifications/tools/list_changed") + client.server_messages(
             "notifications/prompts/list_changed"
         ):
@@ -1114,8 +1118,8 @@ async def test_list_changed_notifications_reach_the_client(connect, revision):
 async def test_prompts_list_and_get(connect, revision):
     async with connect() as client:
         listed = await client.session.list_prompts()
-        assert [p.name for p in listed.prompts] == [p["name"] for p in PROMPTS]
-        assert client.result("prompts/list") == {"prompts": PROMPTS}
+        assert [p.name for p in listed.prompts] == [p["name"] for p in LISTED_PROMPTS]
+        assert client.result("prompts/list") == {"prompts": LISTED_PROMPTS}
 
         simple = await client.session.get_prompt("test_simple_prompt")
         assert simple.messages[0].role == "user"

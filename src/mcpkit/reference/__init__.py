@@ -326,6 +326,93 @@ server.add_tool(
 )
 
 
+# ---------------------------------------------------------------------------- multi-round-trip inputs
+# (CONTRACT-2026 §2.4). In 2026-07-28 each ask becomes an InputRequiredResult entry under its key;
+# in the handshake era the same code sends real requests to the client.
+
+_NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+_CONFIRM_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def _text_of(sampled: Any) -> str:
+    content = sampled.get("content") if isinstance(sampled, dict) else None
+    if isinstance(content, list):
+        content = content[0] if content else None
+    return content.get("text", "") if isinstance(content, dict) else ""
+
+
+@server.tool
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Asks the user for a name (one round trip)."""
+    answer = await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")
+    return f"Hello, {(answer.get('content') or {}).get('name', 'stranger')}!"
+
+
+@server.tool
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Asks the client's model a question (one round trip)."""
+    answer = await ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question")
+    return f"Model said: {_text_of(answer)}"
+
+
+@server.tool
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Asks the client for its roots (one round trip)."""
+    answer = await ctx.roots(key="client_roots")
+    return f"Client exposed {len(answer.get('roots', []))} root(s)."
+
+
+@server.tool
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Asks for a confirmation; the retry brings it with the sealed requestState."""
+    answer = await ctx.elicit("Please confirm", _CONFIRM_SCHEMA, key="confirm")
+    return "state-ok: confirmation received" if answer.get("action") == "accept" else "state-ok: declined"
+
+
+@server.tool
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Asks for a name, a generated greeting and the roots, all in one round."""
+    await asyncio.gather(
+        ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name"),
+        ctx.sample("Generate a greeting", max_tokens=50, key="greeting"),
+        ctx.roots(key="client_roots"),
+    )
+    return "All inputs received."
+
+
+@server.tool
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Two rounds: a name, then a favorite color."""
+    first = await ctx.elicit("Step 1: What is your name?", _NAME_SCHEMA, key="step1")
+    name = (first.get("content") or {}).get("name", "someone")
+    second = await ctx.elicit(
+        "Step 2: What is your favorite color?",
+        {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+        key="step2",
+    )
+    return f"{name} likes {(second.get('content') or {}).get('color', 'nothing')}."
+
+
+@server.tool
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Asks for a confirmation; a retry with a forged requestState is refused."""
+    await ctx.elicit("Please confirm", _CONFIRM_SCHEMA, key="confirm")
+    return "confirmed"
+
+
+@server.tool
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Asks only for what this request's client declared (MR-05)."""
+    caps = ctx.client_capabilities
+    asks = []
+    if "sampling" in caps:
+        asks.append(ctx.sample("Say hello", max_tokens=50, key="sample"))
+    if "elicitation" in caps:
+        asks.append(ctx.elicit("What is your name?", _NAME_SCHEMA, key="ask"))
+    await asyncio.gather(*asks)
+    return "Capability-gated inputs received."
+
+
 # ---------------------------------------------------------------------------- resources (contract §2.3)
 
 
@@ -388,3 +475,17 @@ def test_prompt_with_image() -> list[Any]:
         {"role": "user", "content": image(PNG_1X1, "image/png")},
         {"role": "user", "content": text("Please analyze the image above.")},
     ]
+
+
+# A prompt that asks for input first (CONTRACT-2026 §2.4); listed after the 0.1.16 prompts.
+
+
+@server.prompt
+async def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that asks the user for context first."""
+    answer = await ctx.elicit(
+        "What context should the prompt use?",
+        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+        key="user_context",
+    )
+    return f"Use the following context: {(answer.get('content') or {}).get('context', '')}"

@@ -41,6 +41,24 @@ class ClientTimeoutError(TimeoutError):
     """The client did not answer a request of ours in time (LC-10)."""
 
 
+class _Answer:
+    """An input of a 2026-07-28 request: awaiting it gives the answer, or stops the handler."""
+
+    __slots__ = ("ok", "answer")
+
+    def __init__(self, ok: bool, answer: Any) -> None:
+        self.ok = ok
+        self.answer = answer
+
+    def __await__(self) -> Any:
+        if not self.ok:
+            from .rounds import InputRequired
+
+            raise InputRequired()
+        return self.answer
+        yield  # a generator: awaitable  # noqa: unreachable
+
+
 class _Done:
     """An already-finished awaitable, so ``await ctx.info(...)`` and ``ctx.info(...)`` both work."""
 
@@ -54,7 +72,7 @@ _DONE = _Done()
 
 
 class Context:
-    __slots__ = ("_session", "_request", "request_id", "method", "correlation_id", "cancelled")
+    __slots__ = ("_session", "_request", "request_id", "method", "correlation_id", "cancelled", "_rounds")
 
     def __init__(self, session: ServerSession, request: RequestReceived, correlation_id: str) -> None:
         self._session = session
@@ -62,6 +80,7 @@ class Context:
         self.request_id = request.id
         self.method = request.method
         self.correlation_id = correlation_id
+        self._rounds: Any = None  # 2026-07-28: the inputs of this request (server/rounds.py)
         #: set when the client cancelled this request (CN-01); sync handlers can poll it
         self.cancelled = threading.Event()
 
@@ -123,11 +142,10 @@ class Context:
 
     # ------------------------------------------------------------------ requests to the client
 
-    def _ask(self, method: str, params: dict[str, Any] | None, timeout: float | None) -> Any:
+    def _ask(self, method: str, params: dict[str, Any] | None, timeout: float | None, key: str | None = None) -> Any:
         session = self._session
         if self._request.revision.era == "modern":
-            # MR-01: 2026-07-28 has no server->client requests; multi-round-trip results replace them
-            raise ClientCapabilityError(f"{method} through a multi-round-trip result is not supported yet")
+            return self._ask_in_rounds(method, params, key)
         if method != "ping" and not session.engine.initialized:
             # LC-03: no requests to the client before it sent notifications/initialized
             raise ClientCapabilityError(f"the client has not finished initialization, so {method} cannot be sent yet")
@@ -140,6 +158,28 @@ class Context:
         import asyncio
 
         return asyncio.run_coroutine_threadsafe(coro, session.loop).result()
+
+    def _ask_in_rounds(self, method: str, params: dict[str, Any] | None, key: str | None) -> Any:
+        """MR-01: no request goes to the client; the answer comes with the client's retry."""
+        if self._request.method not in ("tools/call", "prompts/get", "resources/read"):  # MR-02
+            raise ClientCapabilityError(f"{self._request.method} cannot ask the client for input")
+        rounds = self.rounds()
+        ok, answer = rounds.ask(rounds.key(method, key), method, params)
+        if self._session._on_loop_thread():
+            return _Answer(ok, answer)
+        if ok:
+            return answer
+        from .rounds import InputRequired
+
+        raise InputRequired()
+
+    def rounds(self) -> Any:
+        if self._rounds is None:
+            from .rounds import Rounds
+
+            req = self._request
+            self._rounds = Rounds(req.method, req.params or {}, self._session.server.sealer)
+        return self._rounds
 
     def _require(self, *path: str) -> None:
         caps: Any = self.client_capabilities
@@ -163,8 +203,11 @@ class Context:
         tool_choice: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
         timeout: float | None = None,
+        key: str | None = None,
     ) -> Any:
-        """sampling/createMessage (SA-01..SA-04). Returns the client's CreateMessageResult dict."""
+        """sampling/createMessage (SA-01..SA-04). Returns the client's CreateMessageResult dict.
+
+        ``key`` names the input in a 2026-07-28 InputRequiredResult (default ``sample_N``)."""
         self._require("sampling")
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
@@ -188,10 +231,10 @@ class Context:
                 params["tools"] = tools
             if tool_choice is not None:
                 params["toolChoice"] = tool_choice
-        return self._ask("sampling/createMessage", params, timeout)
+        return self._ask("sampling/createMessage", params, timeout, key)
 
     def elicit(
-        self, message: str, schema: dict[str, Any] | type, *, timeout: float | None = None
+        self, message: str, schema: dict[str, Any] | type, *, timeout: float | None = None, key: str | None = None
     ) -> Any:
         """elicitation/create in form mode (EL-01, EL-02). Returns the ElicitResult dict
         ({"action": "accept"|"decline"|"cancel", "content": {...}})."""
@@ -207,7 +250,7 @@ class Context:
         params: dict[str, Any] = {"message": message, "requestedSchema": schema}
         if rev.elicitation_url:
             params["mode"] = "form"
-        return self._ask("elicitation/create", params, timeout)
+        return self._ask("elicitation/create", params, timeout, key)
 
     def elicit_url(self, message: str, url: str, elicitation_id: str, *, timeout: float | None = None) -> Any:
         """elicitation/create in URL mode (EL-04; 2025-11-25, needs ``elicitation.url``)."""
@@ -222,10 +265,10 @@ class Context:
         """Ping the client (PG-01: either side may ping); raises TimeoutError when it does not answer."""
         return self._ask("ping", None, timeout)
 
-    def roots(self, *, timeout: float | None = None) -> Any:
+    def roots(self, *, timeout: float | None = None, key: str | None = None) -> Any:
         """roots/list (RT-01). Returns the ListRootsResult dict ({"roots": [...]})."""
         self._require("roots")
-        return self._ask("roots/list", None, timeout)
+        return self._ask("roots/list", None, timeout, key)
 
 
 _PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})

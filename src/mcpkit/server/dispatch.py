@@ -21,6 +21,7 @@ from .context import ClientCapabilityError, ClientRequestError, ClientTimeoutErr
 from .prompts import messages_from
 from .resources import contents_from
 from .tools import OutputSchemaError, Tool, shape_for_revision
+from .rounds import InputRequired
 from .session import SyncCall, new_correlation_id
 from .validation import format_errors
 
@@ -78,22 +79,28 @@ def _finish(tool: Tool, value: Any, rev: Revision) -> dict[str, Any]:
     return result
 
 
-def _run_sync(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], rev: Revision, cid: str | None) -> dict[str, Any]:
+def _run_sync(
+    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], rev: Revision, cid: str | None, ctx: Context | None
+) -> dict[str, Any]:
     try:
         return _finish(tool, tool.handler(*args, **kwargs), rev)
     except McpError:
         raise
+    except InputRequired:
+        return ctx.rounds().result(ctx.server.sealer)  # type: ignore[union-attr]
     except Exception as exc:  # noqa: BLE001
         return _tool_failure(tool, exc, cid)
 
 
 async def _run_async(
-    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], rev: Revision, cid: str | None
+    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], rev: Revision, cid: str | None, ctx: Context | None
 ) -> dict[str, Any]:
     try:
         return _finish(tool, await tool.handler(*args, **kwargs), rev)
     except McpError:
         raise
+    except InputRequired:
+        return ctx.rounds().result(ctx.server.sealer)  # type: ignore[union-attr]
     except Exception as exc:  # noqa: BLE001
         return _tool_failure(tool, exc, cid)
 
@@ -118,6 +125,8 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     ctx: Context | None = None
     if tool.context_param is not None:
         ctx = session.context(req)
+        if rev.era == "modern":
+            ctx.rounds()  # a tampered requestState is refused before the tool runs (MR-06)
         cid: str | None = ctx.correlation_id
     else:
         cid = None  # minted only if something goes wrong: the hot path stays cheap
@@ -129,8 +138,8 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
             return {"content": [{"type": "text", "text": message}], "isError": True}
         raise McpError(INVALID_PARAMS, message) from None
     if tool.is_async:
-        return _run_async(tool, args, kwargs, rev, cid)
-    return SyncCall(lambda: _run_sync(tool, args, kwargs, rev, cid))
+        return _run_async(tool, args, kwargs, rev, cid, ctx)
+    return SyncCall(lambda: _run_sync(tool, args, kwargs, rev, cid, ctx))
 
 
 
@@ -140,16 +149,28 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
 
 def _invoke(
     fn: Callable[..., Any], is_async: bool, args: tuple[Any, ...], kwargs: dict[str, Any],
-    finish: Callable[[Any], dict[str, Any]],
+    finish: Callable[[Any], dict[str, Any]], ctx: Context | None = None,
 ) -> Any:
     """A user handler as the session runs it: a coroutine, or a SyncCall for a sync function."""
+    if ctx is not None and ctx._request.revision.era == "modern":
+        ctx.rounds()  # a tampered requestState is refused before the handler runs (MR-06)
     if is_async:
 
         async def run() -> dict[str, Any]:
-            return finish(await fn(*args, **kwargs))
+            try:
+                return finish(await fn(*args, **kwargs))
+            except InputRequired:
+                return ctx.rounds().result(ctx.server.sealer)  # type: ignore[union-attr]
 
         return run()
-    return SyncCall(lambda: finish(fn(*args, **kwargs)))
+
+    def call() -> dict[str, Any]:
+        try:
+            return finish(fn(*args, **kwargs))
+        except InputRequired:
+            return ctx.rounds().result(ctx.server.sealer)  # type: ignore[union-attr]
+
+    return SyncCall(call)
 
 
 def read_resource(session: ServerSession, req: RequestReceived) -> Any:
@@ -159,8 +180,9 @@ def read_resource(session: ServerSession, req: RequestReceived) -> Any:
         raise session.server.not_found(uri, req.revision)
     item, variables = found
     kwargs = dict(variables)
+    ctx = None
     if item.context_param is not None:
-        kwargs[item.context_param] = session.context(req)
+        ctx = kwargs[item.context_param] = session.context(req)
     hints = session.server.cache_hints(req.revision, item)
 
     def finish(value: Any) -> dict[str, Any]:
@@ -170,7 +192,7 @@ def read_resource(session: ServerSession, req: RequestReceived) -> Any:
             log.error("resources/read %s: %s", uri, exc)
             raise McpError(INTERNAL_ERROR, f"The resource handler for {uri} returned an unusable value.") from None
 
-    return _invoke(item.handler, item.is_async, (), kwargs, finish)
+    return _invoke(item.handler, item.is_async, (), kwargs, finish, ctx)
 
 
 def subscribe(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
@@ -198,8 +220,9 @@ def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
         raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
     arguments = prompt.check_arguments(params.get("arguments"))
     kwargs: dict[str, Any] = dict(arguments)
+    ctx = None
     if prompt.context_param is not None:
-        kwargs[prompt.context_param] = session.context(req)
+        ctx = kwargs[prompt.context_param] = session.context(req)
     rev = req.revision
 
     def finish(value: Any) -> dict[str, Any]:
@@ -213,7 +236,7 @@ def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
             ]
         return result
 
-    return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish)
+    return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish, ctx)
 
 
 # ---------------------------------------------------------------------- completion, logging

@@ -73,6 +73,7 @@ class Server:
         client_request_timeout: float = 300.0,
         cache_ttl_ms: int = 0,
         cache_scope: str = "public",
+        state_key: bytes | str | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -91,6 +92,8 @@ class Server:
         #: CA-01: how long 2026-07-28 clients may reuse list, read and discover results
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
+        self._state_key = state_key
+        self._sealer: Any = None
         self._max_workers = max_workers
         self._executor: Any = None
         self._tools: dict[str, Tool] = {}
@@ -105,6 +108,16 @@ class Server:
         self._warmed = False
 
     # ------------------------------------------------------------------ runtime plumbing
+
+    @property
+    def sealer(self) -> Any:
+        """Seals the requestState of 2026-07-28 multi-round-trip results (MR-06). Processes that
+        share ``state_key`` (or the MCPKIT_STATE_KEY environment variable) resume each other's."""
+        if self._sealer is None:
+            from ..protocol.sealed import Sealer
+
+            self._sealer = Sealer(self._state_key) if self._state_key is not None else Sealer.from_env()
+        return self._sealer
 
     @property
     def workers(self) -> Any:

@@ -176,7 +176,8 @@ class Tool:
             return (arguments,), {}
         kwargs = self.bind(arguments)  # type: ignore[misc]
         if self.context_param is not None:
-            kwargs[self.context_param] = ctx
+            # bind may hand back the request's own dict: never write into it
+            kwargs = {**kwargs, self.context_param: ctx}
         return (), kwargs
 
     def to_result(self, value: Any) -> dict[str, Any]:
