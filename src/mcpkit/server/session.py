@@ -377,6 +377,15 @@ class ServerSession:
         if sent:
             self._flush_soon()
 
+    def notify_request(self, request_id: Any, method: str, params: dict[str, Any] | None = None) -> None:
+        """A notification that belongs to a request still in flight (a listen stream), from any thread."""
+        if self.closed:
+            return
+        with self._lock:
+            sent = self.engine.notify(method, params, related=request_id)
+        if sent:
+            self._flush_soon()
+
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """A session-wide notification (list_changed, resources/updated), from any thread."""
         if self.closed:
