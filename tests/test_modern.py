@@ -46,7 +46,10 @@ def test_discover_needs_no_handshake_and_says_what_is_served(wire) -> None:
     assert result["supportedVersions"] == ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", V]
     assert result["resultType"] == "complete"
     assert result["ttlMs"] == 0 and result["cacheScope"] == "public"
-    assert result["capabilities"] == {"tools": {}, "resources": {}, "prompts": {}, "logging": {}, "completions": {}}
+    assert result["capabilities"] == {
+        "tools": {}, "resources": {}, "prompts": {}, "logging": {}, "completions": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},  # TX-01; no v1 "tasks" capability
+    }
     assert result["_meta"][SERVER_INFO]["name"] == "mcpkit-reference"
 
 

@@ -163,6 +163,61 @@ def _method_of(defs: dict[str, Any], name: str) -> str:
     return method
 
 
+# The io.modelcontextprotocol/tasks extension of 2026-07-28 (spec/requirements.md §10.2; its schema
+# lives outside the core one, in github.com/modelcontextprotocol/ext-tasks). Its results, added to
+# the 2026-07-28 definitions: a tools/call answered with resultType "task" must be a flat
+# CreateTaskResult; tasks/get a DetailedTask; tasks/update and tasks/cancel an empty ack.
+_ISO_TIME = {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}"}
+_TASK_FIELDS = {
+    "_meta": {"$ref": "#/$defs/ResultMetaObject"},
+    "taskId": {"type": "string", "minLength": 1},
+    "status": {"enum": ["working", "input_required", "completed", "failed", "cancelled"]},
+    "statusMessage": {"type": "string"},
+    "createdAt": _ISO_TIME,
+    "lastUpdatedAt": _ISO_TIME,
+    "ttlMs": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+    "pollIntervalMs": {"type": "integer", "minimum": 1},
+}
+_TASKS_EXTENSION_DEFS: dict[str, Any] = {
+    "CreateTaskResult": {
+        "type": "object",
+        "properties": {**_TASK_FIELDS, "resultType": {"const": "task"}},
+        "required": ["resultType", "taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs"],
+        "not": {"anyOf": [{"required": [k]} for k in (
+            "task", "result", "error", "inputRequests", "requestState", "ttl", "pollInterval")]},
+    },
+    "DetailedTask": {
+        "type": "object",
+        "properties": {
+            **_TASK_FIELDS,
+            "resultType": {"const": "complete"},
+            "result": {"$ref": "#/$defs/CallToolResult"},
+            "error": {"$ref": "#/$defs/Error"},
+            "inputRequests": {"$ref": "#/$defs/InputRequests"},
+        },
+        "required": ["resultType", "taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs"],
+        "not": {"required": ["requestState"]},
+        "allOf": [
+            {"if": {"properties": {"status": {"const": "completed"}}},
+             "then": {"required": ["result"], "not": {"anyOf": [{"required": ["error"]}, {"required": ["inputRequests"]}]}}},
+            {"if": {"properties": {"status": {"const": "failed"}}},
+             "then": {"required": ["error"], "not": {"anyOf": [{"required": ["result"]}, {"required": ["inputRequests"]}]}}},
+            {"if": {"properties": {"status": {"const": "input_required"}}},
+             "then": {"required": ["inputRequests"], "not": {"anyOf": [{"required": ["result"]}, {"required": ["error"]}]}}},
+            {"if": {"properties": {"status": {"enum": ["working", "cancelled"]}}},
+             "then": {"not": {"anyOf": [{"required": [k]} for k in ("result", "error", "inputRequests")]}}},
+        ],
+    },
+    "TaskAckResult": {
+        "type": "object",
+        "properties": {"_meta": {"$ref": "#/$defs/ResultMetaObject"}, "resultType": {"const": "complete"}},
+        "required": ["resultType"],
+        "not": {"anyOf": [{"required": [k]} for k in ("taskId", "status", "result", "error", "inputRequests")]},
+    },
+}
+_TASKS_EXTENSION_RESULTS = {"tasks/get": "DetailedTask", "tasks/update": "TaskAckResult", "tasks/cancel": "TaskAckResult"}
+
+
 @lru_cache(maxsize=None)
 def _schema(revision: str) -> _RevisionSchema:
     if revision not in REVISIONS:
@@ -175,6 +230,8 @@ def _schema(revision: str) -> _RevisionSchema:
     if jsonschema.validators.validator_for(document) is not validator_class or defs_key not in document:
         raise RuntimeError(f"{path} is not the expected {'draft-07' if draft07 else '2020-12'} schema")
     defs = document[defs_key]
+    if revision in MODERN_REVISIONS:
+        defs.update(_TASKS_EXTENSION_DEFS)
 
     def by_method(union: str) -> dict[str, str]:
         return {_method_of(defs, name): name for name in _union_members(defs, union)}
@@ -437,6 +494,15 @@ def _validate_result(schema: _RevisionSchema, message: dict[str, Any], request_m
         parts = (("", schema.result_envelope), ("result", "ServerResult"))
         _check(rev, parts, message, f"{schema.result_envelope} (result of an unknown request)")
         return
+    if rev in MODERN_REVISIONS:  # the tasks extension (see _TASKS_EXTENSION_DEFS)
+        result_value = message.get("result")
+        ext = _TASKS_EXTENSION_RESULTS.get(request_method)
+        if request_method == "tools/call" and isinstance(result_value, dict) and result_value.get("resultType") == "task":
+            ext = "CreateTaskResult"
+        if ext is not None:
+            parts = (("", schema.result_envelope), ("result", ext))
+            _check(rev, parts, message, f"{schema.result_envelope} + {ext} (answer to {request_method}, tasks extension)")
+            return
     try:
         result = result_definition(rev, request_method)
     except KeyError:

@@ -75,7 +75,7 @@ MODERN_TOOLS = {"test_missing_capability", "test_streaming_elicitation", "test_l
         "elicitation", "sampling", "list_roots", "request_state", "multiple_inputs", "multi_round",
         "tampered_state", "capabilities",
     )
-}
+} | {"greet", "slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input", "test_tool_with_task"}
 JSON_SCHEMA_2020_12 = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",

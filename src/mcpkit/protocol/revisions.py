@@ -40,6 +40,8 @@ _MODERN_METHODS = frozenset(
     {
         "server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
         "resources/read", "prompts/list", "prompts/get", "completion/complete",
+        # the io.modelcontextprotocol/tasks extension (TX-04)
+        "tasks/get", "tasks/update", "tasks/cancel",
     }
 )
 

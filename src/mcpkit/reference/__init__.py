@@ -489,3 +489,6 @@ async def test_input_required_result_prompt(ctx: Context) -> str:
         key="user_context",
     )
     return f"Use the following context: {(answer.get('content') or {}).get('context', '')}"
+
+
+from . import tasks as _tasks  # noqa: E402,F401  the tasks fixtures (CONTRACT-2026 §2.5)

@@ -72,7 +72,9 @@ _DONE = _Done()
 
 
 class Context:
-    __slots__ = ("_session", "_request", "request_id", "method", "correlation_id", "cancelled", "_rounds")
+    __slots__ = (
+        "_session", "_request", "request_id", "method", "correlation_id", "cancelled", "_rounds", "_task", "_announce"
+    )
 
     def __init__(self, session: ServerSession, request: RequestReceived, correlation_id: str) -> None:
         self._session = session
@@ -81,6 +83,8 @@ class Context:
         self.method = request.method
         self.correlation_id = correlation_id
         self._rounds: Any = None  # 2026-07-28: the inputs of this request (server/rounds.py)
+        self._task: Any = None  # (TaskManager, TaskRecord) once this call runs as a task (server/tasks.py)
+        self._announce: Any = None  # a future start_task() resolves with the CreateTaskResult
         #: set when the client cancelled this request (CN-01); sync handlers can poll it
         self.cancelled = threading.Event()
 
@@ -108,10 +112,33 @@ class Context:
     def server(self) -> Any:
         return self._session.server
 
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as (tasks extension), else None."""
+        return self._task[1].task_id if self._task is not None else None
+
+    def start_task(self) -> _Done:
+        """For a tool registered with ``task_after_input=True``: the inputs asked so far were
+        multi-round-trip rounds; from here on the call is a task and the client gets its
+        CreateTaskResult (TX-03). A no-op when the client did not declare the extension."""
+        if self._task is None and self._announce is not None:
+            import asyncio
+
+            manager = self._session.server.tasks
+            record = manager.create()
+            record.future, record.loop = asyncio.current_task(), self._session.loop
+            self.cancelled = record.cancel_event
+            self._task = (manager, record)
+            if not self._announce.done():
+                self._announce.set_result(record.created())
+        return _DONE
+
     # ------------------------------------------------------------------ notifications
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> _Done:
         """notifications/progress on this request's token; nothing when the client sent none (PR-01)."""
+        if self._task is not None:
+            return _DONE  # TX-06: a task's request is answered; nothing may follow it
         self._session.send_progress(self.request_id, progress, total, message)
         return _DONE
 
@@ -120,6 +147,8 @@ class Context:
         if level not in _LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
         req = self._request
+        if self._task is not None:
+            return _DONE  # TX-06
         if req.revision.era == "modern":
             if req.log_level is None:
                 return _DONE  # LG-03: no log messages for a request that did not ask for them
@@ -144,6 +173,8 @@ class Context:
 
     def _ask(self, method: str, params: dict[str, Any] | None, timeout: float | None, key: str | None = None) -> Any:
         session = self._session
+        if self._task is not None:
+            return self._ask_in_task(method, params, key)
         if self._request.revision.era == "modern":
             return self._ask_in_rounds(method, params, key)
         if method != "ping" and not session.engine.initialized:
@@ -172,6 +203,18 @@ class Context:
         from .rounds import InputRequired
 
         raise InputRequired()
+
+    def _ask_in_task(self, method: str, params: dict[str, Any] | None, key: str | None) -> Any:
+        """TX-04: the task turns input_required until tasks/update brings the answer."""
+        if method == "ping":
+            raise ClientCapabilityError("a task cannot ping the client")
+        manager, record = self._task
+        fut = manager.ask(record, method, params, key)
+        if self._session._on_loop_thread():
+            import asyncio
+
+            return asyncio.wrap_future(fut)
+        return fut.result()
 
     def rounds(self) -> Any:
         if self._rounds is None:

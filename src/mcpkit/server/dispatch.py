@@ -22,7 +22,8 @@ from .prompts import messages_from
 from .resources import contents_from
 from .tools import OutputSchemaError, Tool, shape_for_revision
 from .rounds import InputRequired
-from .session import SyncCall, new_correlation_id
+from .session import SyncCall, _is_cancelled, new_correlation_id
+from .tasks import TASK_METHODS, missing_extension, wants_tasks
 from .validation import format_errors
 
 if TYPE_CHECKING:
@@ -122,6 +123,11 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
         if rev.invalid_arguments_as_tool_error:  # TL-10 (SEP-1303, 2025-11-25+)
             return {"content": [{"type": "text", "text": message}], "isError": True}
         raise McpError(INVALID_PARAMS, message, {"errors": errors})
+    as_task = False
+    if tool.task is not None and rev.era == "modern":  # the tasks extension (TX-01)
+        as_task = wants_tasks(req.capabilities)
+        if not as_task and tool.task == "required":
+            raise missing_extension(f"Tool {name!r}")
     ctx: Context | None = None
     if tool.context_param is not None:
         ctx = session.context(req)
@@ -137,9 +143,107 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
         if rev.invalid_arguments_as_tool_error:
             return {"content": [{"type": "text", "text": message}], "isError": True}
         raise McpError(INVALID_PARAMS, message) from None
+    if as_task:
+        if tool.task_after_input:
+            return _task_after_input(session, req, tool, args, kwargs, cid, ctx)  # type: ignore[arg-type]
+        return _start_task(session, req, tool, args, kwargs, cid, ctx)
     if tool.is_async:
         return _run_async(tool, args, kwargs, rev, cid, ctx)
     return SyncCall(lambda: _run_sync(tool, args, kwargs, rev, cid, ctx))
+
+
+# ---------------------------------------------------------------------- tools as tasks (TX-01..TX-05)
+
+
+def _start_task(
+    session: ServerSession, req: RequestReceived, tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any],
+    cid: str | None, ctx: Context | None,
+) -> dict[str, Any]:
+    """Store the task (TX-03), start the handler in the background, answer CreateTaskResult (TX-02)."""
+    manager = session.server.tasks
+    record = manager.create()
+    rev = req.revision
+    if ctx is not None:
+        session._contexts.pop(req.id, None)  # the request is answered now; the task owns the context
+        ctx._task = (manager, record)
+        ctx.cancelled = record.cancel_event
+    if tool.is_async:
+        import asyncio
+
+        async def run() -> None:
+            try:
+                result = await _run_async(tool, args, kwargs, rev, cid, ctx)
+            except asyncio.CancelledError:
+                manager.cancel(record)
+                raise
+            except BaseException as exc:  # noqa: BLE001 - McpError: failed (TX-05)
+                manager.settle(record, None, exc)
+                return
+            manager.settle(record, result, None)
+
+        loop = session.loop
+        with manager._lock:
+            if session._on_loop_thread():
+                record.future = loop.create_task(run())
+            else:
+                record.future = asyncio.run_coroutine_threadsafe(run(), loop)
+            record.loop = loop
+    else:
+
+        def done(result: Any, exc: BaseException | None) -> None:
+            if exc is not None and _is_cancelled(exc):
+                manager.cancel(record)
+            else:
+                manager.settle(record, result, exc)
+
+        session.server.workers.submit(lambda: _run_sync(tool, args, kwargs, rev, cid, ctx), done)
+    return record.created()
+
+
+def _task_after_input(
+    session: ServerSession, req: RequestReceived, tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any],
+    cid: str | None, ctx: Context,
+) -> Any:
+    """TX-03: the inputs asked before ``ctx.start_task()`` are MRTR rounds answered synchronously;
+    the call is answered with the CreateTaskResult when the handler starts its task, or with the
+    handler's own answer (InputRequiredResult, result) when it ends first."""
+    import asyncio
+
+    rev = req.revision
+
+    async def run() -> Any:
+        try:
+            result = await _run_async(tool, args, kwargs, rev, cid, ctx)
+        except asyncio.CancelledError:
+            if ctx._task is not None:
+                ctx._task[0].cancel(ctx._task[1])
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            if ctx._task is None:
+                raise
+            ctx._task[0].settle(ctx._task[1], None, exc)
+            return None
+        if ctx._task is None:
+            return result
+        ctx._task[0].settle(ctx._task[1], result, None)
+        return None
+
+    async def answer() -> Any:
+        loop = asyncio.get_running_loop()
+        ctx._announce = loop.create_future()
+        handler = loop.create_task(run())
+        try:
+            await asyncio.wait({handler, ctx._announce}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if ctx._task is None:  # the request was cancelled before any task existed
+                handler.cancel()
+            raise
+        if ctx._announce.done():
+            session._contexts.pop(req.id, None)
+            return ctx._announce.result()
+        return handler.result()
+
+    return answer()
 
 
 
@@ -313,4 +417,5 @@ METHODS: dict[str, Handler] = {
     "prompts/get": get_prompt,
     "completion/complete": complete,
     "logging/setLevel": set_level,
+    **TASK_METHODS,  # the io.modelcontextprotocol/tasks extension, 2026-07-28 only
 }

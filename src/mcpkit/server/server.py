@@ -74,6 +74,7 @@ class Server:
         cache_ttl_ms: int = 0,
         cache_scope: str = "public",
         state_key: bytes | str | None = None,
+        task_ttl_ms: int = 300_000,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -94,6 +95,11 @@ class Server:
         self.cache_scope = cache_scope
         self._state_key = state_key
         self._sealer: Any = None
+        if not isinstance(task_ttl_ms, int) or isinstance(task_ttl_ms, bool) or task_ttl_ms < 1:
+            raise ValueError("task_ttl_ms must be a positive integer")
+        #: how long a task stays readable after its last change, in ms (TX-04)
+        self.task_ttl_ms = task_ttl_ms
+        self._tasks_manager: Any = None
         self._max_workers = max_workers
         self._executor: Any = None
         self._tools: dict[str, Tool] = {}
@@ -108,6 +114,15 @@ class Server:
         self._warmed = False
 
     # ------------------------------------------------------------------ runtime plumbing
+
+    @property
+    def tasks(self) -> Any:
+        """The tasks of the ``io.modelcontextprotocol/tasks`` extension (server/tasks.py)."""
+        if self._tasks_manager is None:
+            from .tasks import TaskManager
+
+            self._tasks_manager = TaskManager(ttl_ms=self.task_ttl_ms)
+        return self._tasks_manager
 
     @property
     def sealer(self) -> Any:
@@ -144,6 +159,10 @@ class Server:
             }
         if rev.completions_capability:
             caps["completions"] = {}
+        if rev.era == "modern":
+            from .tasks import EXTENSION
+
+            caps["extensions"] = {EXTENSION: {}}  # TX-01; there is no v1 "tasks" capability
         return caps
 
     def result_meta(self) -> dict[str, Any]:
@@ -258,12 +277,16 @@ class Server:
         meta: dict[str, Any] | None = None,
         coerce: bool = False,
         replace: bool = False,
+        task: str | None = None,
+        task_after_input: bool = False,
     ) -> Any:
         """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=...)``.
 
         The inputSchema comes from the signature, the description from the
         docstring, the outputSchema from the return annotation (``structured=False``
         turns that off). ``coerce=True`` accepts "5" for an integer parameter.
+        ``task="optional"|"required"`` lets 2026-07-28 clients that declare the
+        ``io.modelcontextprotocol/tasks`` extension get the call as a task (server/tasks.py).
         """
 
         def deco(func: F) -> F:
@@ -294,6 +317,8 @@ class Server:
                 context_param=spec.context_param,
                 coerce=coerce,
                 trusted_schemas=True,
+                task=task,
+                task_after_input=task_after_input,
             )
             self._register_tool(tool, replace)
             return func
@@ -315,6 +340,7 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         replace: bool = False,
+        task: str | None = None,
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
 
@@ -332,6 +358,7 @@ class Server:
             icons=icons,
             meta=meta,
             context_param="ctx" if takes_ctx else None,
+            task=task,
         )
         self._register_tool(tool, replace)
         return tool

@@ -77,6 +77,8 @@ class Tool:
         "context_param",
         "raw",
         "coerce",
+        "task",
+        "task_after_input",
         "_validator",
         "_out_validator",
     )
@@ -98,8 +100,12 @@ class Tool:
         context_param: str | None = None,
         coerce: bool = False,
         trusted_schemas: bool = False,
+        task: str | None = None,
+        task_after_input: bool = False,
     ) -> None:
         self.name = validate_tool_name(name)
+        if task not in (None, "optional", "required"):
+            raise ValueError(f"tool {name!r}: task must be None, \"optional\" or \"required\"")
         if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
             raise ValueError(f"tool {name!r}: inputSchema must be a JSON Schema object with \"type\": \"object\" (TL-05)")
         if output_schema is not None and (not isinstance(output_schema, dict) or output_schema.get("type") != "object"):
@@ -121,6 +127,12 @@ class Tool:
         self.dump = dump
         self.context_param = context_param
         self.coerce = coerce
+        #: 2026-07-28 tasks extension: None (never a task), "optional" or "required" (TX-01)
+        self.task = task
+        #: inputs first as multi-round-trip rounds; the task starts at ``ctx.start_task()`` (TX-03)
+        self.task_after_input = task_after_input
+        if task_after_input and (task is None or not self.is_async or context_param is None):
+            raise ValueError(f"tool {name!r}: task_after_input needs a task mode, an async handler and a Context")
         self._validator: Any = None
         self._out_validator: Any = None
         if not trusted_schemas:

@@ -1,0 +1,268 @@
+"""The ``io.modelcontextprotocol/tasks`` extension of 2026-07-28 (TX-01..TX-07).
+
+A tool registered with ``task="optional"`` or ``task="required"`` is run as a task when the
+request itself declares the extension in its clientCapabilities (TX-01): the task is stored
+first (TX-03), the call is answered at once with a flat ``CreateTaskResult`` (TX-02), and the
+handler runs in the background: async handlers on the session's loop, sync ones in the server's
+worker threads. While it runs, ``ctx.elicit`` / ``ctx.sample`` / ``ctx.roots`` turn the task
+``input_required`` until ``tasks/update`` brings the answers (TX-04). A tool result, even one
+with ``isError``, completes the task; only a JSON-RPC error fails it (TX-05).
+
+Tools registered with ``task_after_input=True`` (async handlers only) first resolve their inputs
+as ordinary multi-round-trip requests; the task is created when the handler calls
+``await ctx.start_task()`` (TX-03: MRTR exchanges before the task are resolved synchronously).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import secrets
+import threading
+import time
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
+from ..stores.tasks import MemoryTaskStore
+
+if TYPE_CHECKING:
+    from ..protocol.engine import RequestReceived
+    from .session import ServerSession
+
+__all__ = ["EXTENSION", "TaskManager", "TaskRecord", "wants_tasks", "missing_extension", "TASK_METHODS"]
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+_KINDS = {"elicitation/create": "elicit", "sampling/createMessage": "sample", "roots/list": "roots"}
+
+
+def wants_tasks(capabilities: Any) -> bool:
+    """TX-01: did this very request declare the extension?"""
+    if not isinstance(capabilities, dict):
+        return False
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def missing_extension(what: str) -> McpError:
+    return McpError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"{what} needs the client capability extensions[{EXTENSION!r}] in this request.",
+        {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+    )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TaskCancelled(Exception):
+    """Raised out of a pending input when its task was cancelled."""
+
+
+class TaskRecord:
+    """One task: its public state plus the live parts of its run (not meant to be persisted)."""
+
+    def __init__(self, task_id: str, ttl_ms: int, poll_ms: int) -> None:
+        self.task_id = task_id
+        self.status = "working"
+        self.created_at = self.updated_at = _now()
+        self.ttl_ms = ttl_ms
+        self.poll_ms = poll_ms
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        self.input_requests: dict[str, dict[str, Any]] = {}
+        self.expires_at: float | None = None
+        # the run
+        self.future: Any = None  # the asyncio task / worker marker running the handler
+        self.loop: Any = None
+        self.cancel_event = threading.Event()
+        self._waiters: dict[str, tuple[str, concurrent.futures.Future[Any]]] = {}
+        self._used_keys: set[str] = set()
+        self._counts: dict[str, int] = {}
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def _touch(self) -> None:
+        self.updated_at = _now()
+        self.expires_at = time.monotonic() + self.ttl_ms / 1000 if self.terminal else None
+
+    def created(self) -> dict[str, Any]:
+        """TX-02: the flat CreateTaskResult."""
+        return {
+            "resultType": "task",
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.updated_at,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_ms,
+        }
+
+    def detailed(self) -> dict[str, Any]:
+        """TX-04: the Task by status (never requestState)."""
+        out: dict[str, Any] = {
+            "resultType": "complete",
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.updated_at,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_ms,
+        }
+        if self.status == "completed" and self.result is not None:
+            out["result"] = self.result
+        elif self.status == "failed" and self.error is not None:
+            out["error"] = self.error
+        elif self.status == "input_required":
+            out["inputRequests"] = dict(self.input_requests)
+        return out
+
+
+class TaskManager:
+    """The server's tasks: a store (bounded, in memory by default) plus the logic around it."""
+
+    def __init__(self, *, ttl_ms: int = 300_000, poll_interval_ms: int = 500, store: Any = None) -> None:
+        if not isinstance(ttl_ms, int) or ttl_ms < 1:
+            raise ValueError("task_ttl_ms must be a positive integer")
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self.store = store if store is not None else MemoryTaskStore()
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def create(self) -> TaskRecord:
+        """TX-03, TX-07: a random id, stored before anyone hears of it."""
+        record = TaskRecord(secrets.token_urlsafe(24), self.ttl_ms, self.poll_interval_ms)
+        self.store.put(record)
+        return record
+
+    def _save(self, record: TaskRecord) -> None:
+        record._touch()
+        self.store.put(record)
+
+    def settle(self, record: TaskRecord, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        """The handler ended: completed with its result (even isError, TX-05), or failed on a JSON-RPC error."""
+        with self._lock:
+            if record.terminal:
+                return  # a cancelled task stays cancelled
+            record.input_requests.clear()
+            if error is None:
+                if isinstance(result, dict) and "resultType" not in result:
+                    result = {"resultType": "complete", **result}  # the CallToolResult of 2026-07-28
+                record.status, record.result = "completed", result
+            else:
+                if isinstance(error, McpError):
+                    err: dict[str, Any] = {"code": error.code, "message": error.message}
+                    if error.data is not None:
+                        err["data"] = error.data
+                else:
+                    err = {"code": INTERNAL_ERROR, "message": "Internal error."}
+                record.status, record.error = "failed", err
+            self._save(record)
+
+    # ------------------------------------------------------------------ inputs (TX-04)
+
+    def ask(self, record: TaskRecord, method: str, params: dict[str, Any] | None, key: str | None) -> Any:
+        """Record an input request; returns a concurrent Future the answer arrives on."""
+        fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            if record.terminal:
+                fut.set_exception(TaskCancelled())
+                return fut
+            base = key or _KINDS.get(method, "input")
+            chosen = base if key is not None and base not in record._used_keys else None
+            while chosen is None or chosen in record._used_keys:  # keys are never reused
+                n = record._counts.get(base, 0) + 1
+                record._counts[base] = n
+                chosen = f"{base}_{n}"
+            record._used_keys.add(chosen)
+            request: dict[str, Any] = {"method": method}
+            if params is not None:
+                request["params"] = params
+            record.input_requests[chosen] = request
+            record._waiters[chosen] = (method, fut)
+            record.status = "input_required"
+            self._save(record)
+        return fut
+
+    def update(self, record: TaskRecord, responses: Any) -> None:
+        from .rounds import _valid_answer
+
+        if not isinstance(responses, dict):
+            raise McpError(INVALID_PARAMS, "tasks/update needs an 'inputResponses' object.")
+        answered = []
+        with self._lock:
+            for key, answer in responses.items():
+                waiter = record._waiters.get(key)
+                if waiter is None or not _valid_answer(waiter[0], answer):
+                    continue  # unknown or not outstanding: ignored (TX-04)
+                del record._waiters[key]
+                record.input_requests.pop(key, None)
+                answered.append((waiter[1], answer))
+            if answered and not record.terminal:
+                if not record.input_requests:
+                    record.status = "working"
+                self._save(record)
+        for fut, answer in answered:
+            if not fut.done():
+                fut.set_result(answer)
+
+    def cancel(self, record: TaskRecord) -> None:
+        with self._lock:
+            if not record.terminal:
+                record.status = "cancelled"
+                record.input_requests.clear()
+                self._save(record)
+            waiters = list(record._waiters.values())
+            record._waiters.clear()
+        record.cancel_event.set()
+        for _method, fut in waiters:
+            if not fut.done():
+                fut.set_exception(TaskCancelled())
+        run, loop = record.future, record.loop
+        if run is not None and loop is not None and not run.done():
+            loop.call_soon_threadsafe(run.cancel)
+
+    # ------------------------------------------------------------------ lookups
+
+    def find(self, session: ServerSession, req: RequestReceived) -> TaskRecord:
+        """The gate (-32021) comes before the lookup (-32602)."""
+        if not wants_tasks(req.capabilities):
+            raise missing_extension(req.method)
+        task_id = (req.params or {}).get("taskId")
+        if not isinstance(task_id, str):
+            raise McpError(INVALID_PARAMS, f"{req.method} needs a string 'taskId' parameter.")
+        record = self.store.get(task_id)
+        if record is None:
+            raise McpError(INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id})
+        return record
+
+
+# ---------------------------------------------------------------------- method handlers
+
+
+def tasks_get(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
+    manager = session.server.tasks
+    record = manager.find(session, req)
+    with manager._lock:
+        return record.detailed()
+
+
+def tasks_update(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
+    manager = session.server.tasks
+    record = manager.find(session, req)
+    manager.update(record, (req.params or {}).get("inputResponses"))
+    return {"resultType": "complete"}
+
+
+def tasks_cancel(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
+    manager = session.server.tasks
+    manager.cancel(manager.find(session, req))
+    return {"resultType": "complete"}
+
+
+TASK_METHODS = {"tasks/get": tasks_get, "tasks/update": tasks_update, "tasks/cancel": tasks_cancel}
