@@ -147,3 +147,31 @@ async def test_progress_rides_the_request_stream(modern) -> None:
     messages = [m for m in await client.messages(reply)]
     assert [m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"] == [0, 50, 100]
     assert messages[-1]["id"] == 9 and messages[-1]["result"]["resultType"] == "complete"
+
+
+@aio
+@pytest.mark.req("SB-04", "SB-06", "SB-07", "HM-06", "HM-23")
+async def test_a_listen_stream_over_http(modern) -> None:
+    app, client = modern
+    listen = _msg("sub-1", "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    stream = await client.post(listen, **_headers("subscriptions/listen"))
+    assert stream.status == 200 and stream.content_type == "text/event-stream"
+    ack = client.event_message(await stream.next_event())
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"
+    # another POST changes the tool list: the change arrives on the listen stream, tagged
+    reply = await client.post(_msg(2, "tools/call", {"name": "test_trigger_tool_change", "arguments": {}},
+                                   {"progressToken": "p"}), **_headers("tools/call", "test_trigger_tool_change"))
+    assert (await _answer(client, reply))["result"]["content"][0]["text"] == "tool list changed"
+    changed = client.event_message(await stream.next_event())
+    assert changed["method"] == "notifications/tools/list_changed"
+    assert changed["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": "sub-1"}
+    assert len(app.server._listeners) == 1
+    await stream.disconnect()  # closing the stream ends the subscription (SB-06)
+    for _ in range(50):
+        if not app.server._listeners:
+            break
+        import asyncio
+
+        await asyncio.sleep(0.01)
+    assert not app.server._listeners

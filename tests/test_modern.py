@@ -47,7 +47,9 @@ def test_discover_needs_no_handshake_and_says_what_is_served(wire) -> None:
     assert result["resultType"] == "complete"
     assert result["ttlMs"] == 0 and result["cacheScope"] == "public"
     assert result["capabilities"] == {
-        "tools": {}, "resources": {}, "prompts": {}, "logging": {}, "completions": {},
+        # changes reach subscriptions/listen streams (SB-07)
+        "tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True}, "logging": {}, "completions": {},
         "extensions": {"io.modelcontextprotocol/tasks": {}},  # TX-01; no v1 "tasks" capability
     }
     assert result["_meta"][SERVER_INFO]["name"] == "mcpkit-reference"
@@ -138,3 +140,31 @@ def test_one_stdio_process_serves_both_eras_request_by_request(wire) -> None:
     assert out[5]["error"]["code"] == -32601
     assert out[6]["error"]["code"] == -32002  # the session's revision
     assert out[7]["error"]["code"] == -32602  # this request's revision
+
+
+@pytest.mark.req("SB-01", "SB-02", "SB-03", "SB-05", "SB-07", "MT-09", "TL-13", "RS-09", "RS-10", "PM-07", "ST-09")
+def test_listen_streams_get_what_they_asked_for(wire) -> None:
+    listen = _req("L1", "subscriptions/listen", {"notifications": {
+        "toolsListChanged": True, "resourceSubscriptions": ["test://watched-resource"]}})
+    out = _exchange(wire, [
+        listen,
+        _req(2, "tools/call", {"name": "test_trigger_tool_change", "arguments": {}}),
+        _req(3, "tools/call", {"name": "test_trigger_prompt_change", "arguments": {}}),
+        _req(4, "tools/call", {"name": "test_trigger_resource_update", "arguments": {}}),
+        _req(5, "tools/call", {"name": "test_trigger_resource_update", "arguments": {"uri": "test://static-text"}}),
+    ])
+    tagged = [m for m in out if m.get("params", {}).get("_meta", {}).get("io.modelcontextprotocol/subscriptionId") == "L1"]
+    assert tagged[0]["method"] == "notifications/subscriptions/acknowledged"  # first, before any change
+    assert tagged[0]["params"]["notifications"] == {"toolsListChanged": True,
+                                                    "resourceSubscriptions": ["test://watched-resource"]}
+    methods = [m["method"] for m in tagged[1:]]
+    assert methods.count("notifications/tools/list_changed") == 2  # added, then removed
+    assert "notifications/prompts/list_changed" not in methods  # not asked for
+    assert [m["params"]["uri"] for m in tagged if m["method"] == "notifications/resources/updated"] == [
+        "test://watched-resource"]
+    # at the end of input the server ends the stream gracefully, with a result
+    end = _by_id(out)["L1"]["result"]
+    assert end["resultType"] == "complete" and end["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L1"
+    # progress and logs never ride a listen stream: nothing else carries the id
+    assert all(m["method"].startswith(("notifications/subscriptions", "notifications/tools", "notifications/resources"))
+               for m in tagged)

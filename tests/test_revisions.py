@@ -129,9 +129,9 @@ def test_the_modern_row_matches_its_schema():
     assert not row.batching
     methods = {defs[name]["properties"]["method"]["const"] for name in
                (alt["$ref"].rsplit("/", 1)[-1] for alt in defs["ClientRequest"]["anyOf"])}
-    # ping, initialize, setLevel and (un)subscribe are gone; listen streams are not served yet;
-    # tasks/get, tasks/update and tasks/cancel come from the io.modelcontextprotocol/tasks extension
-    assert row.methods == methods - {"subscriptions/listen"} | {"tasks/get", "tasks/update", "tasks/cancel"}
+    # ping, initialize, setLevel and (un)subscribe are gone; tasks/get, tasks/update and
+    # tasks/cancel come from the io.modelcontextprotocol/tasks extension
+    assert row.methods == methods | {"tasks/get", "tasks/update", "tasks/cancel"}
     assert row.tool_keys == _props(MODERN, "Tool")
     assert row.implementation_keys == _props(MODERN, "Implementation")
     for version in ALL:

@@ -38,3 +38,16 @@ def test_conformance_suite_passes_every_scenario() -> None:
     passed, failed = map(int, summary[-1])
     assert (passed, failed) == (32, 0), done.stdout[-4000:]
     assert done.returncode == 0
+
+
+@pytest.mark.req("VN-01", "VN-02", "VN-03", "MT-05", "MT-08", "BP-10", "CA-01", "HM-11", "HM-12", "HM-13",
+                 "HM-15", "HM-16", "HM-19", "HM-20", "MR-03", "MR-06", "RS-08", "SB-02", "TX-01", "TX-02",
+                 "TX-03", "TX-04", "TX-05", "TX-07")
+def test_the_2026_07_28_conformance_suite_passes_every_scenario() -> None:
+    """Suite 0.2.0-alpha.12 (pinned): both eras on one endpoint, the tasks extension included."""
+    done = _run("--suite", "all", env={"CONFORMANCE_VERSION": "0.2.0-alpha.12"})
+    summary = re.findall(r"^conformance: (\d+) passed, (\d+) failed$", done.stdout, re.M)
+    assert summary, f"no summary line; output:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    passed, failed = map(int, summary[-1])
+    assert (passed, failed) == (65, 0), done.stdout[-4000:]
+    assert done.returncode == 0

@@ -419,10 +419,11 @@ class Engine:
 
     def notify(self, method: str, params: dict[str, Any] | None = None, related: Any = None) -> bool:
         """Queue a notification; one tied to a request is dropped once that request ended (PR-04)."""
-        if related is not None and related not in self._in_flight:
-            return False
-        if self.revision is None and method != "notifications/message":
-            return False  # LC-03
+        if related is not None:
+            if related not in self._in_flight:
+                return False
+        elif self.revision is None and method != "notifications/message":
+            return False  # LC-03: nothing unrelated before the handshake
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             msg["params"] = params

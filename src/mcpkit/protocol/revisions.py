@@ -39,7 +39,7 @@ _HANDSHAKE_METHODS = frozenset(
 _MODERN_METHODS = frozenset(
     {
         "server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
-        "resources/read", "prompts/list", "prompts/get", "completion/complete",
+        "resources/read", "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen",
         # the io.modelcontextprotocol/tasks extension (TX-04)
         "tasks/get", "tasks/update", "tasks/cancel",
     }

@@ -21,6 +21,7 @@ from .context import ClientCapabilityError, ClientRequestError, ClientTimeoutErr
 from .prompts import messages_from
 from .resources import contents_from
 from .tools import OutputSchemaError, Tool, shape_for_revision
+from .listen import listen
 from .rounds import InputRequired
 from .session import SyncCall, _is_cancelled, new_correlation_id
 from .tasks import TASK_METHODS, missing_extension, wants_tasks
@@ -406,6 +407,7 @@ def discover(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
 
 METHODS: dict[str, Handler] = {
     "server/discover": discover,
+    "subscriptions/listen": listen,
     "tools/list": _lister("tools"),
     "tools/call": call_tool,
     "resources/list": _lister("resources"),

@@ -111,6 +111,7 @@ class Server:
         self._methods = dict(METHODS)
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._sessions: set[Any] = set()
+        self._listeners: set[Any] = set()  # open subscriptions/listen streams (2026-07-28)
         self._warmed = False
 
     # ------------------------------------------------------------------ runtime plumbing
@@ -146,17 +147,14 @@ class Server:
 
     def capabilities(self, rev: Revision) -> dict[str, Any]:
         """LC-06 / VN-04: every feature served is declared, and each declared one is backed by
-        methods. In 2026-07-28 change notifications travel only on subscriptions/listen streams,
-        which this server does not open yet, so listChanged and subscribe are not declared there."""
-        if rev.era == "modern":
-            caps: dict[str, Any] = {"tools": {}, "resources": {}, "prompts": {}, "logging": {}}
-        else:
-            caps = {
-                "tools": {"listChanged": True},
-                "resources": {"subscribe": True, "listChanged": True},
-                "prompts": {"listChanged": True},
-                "logging": {},
-            }
+        methods. In 2026-07-28 change notifications travel on subscriptions/listen streams (SB-07)."""
+        # both eras deliver changes: to the session (handshake) or to listen streams (2026-07-28)
+        caps: dict[str, Any] = {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
+            "logging": {},
+        }
         if rev.completions_capability:
             caps["completions"] = {}
         if rev.era == "modern":
@@ -252,9 +250,12 @@ class Server:
         for key in [k for k in self._cache if k[0] == kind]:
             del self._cache[key]
         method = _CHANGED[kind]
-        for session in list(self._sessions):
+        for target in [*self._sessions, *self._listeners]:
             try:
-                session.notify(method)
+                if target in self._listeners:
+                    target.changed(method)  # SB-01, SB-07: only listen streams that asked
+                else:
+                    target.notify(method)
             except Exception:  # noqa: BLE001 - one broken session must not starve the others
                 log.exception("could not notify a session of %s", method)
 
@@ -490,6 +491,11 @@ class Server:
                     session.notify("notifications/resources/updated", {"uri": uri})
                 except Exception:  # noqa: BLE001
                     log.exception("could not notify a session of an update to %s", uri)
+        for listener in list(self._listeners):
+            try:
+                listener.updated(uri)
+            except Exception:  # noqa: BLE001
+                log.exception("could not notify a listen stream of an update to %s", uri)
 
     def subscriptions_forget(self, uri: str) -> None:
         for session in list(self._sessions):

@@ -418,6 +418,18 @@ class ServerSession:
             await asyncio.sleep(min(0.005, remaining))
         self.flush()
 
+    def end_listens(self) -> None:
+        """SB-05: the server ends this session's listen streams with a result, then stops them."""
+        from .listen import SUBSCRIPTION_ID_KEY
+
+        for listener in [x for x in list(self.server._listeners) if x.session is self]:
+            with self._lock:
+                self.engine.respond(listener.request_id, {"_meta": {SUBSCRIPTION_ID_KEY: listener.request_id}})
+                fut = self._tasks.get(listener.request_id)
+            if fut is not None:
+                self._cancel_future(fut)
+        self.flush()
+
     def abandon_client_requests(self, reason: str) -> None:
         """The client is gone: requests we sent it will never be answered; fail them now."""
         with self._lock:

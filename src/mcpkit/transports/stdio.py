@@ -150,6 +150,7 @@ class StdioServer:
             log.debug("stdio: shutting down (%s)", self.stop_reason)
             # nothing more can come from the client: handlers waiting for its answers stop waiting
             session.abandon_client_requests(f"the client closed the connection ({self.stop_reason})")
+            session.end_listens()
             # ST-07 / LC-09: finish and answer what is in flight, then exit.
             if not session.wait_idle(self.drain_timeout):
                 log.warning("stdio: requests still running after %.1f s; exiting anyway", self.drain_timeout)
