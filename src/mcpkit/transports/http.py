@@ -63,6 +63,14 @@ def _error_body(code: int, message: str, data: Any = None, id: Any = NO_ID) -> b
     return _json.dumps(msg)
 
 
+async def _watch_disconnect(receive: Any, gone: asyncio.Event, wake: asyncio.Event) -> None:
+    """Wait for the client to go away; then say so, and wake whoever writes to it."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+    wake.set()
+
+
 def _drop(messages: Any) -> None:
     """The send of an ended session: nothing goes anywhere any more."""
 
@@ -581,14 +589,7 @@ class McpHttpApp:
         wake = asyncio.Event()
         stream.writer = wake
         gone = asyncio.Event()
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
-            wake.set()
-
-        watcher = asyncio.ensure_future(watch())
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, gone, wake))
         sse = takes_sse and not self.json_response
         try:
             hs.session.feed_message(payload)
@@ -627,21 +628,15 @@ class McpHttpApp:
     async def _write_sse(
         self, send: Any, receive: Any, hs: _HttpSession, stream: _Stream, headers: dict[bytes, bytes],
         extra: list[tuple[bytes, bytes]], replay: list[tuple[str, bytes]] | None, resumable: bool = True,
+        preamble: bytes | None = None,
     ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + self._cors(headers) + extra})
+        if preamble is not None:
+            await send({"type": "http.response.body", "body": preamble, "more_body": True})
         wake = asyncio.Event()
         stream.writer = wake
         gone = asyncio.Event()
-
-        async def watch() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    gone.set()
-                    wake.set()
-                    return
-
-        watcher = asyncio.ensure_future(watch())
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, gone, wake))
         store = self.event_store if resumable and not self.stateless else None
         try:
             if store is not None and self._priming(hs):
@@ -750,40 +745,14 @@ class McpHttpApp:
         stream = _Stream(f"{session_id}.legacy", set(), json_mode=False, standalone=True)
         hs.get_stream = stream
         self.legacy[session_id] = hs
-        # HX-02: the first event names the URI for the client's POSTs
+        # HX-02: the first event names the URI for the client's POSTs; HX-03: then message events
         endpoint = f"{self.messages_path}?session_id={session_id}".encode()
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + self._cors(headers)})
-        await send({"type": "http.response.body", "body": b"event: endpoint\ndata: " + endpoint + b"\n\n", "more_body": True})
-        wake = asyncio.Event()
-        stream.writer = wake
-        gone = asyncio.Event()
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
-            wake.set()
-
-        watcher = asyncio.ensure_future(watch())
         try:
-            while not gone.is_set():
-                if not stream.queue:
-                    wake.clear()
-                    await wake.wait()
-                    continue
-                chunks = []
-                while stream.queue:
-                    item = stream.queue.popleft()
-                    if item is _END:
-                        gone.set()
-                        break
-                    chunks.append(b"event: message\ndata: " + item + b"\n\n")  # HX-03
-                if chunks:
-                    await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
-        except OSError:
-            pass
+            await self._write_sse(
+                send, receive, hs, stream, headers, [], replay=None, resumable=False,
+                preamble=b"event: endpoint\ndata: " + endpoint + b"\n\n",
+            )
         finally:
-            watcher.cancel()
             self.legacy.pop(session_id, None)
             hs.close()
 
