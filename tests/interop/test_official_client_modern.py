@@ -7,6 +7,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import mcpkit_command
+from tests.interop.test_official_client_http import Tap, TapTransport
 
 pytestmark = [
     pytest.mark.interop,
@@ -77,31 +80,47 @@ async def test_both_client_modes_over_stdio(wire: Any, mode: str) -> None:
         await _exercise(client)
 
 
+@asynccontextmanager
+async def _tapped(url: str, wire: Any, **options: Any) -> AsyncIterator[Client]:
+    """The official client over HTTP, with every message the server sends schema-checked."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    tap = Tap()
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(15.0, read=60.0), transport=TapTransport(tap)) as http:
+        async with Client(streamable_http_client(url, http_client=http), **options) as client:
+            yield client
+            modern = client.protocol_version == "2026-07-28"
+    if modern:
+        tap.revision = "2026-07-28"  # no initialize to learn it from: the client pinned it at discover
+    assert tap.record_into(wire) > 0
+
+
 @pytest.mark.req("VN-03", "VN-06", "HM-01", "HM-15", "HL-15")
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_both_client_modes_over_http(http_url: str, mode: str) -> None:
-    async with Client(http_url, mode=mode) as client:
+async def test_both_client_modes_over_http(http_url: str, wire: Any, mode: str) -> None:
+    async with _tapped(http_url, wire, mode=mode) as client:
         assert client.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
         await _exercise(client)
 
 
 @pytest.mark.req("VN-06", "MR-01", "MR-10")
-async def test_a_modern_client_drives_multi_round_trip_inputs(http_url: str) -> None:
+async def test_a_modern_client_drives_multi_round_trip_inputs(http_url: str, wire: Any) -> None:
     from mcp import types
 
     async def elicitation(context: Any, params: Any) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"name": "Alice"})
 
-    async with Client(http_url, elicitation_callback=elicitation) as client:
+    async with _tapped(http_url, wire, elicitation_callback=elicitation) as client:
         assert client.protocol_version == "2026-07-28"
         result = await client.call_tool("test_input_required_result_elicitation", {})
         assert result.content[0].text == "Hello, Alice!"
 
 
 @pytest.mark.req("VN-06")
-async def test_eras_alternate_on_one_http_endpoint(http_url: str) -> None:
+async def test_eras_alternate_on_one_http_endpoint(http_url: str, wire: Any) -> None:
     """Modern and legacy clients, interleaved, against the same endpoint of one process."""
-    async with Client(http_url, mode="legacy") as old, Client(http_url) as new:
+    async with _tapped(http_url, wire, mode="legacy") as old, _tapped(http_url, wire) as new:
         for i in range(3):
             assert (await old.call_tool("add", {"a": i, "b": 1})).structured_content == {"result": i + 1}
             assert (await new.call_tool("add", {"a": i, "b": 2})).structured_content == {"result": i + 2}
