@@ -56,7 +56,7 @@ class _Answer:
 
             raise InputRequired()
         return self.answer
-        yield  # a generator: awaitable  # noqa: unreachable
+        yield  # makes __await__ a generator, hence awaitable
 
 
 class _Done:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import inspect
 import logging
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
