@@ -31,6 +31,7 @@ import pytest
 
 from tests.conftest import mcpkit_command
 from tests.wire import WireLog
+from tests.contract import JSON_SCHEMA_2020_12_INPUT
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALLER = ROOT / "tools" / "install-node-deps.sh"
@@ -76,18 +77,6 @@ MODERN_TOOLS = {"test_missing_capability", "test_streaming_elicitation", "test_l
         "tampered_state", "capabilities",
     )
 } | {"greet", "slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input", "test_tool_with_task"}
-JSON_SCHEMA_2020_12 = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "$defs": {
-        "address": {
-            "type": "object",
-            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
-        }
-    },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-    "additionalProperties": False,
-}
 
 
 def _unavailable(message: str) -> None:
@@ -243,7 +232,7 @@ def test_tools_list_through_the_inspector(inspector: Inspector, wire: Any) -> No
         assert tool["inputSchema"]["type"] == "object", tool
     by_name = {tool["name"]: tool for tool in tools}
     # The raw 2020-12 schema arrives exactly as registered: $schema, $defs and the $ref kept.
-    assert by_name["json_schema_2020_12_tool"]["inputSchema"] == JSON_SCHEMA_2020_12
+    assert by_name["json_schema_2020_12_tool"]["inputSchema"] == JSON_SCHEMA_2020_12_INPUT
     assert by_name["json_schema_2020_12_tool"]["description"] == "Tool with JSON Schema 2020-12 features"
     assert by_name["test_simple_text"]["inputSchema"] == {"type": "object", "properties": {}, "additionalProperties": False}
     assert by_name["add"]["inputSchema"] == {
@@ -400,7 +389,7 @@ def test_the_inspector_over_http(inspector: Inspector, http_server: str, transpo
     assert listed.returncode == 0, listed.describe()
     tools = {tool["name"]: tool for tool in listed.json()["tools"]}
     assert set(tools) == CONTRACT_TOOLS | DEMO_TOOLS | MODERN_TOOLS
-    assert tools["json_schema_2020_12_tool"]["inputSchema"] == JSON_SCHEMA_2020_12
+    assert tools["json_schema_2020_12_tool"]["inputSchema"] == JSON_SCHEMA_2020_12_INPUT
     called = run_inspector_url(inspector, url, transport, "--method", "tools/call", "--tool-name", "add",
                                "--tool-arg", "a=2", "b=3")
     assert called.returncode == 0, called.describe()
