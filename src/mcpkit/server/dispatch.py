@@ -89,7 +89,7 @@ def _run_sync(
     except McpError:
         raise
     except InputRequired:
-        return ctx.rounds().result(ctx.server.sealer)  # type: ignore[union-attr]
+        return ctx.rounds().result()  # type: ignore[union-attr]
     except Exception as exc:  # noqa: BLE001
         return _tool_failure(tool, exc, cid)
 
@@ -102,7 +102,7 @@ async def _run_async(
     except McpError:
         raise
     except InputRequired:
-        return ctx.rounds().result(ctx.server.sealer)  # type: ignore[union-attr]
+        return ctx.rounds().result()  # type: ignore[union-attr]
     except Exception as exc:  # noqa: BLE001
         return _tool_failure(tool, exc, cid)
 
@@ -265,7 +265,7 @@ def _invoke(
             try:
                 return finish(await fn(*args, **kwargs))
             except InputRequired:
-                return ctx.rounds().result(ctx.server.sealer)  # type: ignore[union-attr]
+                return ctx.rounds().result()  # type: ignore[union-attr]
 
         return run()
 
@@ -273,7 +273,7 @@ def _invoke(
         try:
             return finish(fn(*args, **kwargs))
         except InputRequired:
-            return ctx.rounds().result(ctx.server.sealer)  # type: ignore[union-attr]
+            return ctx.rounds().result()  # type: ignore[union-attr]
 
     return SyncCall(call)
 

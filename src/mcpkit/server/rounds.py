@@ -51,7 +51,7 @@ def _valid_answer(method: str, answer: Any) -> bool:
 class Rounds:
     """The inputs of one modern request: answers known so far, and what is still missing."""
 
-    __slots__ = ("method", "params", "answers", "asked", "_counts", "_fresh")
+    __slots__ = ("method", "params", "answers", "asked", "_counts", "_fresh", "_sealer")
 
     def __init__(self, method: str, params: dict[str, Any], sealer: Sealer) -> None:
         self.method = method
@@ -59,6 +59,7 @@ class Rounds:
         self.answers: dict[str, Any] = {}
         self.asked: dict[str, dict[str, Any]] = {}
         self._counts: dict[str, int] = {}
+        self._sealer = sealer
         state = params.get("requestState")
         if state is not None:
             if not isinstance(state, str):
@@ -93,7 +94,7 @@ class Rounds:
         self.asked[key] = request
         return False, None
 
-    def result(self, sealer: Sealer) -> dict[str, Any]:
+    def result(self) -> dict[str, Any]:
         """The InputRequiredResult for what is still missing (MR-03, MR-04)."""
-        state = sealer.seal({"answers": self.answers}, bind=bind_for(self.method, self.params))
+        state = self._sealer.seal({"answers": self.answers}, bind=bind_for(self.method, self.params))
         return {"resultType": "input_required", "inputRequests": dict(self.asked), "requestState": state}

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..protocol import revisions
 from ..protocol.errors import INVALID_PARAMS, McpError
 from ..protocol.meta import check_icons
 from ..protocol.revisions import Revision
@@ -734,5 +733,3 @@ def _adapt_completer(fn: Callable[..., Any]) -> Callable[..., Any]:
         return acall
     return lambda value, context: fn(value)
 
-
-__all__ += ["revisions"]

@@ -345,9 +345,6 @@ class ServerSession:
             if abandoned:
                 self.flush()
 
-    async def ping(self, timeout: float | None = None) -> None:
-        await self.request_client("ping", None, timeout=timeout)
-
     # ------------------------------------------------------------------ notifications
 
     def send_progress(self, rid: Any, progress: float, total: float | None, message: str | None) -> None:
@@ -403,20 +400,6 @@ class ServerSession:
             if self._idle is None:
                 self._idle = threading.Condition(self._lock)
             return self._idle.wait_for(lambda: not self._tasks and not self._inline, timeout)
-
-    async def drain(self, timeout: float) -> None:
-        """Wait for in-flight handlers (bounded), so their responses are written before exit."""
-        import asyncio
-
-        deadline = self.loop.time() + timeout
-        while self.in_flight:
-            remaining = deadline - self.loop.time()
-            if remaining <= 0:
-                self.cancel_all()
-                await asyncio.sleep(0)
-                break
-            await asyncio.sleep(min(0.005, remaining))
-        self.flush()
 
     def end_listens(self) -> None:
         """SB-05: the server ends this session's listen streams with a result, then stops them."""

@@ -14,10 +14,13 @@ from typing import Any
 from .. import _json
 from ..protocol.meta import check_icons, check_meta
 from ..protocol.revisions import Revision
-from .content import Content, ToolResult
+from .content import ToolResult
 from .validation import compile_schema, describe_errors
 
-__all__ = ["Tool", "validate_tool_name", "annotations_from_hints"]
+__all__ = [
+    "Tool", "OutputSchemaError", "validate_tool_name", "annotations_from_hints", "shape_for_revision",
+    "downgrade_block",
+]
 
 #: TL-06 (SEP-986): 1-128 characters of A-Z a-z 0-9 _ - .
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -303,9 +306,3 @@ def downgrade_block(block: dict[str, Any], rev: Revision) -> dict[str, Any]:
         out["annotations"] = {k: v for k, v in ann.items() if k in rev.annotation_keys}
     return out
 
-
-def is_content(value: Any) -> bool:
-    return _is_content(value)
-
-
-__all__ += ["OutputSchemaError", "shape_for_revision", "downgrade_block", "is_content", "Content"]
