@@ -1222,7 +1222,7 @@ async def test_concurrent_posts_each_get_their_own_answer(app, client):
     answers = await asyncio.gather(*(client.messages(r) for r in replies))
     assert [[m["id"] for m in a] for a in answers] == [[1000], [1001], [1002]]
     # a blocking sync tool runs in a worker: a call made meanwhile is answered while it still runs
-    slow = await client.post(call("sleep", {"seconds": 2}, id=1010))
+    slow = await client.post(call("sleep", {"seconds": 5}, id=1010))
     fast = await client.post(call("add", {"a": 2, "b": 3}, id=1011))
     assert [m["id"] for m in await client.messages(fast)] == [1011]
     assert app.sessions[client.session_id].session.in_flight == 1  # the sleep, still running
