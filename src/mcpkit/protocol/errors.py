@@ -34,7 +34,33 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "McpError",
     "ToolError",
+    "TOOL_ERROR_CODES",
+    "E_SCHEMA_VALIDATION",
+    "E_NOT_FOUND",
+    "E_PERMISSION_DENIED",
+    "E_TIMEOUT",
+    "E_UNSUPPORTED",
+    "E_RATE_LIMITED",
+    "E_NOT_CONNECTED",
+    "E_INTERNAL",
 ]
+
+# The tool contract's error codes (docs/policy.md). They name why a *tool* failed; they live
+# in the result's envelope, never in a JSON-RPC error object.
+E_SCHEMA_VALIDATION = "E_SCHEMA_VALIDATION"
+E_NOT_FOUND = "E_NOT_FOUND"
+E_PERMISSION_DENIED = "E_PERMISSION_DENIED"
+E_TIMEOUT = "E_TIMEOUT"
+E_UNSUPPORTED = "E_UNSUPPORTED"
+E_RATE_LIMITED = "E_RATE_LIMITED"
+E_NOT_CONNECTED = "E_NOT_CONNECTED"
+E_INTERNAL = "E_INTERNAL"
+TOOL_ERROR_CODES = frozenset({
+    E_SCHEMA_VALIDATION, E_NOT_FOUND, E_PERMISSION_DENIED, E_TIMEOUT, E_UNSUPPORTED,
+    E_RATE_LIMITED, E_NOT_CONNECTED, E_INTERNAL,
+})
+#: codes a caller may retry unchanged once the condition passes
+_RETRYABLE = frozenset({E_TIMEOUT, E_RATE_LIMITED, E_NOT_CONNECTED})
 
 
 class McpError(Exception):
@@ -59,4 +85,38 @@ class McpError(Exception):
 
 
 class ToolError(Exception):
-    """Raised on purpose by a tool: its text reaches the client as an ``isError`` result."""
+    """Raised on purpose by a tool: its text reaches the client as an ``isError`` result.
+
+    ``code`` is one of the tool contract's codes (E_NOT_FOUND, ...); ``details`` is JSON data
+    for the caller, ``suggested_fix`` one sentence saying what to do instead, ``retryable``
+    whether the same call may succeed later (by default: true for timeouts, rate limits and
+    lost connections).
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: str = "E_INTERNAL",
+        details: Any = None,
+        retryable: bool | None = None,
+        suggested_fix: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        if code not in TOOL_ERROR_CODES:
+            raise ValueError(f"unknown tool error code {code!r}: use one of {sorted(TOOL_ERROR_CODES)}")
+        self.message = message
+        self.code = code
+        self.details = details
+        self.retryable = code in _RETRYABLE if retryable is None else bool(retryable)
+        self.suggested_fix = suggested_fix
+
+    def to_error(self) -> dict[str, Any]:
+        """The envelope's ``error`` object."""
+        return {
+            "code": self.code,
+            "message": self.message,
+            "details": self.details,
+            "retryable": self.retryable,
+            "suggestedFix": self.suggested_fix,
+        }

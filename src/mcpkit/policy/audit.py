@@ -1,0 +1,418 @@
+"""The audit trail: one JSON line per tool call, secrets redacted, rotated by size.
+
+TL-11 asks for access control and rate limits on tool calls; an audit trail is how an operator
+later learns who called what, with which arguments, and what came of it. Each line is one JSON
+object, ``time`` first (ISO 8601 UTC with milliseconds), then the entry's fields in the order
+given: ``correlationId``, ``principal``, ``tool``, ``action``, ``arguments``, ``outcome``
+(``ok`` | ``error`` | ``denied``), ``code`` and ``durationMs``.
+
+Guarantees:
+
+* **No secrets** (LG-05): ``arguments`` pass through :meth:`Redactor.redact` (secret keys and
+  credential shapes), every other field too (an error message may quote a secret).
+* **No stdout** (ST-02): on stdio, stdout is the protocol wire and a stray line corrupts it, so a
+  path naming stdout (``-``, ``/dev/stdout``, or any path that is the same file as fd 1) is
+  refused at construction and again when the file is opened.
+* **Private**: the directory is created with mode 0o700, the file with mode 0o600.
+* **Durable lines**: each line is one ``os.write`` on an ``O_APPEND`` descriptor (no buffer),
+  so a crash loses at most the line being written; ``fsync=True`` also syncs every line.
+* **Bounded**: like ``logging.handlers.RotatingFileHandler``, a write that would take the file
+  past ``max_bytes`` first shifts ``path`` → ``path.1`` → … → ``path.<backups>`` (the oldest
+  dropped); ``backups=0`` truncates in place. A line is never split across files. Rotation
+  assumes one writing process per file.
+
+Thread-safe (one lock); the file is opened on the first record, and again after :meth:`close`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Self
+
+from mcpkit import _json
+from mcpkit.policy.redact import Redactor, default_redactor
+
+__all__ = ["STDOUT_NAMES", "AuditLog", "read_lines"]
+
+#: Names that always mean this process's stdout.
+STDOUT_NAMES = frozenset({"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+
+_DIR_MODE = 0o700
+_FILE_MODE = 0o600
+_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _fd_stat(fd: int) -> os.stat_result | None:
+    try:
+        return os.fstat(fd)
+    except OSError:
+        return None  # closed
+
+
+def _is_stdout(st: os.stat_result, wire_fds: tuple[int, ...]) -> bool:
+    """Whether ``st`` is the file behind stdout (or another protocol descriptor).
+
+    A file that is also stderr is allowed: stdio transports move fd 1 onto stderr once they
+    have taken the real stdout for the protocol, and stderr is where logs belong (ST-03).
+    """
+    if st.st_rdev and os.path.exists(os.devnull) and _same_file(st, os.stat(os.devnull)):
+        return False  # /dev/null as stdout and audit log: nothing reaches a wire
+    stderr = _fd_stat(2)
+    if stderr is not None and _same_file(st, stderr):
+        return False
+    return any(wire is not None and _same_file(st, wire) for wire in map(_fd_stat, wire_fds))
+
+
+def _refusal(path: str) -> ValueError:
+    return ValueError(
+        f"audit log path {path!r} is this process's stdout, which carries only protocol messages on "
+        "stdio (ST-02: never write anything else to the wire); use a file path or stderr instead"
+    )
+
+
+class AuditLog:
+    """Appends one redacted JSON line per tool call to ``path``; see the module docstring.
+
+    ``wire_fds`` are the descriptors that must never receive a line: fd 1 by default; a stdio
+    server that moved the protocol to another descriptor passes that one too.
+    ``clock`` returns seconds since the epoch (tests inject one).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_bytes: int = 10 * 1024 * 1024,
+        backups: int = 5,
+        redactor: Redactor | None = None,
+        fsync: bool = False,
+        wire_fds: tuple[int, ...] = (1,),
+        clock: Callable[[], float] = time.time,
+        flush_interval: float = 0.0,
+    ) -> None:
+        self.path = os.fspath(path)
+        if flush_interval < 0:
+            raise ValueError("flush_interval must be >= 0 seconds (0: every line is written at once)")
+        #: 0: each record is written before record() returns. > 0: lines are buffered and
+        #: written by a background thread at most this many seconds later (and at close and
+        #: interpreter exit), which takes the write system call off every tool call; a hard
+        #: kill can then lose the last interval's lines.
+        self.flush_interval = flush_interval
+        # buffered mode: lines queue here (a deque append is atomic, no lock on the call's
+        # path) and the flusher writes them, rotating between lines as record() would
+        self._queue: deque[bytes] = deque()
+        self._queued = 0  # approximate bytes queued: only decides when to wake the flusher early
+        self._flusher: threading.Thread | None = None
+        self._wake = threading.Event()
+        if max_bytes < 0 or backups < 0:
+            raise ValueError("max_bytes and backups must be >= 0 (max_bytes=0 disables rotation)")
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self.fsync = fsync
+        self.redactor = redactor or default_redactor()
+        self._wire_fds = wire_fds
+        self._clock = clock
+        self._check_path()
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._size = 0
+        self._stamp = (-1, "")  # (millisecond, its formatted time), swapped as one
+        self._date = (-1, "")  # (whole second, its formatted date and time)
+        self._names: dict[str, str] = {}
+
+    # -- path checks ----------------------------------------------------------------------
+
+    def _check_path(self) -> None:
+        path = self.path
+        if not path:
+            raise ValueError("audit log path is empty: give a file path")
+        if path in STDOUT_NAMES or os.path.realpath(path) in STDOUT_NAMES:
+            raise _refusal(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return  # does not exist yet: checked again once opened
+        if _is_stdout(st, self._wire_fds):
+            raise _refusal(path)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def record(self, entry: Mapping[str, Any]) -> None:
+        """Append ``entry`` as one JSON line, redacted, ``time`` first unless it has one."""
+        try:
+            clean = self._redact(entry)
+            line = _json.dumps(clean if "time" in clean else {"time": self._now(), **clean})
+        except TypeError:
+            # A non-JSON value (a Path, an object): written as its str(), then redacted.
+            clean = self.redactor.redact(_jsonable(entry))
+            line = _json.dumps(clean if "time" in clean else {"time": self._now(), **clean})
+        self._append(line + b"\n")
+
+    def _append(self, data: bytes) -> None:
+        if self.flush_interval:
+            self._queue.append(data)
+            self._queued += len(data)
+            if self._flusher is None:
+                with self._lock:
+                    if self._flusher is None:
+                        self._start_flusher()
+            elif self._queued >= _FLUSH_BYTES:
+                self._queued = 0
+                self._wake.set()  # a burst: write now rather than at the next interval
+            return
+        with self._lock:
+            self._write_lines([data])
+
+    def _write_lines(self, lines: list[bytes]) -> None:
+        """Write whole lines, rotating before one that would take the file past max_bytes
+        (called with the lock held)."""
+        if self._fd is None:
+            self._open()
+        batch: list[bytes] = []
+        size = self._size
+        for data in lines:
+            if self.max_bytes and size and size + len(data) > self.max_bytes:
+                if batch:
+                    self._write(b"".join(batch))
+                    batch = []
+                self._rotate()
+                size = self._size
+            batch.append(data)
+            size += len(data)
+        if batch:
+            self._write(b"".join(batch))
+        self._size = size
+
+    def record_call(
+        self, correlation_id: str, principal: str, tool: str, action: str | None, arguments: Any,
+        outcome: str, code: str | None, duration_ms: float, parent: str | None = None,
+    ) -> None:
+        """The line of one tool call, as the policy chain writes it: the same line as
+        ``record({...})`` with these fields, built without walking the fixed ones."""
+        redactor = self.redactor
+        names = self._names  # principals and tool names repeat: redact each once
+        clean_principal = names.get(principal)
+        if clean_principal is None:
+            clean_principal = self._remember(principal)
+        clean_tool = names.get(tool)
+        if clean_tool is None:
+            clean_tool = self._remember(tool)
+        entry: dict[str, Any] = {
+            "time": self._now(),
+            "correlationId": correlation_id,
+            "principal": clean_principal,
+            "tool": clean_tool,
+            "action": action,
+            "arguments": redactor.redact(arguments),
+            "outcome": outcome,
+            "code": code,
+            "durationMs": duration_ms,
+        }
+        if parent is not None:
+            entry["parentCorrelationId"] = parent
+        try:
+            line = _json.dumps(entry)
+        except TypeError:
+            line = _json.dumps(redactor.redact(_jsonable(entry)))
+        self._append(line + b"\n")
+
+    def _remember(self, name: str) -> str:
+        clean = self.redactor.redact_text(name)
+        if len(self._names) < 4096:  # names can be caller-chosen (a nested call's tool name)
+            self._names[name] = clean
+        return clean
+
+    def _redact(self, entry: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The entry with secrets masked. Only values that can carry one are walked: the
+        arguments (by key and by value) and the other strings (by value); numbers, None and
+        the fixed-vocabulary fields of the chain's entries cost nothing."""
+        redactor = self.redactor
+        out: dict[str, Any] | None = None
+        for key, value in entry.items():
+            if value is None or type(value) in (int, float, bool):
+                continue
+            if key in _PLAIN_FIELDS and type(value) is str:
+                continue
+            if redactor.is_secret_key(key):
+                clean: Any = redactor.mask
+            else:
+                clean = redactor.redact_text(value) if type(value) is str else redactor.redact(value)
+            if clean is not value:
+                if out is None:
+                    out = dict(entry)
+                out[key] = clean
+        return entry if out is None else out
+
+    def flush(self) -> None:
+        """Write the buffered lines now."""
+        with self._lock:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        queue = self._queue
+        if not queue:
+            return
+        lines = []
+        while queue:
+            lines.append(queue.popleft())
+        self._write_lines(lines)
+
+    def _write(self, data: bytes | bytearray) -> None:
+        fd = self._fd
+        assert fd is not None
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if self.fsync:
+            os.fsync(fd)
+
+    def _start_flusher(self) -> None:
+        import atexit
+        import weakref
+
+        ref = weakref.ref(self)
+        interval = self.flush_interval
+        wake = self._wake
+
+        def run() -> None:
+            while True:
+                wake.wait(interval)
+                wake.clear()
+                log = ref()
+                if log is None:
+                    return
+                try:
+                    log.flush()
+                except OSError:  # a full disk: keep the lines and try again next time
+                    pass
+                del log
+
+        self._flusher = threading.Thread(target=run, name="mcpkit-audit-flush", daemon=True)
+        self._flusher.start()
+        atexit.register(_flush_at_exit, ref)
+
+    def _now(self) -> str:
+        millis = int(self._clock() * 1000)
+        stamp = self._stamp
+        if stamp[0] != millis:  # formatted once a millisecond, strftime once a second
+            second, ms = divmod(millis, 1000)
+            date = self._date
+            if date[0] != second:
+                date = self._date = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+            stamp = self._stamp = (millis, f"{date[1]}.{ms:03d}Z")
+        return stamp[1]
+
+    def _open(self, *, truncate: bool = False) -> None:
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(directory):
+            os.makedirs(directory, mode=_DIR_MODE, exist_ok=True)
+        fd = os.open(self.path, _OPEN_FLAGS | (os.O_TRUNC if truncate else 0), _FILE_MODE)
+        st = os.fstat(fd)
+        if _is_stdout(st, self._wire_fds):
+            os.close(fd)
+            raise _refusal(self.path)
+        self._fd = fd
+        self._size = st.st_size
+
+    def _rotate(self) -> None:
+        assert self._fd is not None
+        os.close(self._fd)
+        self._fd = None
+        if self.backups == 0:
+            self._open(truncate=True)
+            return
+        for n in range(self.backups - 1, 0, -1):
+            older = f"{self.path}.{n}"
+            if os.path.exists(older):
+                os.replace(older, f"{self.path}.{n + 1}")
+        if os.path.exists(self.path):
+            os.replace(self.path, f"{self.path}.1")
+        self._open()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file; a later :meth:`record` opens it again."""
+        with self._lock:
+            self._write_pending()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"AuditLog({self.path!r}, max_bytes={self.max_bytes}, backups={self.backups})"
+
+    @classmethod
+    def from_env(
+        cls,
+        default_path: str | os.PathLike[str] | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> AuditLog | None:
+        """An audit log configured by ``MCPKIT_AUDIT_LOG`` (path), ``MCPKIT_AUDIT_MAX_BYTES`` and
+        ``MCPKIT_AUDIT_BACKUPS``; ``None`` when neither the environment nor ``default_path``
+        names a file. ``options`` go to the constructor."""
+        env = os.environ if environ is None else environ
+        path = env.get("MCPKIT_AUDIT_LOG") or default_path
+        if not path:
+            return None
+        for name, option in (("MCPKIT_AUDIT_MAX_BYTES", "max_bytes"), ("MCPKIT_AUDIT_BACKUPS", "backups")):
+            raw = env.get(name, "").strip()
+            if raw:
+                try:
+                    options[option] = int(raw.replace("_", ""))
+                except ValueError:
+                    raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
+        return cls(path, **options)
+
+
+#: fields the policy chain fills from its own vocabulary (ids, tool names, outcome words,
+#: E_* codes, registered action names): never a secret, so not scanned
+_PLAIN_FIELDS = frozenset({"correlationId", "parentCorrelationId", "action", "outcome", "code"})
+
+#: buffered lines are written at once beyond this many bytes, whatever the interval
+_FLUSH_BYTES = 64 * 1024
+
+
+def _flush_at_exit(ref: Any) -> None:
+    log = ref()
+    if log is not None:
+        try:
+            log.flush()
+        except OSError:
+            pass
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with everything JSON cannot hold replaced by its str()."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Mapping):
+        return {k if isinstance(k, (str, int, float, bool)) else str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+def read_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The entries of an audit log file, in order (blank lines skipped)."""
+    with open(path, "rb") as f:
+        return [_json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,434 @@
+"""Secret redaction for logs and the audit trail (LG-05, TL-11).
+
+LG-05: log messages MUST NOT contain credentials or secrets. The same holds for the audit
+trail, which records every tool call's arguments. Secrets leak in two shapes, and a
+:class:`Redactor` catches both:
+
+* **By key.** A value stored under a key that names a secret (``password``, ``github_token``,
+  ``X-Api-Key``, ``credentials``) is replaced by the mask whatever its type. A key is
+  normalized (lower case; ``_``, ``-``, ``.`` and spaces dropped) and is a secret when it
+  equals or *ends with* a normalized secret word: ``dbPassword`` and ``x_auth_token`` match,
+  ``max_tokens``, ``token_count`` and ``tokenizer`` do not.
+* **By shape.** Free text is scanned with one precompiled regex for well-known credential
+  formats: ``Bearer``/``Basic`` credentials (the scheme word stays), PEM private key blocks,
+  JWTs, AWS access key ids, GitHub, Slack, Stripe/OpenAI/Anthropic and Google API keys,
+  ``password=...`` style assignments (the key stays) and URL userinfo passwords
+  (``https://user:[REDACTED]@host``).
+
+Redaction is on the hot path (every audited tool call), so clean data costs one regex scan per
+string and no allocation: :meth:`Redactor.redact` returns the *same object* when nothing
+changed, and copies only the containers on the path to a change. Input is never mutated.
+Redaction is idempotent: redacting redacted data changes nothing.
+
+Session ids are treated as secrets (``session_id``): whoever holds one can ride on the session
+(SEC-03), so they are masked like tokens.
+
+:class:`RedactingFilter` and :func:`install_log_redaction` apply the default redactor to the
+standard ``logging`` records (message, arguments, traceback, stack).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = [
+    "DEFAULT_MASK",
+    "DEFAULT_PATTERNS",
+    "DEFAULT_SECRET_KEYS",
+    "RedactingFilter",
+    "Redactor",
+    "default_redactor",
+    "install_log_redaction",
+]
+
+DEFAULT_MASK = "[REDACTED]"
+
+#: Words naming a secret, in their usual spelling. Keys are matched on the normalized form
+#: (``api_key`` → ``apikey``), free-text assignments allow ``_``, ``-``, ``.`` or a space
+#: between the parts. A key *ending* with one of these is a secret too, so the compound forms
+#: (``client_secret``, ``access_token``, ``aws_secret_access_key``) need no entry of their own.
+DEFAULT_SECRET_KEYS: tuple[str, ...] = (
+    "token",
+    "secret",
+    "secrets",
+    "password",
+    "passwords",
+    "passwd",
+    "passphrase",
+    "api_key",
+    "apikey",
+    "access_key",
+    "secret_key",
+    "private_key",
+    "signing_key",
+    "authorization",
+    "cookie",
+    "cookies",
+    "set_cookie",
+    "credential",
+    "credentials",
+    "session_id",
+)
+
+_NORMALIZE = str.maketrans("", "", "_-. ")
+_CACHE_LIMIT = 4096  # distinct keys remembered; tool arguments are attacker-chosen
+_MAX_DEPTH = 100  # deeper containers are masked whole: a walk must not blow the stack
+
+
+def _normalize(key: str) -> str:
+    return key.lower().translate(_NORMALIZE)
+
+
+def _check_auth(whole: str, secret: str) -> bool:
+    """Whether a ``Bearer``/``Basic`` match is a credential and not prose ("basic information")."""
+    if whole[:5].lower() == "basic":
+        # Basic credentials are base64("user:password"): decode to make sure.
+        try:
+            return b":" in base64.b64decode(secret, validate=True)
+        except (binascii.Error, ValueError):
+            return False
+    return not (secret.isalpha() and secret.islower())  # "bearer authentication"
+
+
+_Check = Callable[[str, str], bool]
+
+
+def _start(width: int) -> str:
+    """Placed after a shape's literal prefix of ``width`` characters: the character before the
+    prefix is not a letter, digit or ``_`` (a word merely containing a key prefix is safe).
+    Checking it after the literals, not before, keeps failed positions cheap."""
+    return f"(?<![A-Za-z0-9_].{{{width}}})"
+
+
+_END = r"(?![A-Za-z0-9_\-])"
+
+# Credential shapes in free text: (possible first characters, the rest, plausibility check).
+# Every alternative of the compiled regex starts with one literal character: re then skips,
+# with one character-set test, every position where no secret can start, instead of trying
+# each alternative there. That keeps clean text well under a microsecond per short string.
+# A group ``secret`` marks the part to mask (the rest is kept); without one the match is masked.
+_SHAPES: tuple[tuple[str, str, _Check | None], ...] = (
+    # PEM private key (RSA, EC, OPENSSH, PGP ... BLOCK); a truncated block is masked to the end.
+    ("-", r"----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+     None),
+    # URL userinfo (anchored on "://"): keep the scheme and user, mask the password.
+    (":", r"//[^\s/:@]*:(?P<secret>[^\s/@]+)(?=@)", None),
+    # HTTP authorization schemes, the scheme word kept; _check_auth spares plain prose.
+    ("Bb", r"(?:(?i:earer)" + _start(6) + r"|(?i:asic)" + _start(5) + r")"
+           r"\s+(?P<secret>[A-Za-z0-9._~+/\-]{8,}=*)", _check_auth),
+    # JWT: header.payload.signature, both JSON parts start with '{"' → "eyJ".
+    ("e", r"yJ" + _start(3) + r"[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*", None),
+    # AWS access key ids (long-term AKIA, temporary ASIA) and Google API keys (AIza).
+    ("A", r"(?:KIA|SIA|Iza)" + _start(4) + r"(?:(?<=KIA|SIA)[A-Z0-9]{16}|(?<=Iza)[A-Za-z0-9_\-]{35})" + _END,
+     None),
+    # GitHub personal/OAuth/user/server/refresh tokens and fine-grained PATs.
+    ("g", r"(?:h[pousr]_" + _start(4) + r"[A-Za-z0-9]{30,}|ithub_pat_" + _start(11) + r"[A-Za-z0-9_]{22,})"
+          + _END, None),
+    # Slack bot/user/app/config tokens.
+    ("x", r"ox[abposr]-" + _start(5) + r"[A-Za-z0-9\-]{10,}", None),
+    # Stripe secret/restricted keys; OpenAI (sk-, sk-proj-) and Anthropic (sk-ant-) keys.
+    ("s", r"k" + _start(2) + r"(?:_(?:live|test)_[A-Za-z0-9]{16,}|-[A-Za-z0-9_\-]{20,})", None),
+    ("r", r"k_(?:live|test)_" + _start(8) + r"[A-Za-z0-9]{16,}", None),
+)
+
+#: The credential shapes as stand-alone regex sources (what the default :class:`Redactor`
+#: finds in text besides ``password=...`` assignments), e.g. to extend a custom pattern list.
+DEFAULT_PATTERNS: tuple[str, ...] = tuple(
+    (re.escape(first) if len(first) == 1 else f"[{first}]") + rest for first, rest, _ in _SHAPES
+)
+
+# A ``password=...`` assignment, anchored on the separator: the key words before it are
+# checked with a trie of look-behinds (see _behind), so no position but a ':' or '=' costs
+# anything. Keeps the key, the separator and an HTTP scheme word; masks the value, a quoted
+# value whole. ``max_tokens=5`` does not match: the word must end right before the separator.
+_VALUE = (
+    r"\s*[\"']?(?:(?i:bearer|basic|token|digest)\s+)?"
+    r"(?P<secret>(?<=\")[^\"\n]+(?=\")|(?<=')[^'\n]+(?=')|[^\s\"'`,;&]+)"
+)
+
+
+def _assignment(words: Iterable[str]) -> str:
+    spellings: set[str] = set()
+    for word in words:
+        parts = [p for p in re.split(r"[-_. ]+", word.lower()) if p]
+        for join in ("",) if len(parts) == 1 else ("", "_", "-", ".", " "):
+            spellings.update(join.join(parts) + tail for tail in ("", '"', "'", " "))
+    return f"(?i:{_behind(sorted(s[::-1] for s in spellings), 0)}){_VALUE}"
+
+
+def _behind(items: list[str], depth: int) -> str:
+    """A trie of look-behinds matching any of ``items`` (spellings reversed) written right
+    before the character just consumed: one character tested per level, so a separator that
+    follows no key word is rejected after a test or two."""
+    if len(items) == 1:
+        rest = items[0][depth:][::-1]
+        return f"(?<={re.escape(rest)}(?s:.){{{depth + 1}}})" if rest else ""
+    alts = [""] if any(len(item) == depth for item in items) else []
+    children: dict[str, list[str]] = {}
+    for item in items:
+        if len(item) > depth:
+            children.setdefault(item[depth], []).append(item)
+    for char, sub in children.items():
+        alts.append(f"(?<={re.escape(char)}(?s:.){{{depth + 1}}})" + _behind(sub, depth + 1))
+    return "(?:" + "|".join(alts) + ")"
+
+
+class Redactor:
+    """Masks secrets in JSON-like data (dicts, lists, tuples, strings) and in free text.
+
+    ``keys`` are the secret words (see :data:`DEFAULT_SECRET_KEYS`); they name secret dict
+    keys and ``word=value`` assignments in text. ``patterns`` are regex sources (or compiled
+    patterns) for credential shapes in text; ``None`` means the built-in shapes
+    (:data:`DEFAULT_PATTERNS`, on a faster path). A pattern may name the part to mask with a
+    group ``secret``; the rest of its match is kept. ``extra_keys``/``extra_patterns`` add to
+    ``keys``/``patterns`` instead of replacing them. Patterns that start with a literal
+    character scan fastest.
+    """
+
+    def __init__(
+        self,
+        keys: Iterable[str] = DEFAULT_SECRET_KEYS,
+        patterns: Iterable[str | re.Pattern[str]] | None = None,
+        *,
+        mask: str = DEFAULT_MASK,
+        extra_keys: Iterable[str] = (),
+        extra_patterns: Iterable[str | re.Pattern[str]] = (),
+    ) -> None:
+        if not mask:
+            raise ValueError("the mask must be a non-empty string")
+        self.mask = mask
+        words = [w for w in (*keys, *extra_keys) if w.strip("-_. ")]
+        self._suffixes = tuple({_normalize(w) for w in words})
+        self._cache: dict[str, bool] = {}
+        # rule number (group ``p<n>``) → (name of its secret group or None, check or None)
+        self._rules: list[tuple[str | None, _Check | None]] = []
+        fast: list[str] = []  # alternatives each starting with a literal character
+        if words:
+            body = _assignment(words)
+            fast.extend(self._rule(c, body, None) for c in ":=")
+        if patterns is None:
+            for first, rest, check in _SHAPES:
+                fast.extend(self._rule(re.escape(c), rest, check) for c in first)
+        sources = [_source(p) for p in (*(patterns or ()), *extra_patterns)]
+        slow = [self._rule("", src, None) for src in sources]
+        self._patterns = tuple(re.compile("|".join(alts)) for alts in (fast, slow) if alts)
+        # Text shorter than any possible match skips the scan: most argument strings are short
+        # (ids, names, enum values). A key word needs itself, a separator and one character.
+        widths = [_min_width(src) for src in sources]
+        if words:
+            widths.append(min(len(w) for w in self._suffixes) + 2)
+        if patterns is None:
+            widths.append(_SHAPES_MIN_WIDTH)
+        self._min_len = min(widths, default=0)
+
+    def _rule(self, first: str, body: str, check: _Check | None) -> str:
+        """One alternative: ``first`` then ``body`` in group ``p<n>``, its ``secret`` group renamed
+        ``s<n>`` (group names are unique across the alternatives of one regex)."""
+        n = len(self._rules)
+        secret = f"s{n}" if "(?P<secret>" in body else None
+        self._rules.append((secret, check))
+        return f"{first}(?P<p{n}>{body.replace('(?P<secret>', f'(?P<s{n}>')})"
+
+    # -- keys -----------------------------------------------------------------------------
+
+    def is_secret_key(self, key: str) -> bool:
+        """Whether a value under ``key`` is a secret (normalized key equals/ends with a word)."""
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = _normalize(key).endswith(self._suffixes) if self._suffixes else False
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+    # -- text -----------------------------------------------------------------------------
+
+    def redact_text(self, text: str) -> str:
+        """``text`` with every credential-shaped part masked; ``text`` itself when clean."""
+        if len(text) < self._min_len:
+            return text
+        out = text
+        for pattern in self._patterns:
+            if pattern.search(out) is not None:
+                out = pattern.sub(self._replace, out)
+        return text if out == text else out
+
+    def _replace(self, m: re.Match[str]) -> str:
+        whole = m.group(0)
+        secret_group, check = self._rules[int((m.lastgroup or "p0")[1:])]
+        if secret_group is None:
+            return self.mask
+        start, end = m.span(secret_group)
+        secret = m.string[start:end]
+        if m.string.startswith(self.mask, start):
+            return whole  # already redacted: idempotence
+        offset = m.start()
+        if check is not None and not check(whole, secret):
+            # Not a credential after all; other shapes may still hide inside it.
+            masked = self.redact_text(secret)
+        else:
+            masked = self.mask
+        return whole[: start - offset] + masked + whole[end - offset:]
+
+    # -- data -----------------------------------------------------------------------------
+
+    def redact(self, value: Any) -> Any:
+        """``value`` with secrets masked, deeply; the same object when nothing changed.
+
+        Strings go through :meth:`redact_text`; a dict value under a secret key becomes the
+        mask whatever its type; other objects pass through untouched. Dict keys are kept.
+        """
+        return self._walk(value, 0)
+
+    def _walk(self, value: Any, depth: int) -> Any:
+        # Hot path: scalars are skipped inline and strings scanned without a recursive call;
+        # a container is copied only once one of its items actually changed.
+        if isinstance(value, str):
+            return self.redact_text(value)
+        if isinstance(value, dict):
+            if depth >= _MAX_DEPTH:
+                return self.mask
+            cache, mask = self._cache, self.mask
+            out: Any = None
+            for k, v in value.items():
+                secret = cache.get(k) if type(k) is str else False
+                if secret is None:
+                    secret = self.is_secret_key(k)
+                if secret:
+                    new = v if isinstance(v, str) and v == mask else mask
+                elif type(v) in _LEAVES:
+                    continue
+                elif type(v) is str:
+                    new = self.redact_text(v)
+                else:
+                    new = self._walk(v, depth + 1)
+                if new is not v:
+                    if out is None:
+                        out = dict(value)
+                    out[k] = new
+            return value if out is None else out
+        if isinstance(value, (list, tuple)):
+            if depth >= _MAX_DEPTH:
+                return self.mask
+            items: list[Any] | None = None
+            for i, v in enumerate(value):
+                if type(v) in _LEAVES:
+                    continue
+                new = self.redact_text(v) if type(v) is str else self._walk(v, depth + 1)
+                if new is not v:
+                    if items is None:
+                        items = list(value)
+                    items[i] = new
+            if items is None:
+                return value
+            return items if isinstance(value, list) else tuple(items)
+        return value
+
+
+_LEAVES = frozenset({int, float, bool, type(None)})
+
+
+def _min_width(source: str) -> int:
+    """The fewest characters ``source`` can match (0 when unknown: never skip a scan)."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        return max(0, min(int(_parser.parse(source).getwidth()[0]), 1 << 16))
+    except Exception:  # noqa: BLE001 - an internal module; any trouble just disables the skip
+        return 0
+
+
+_SHAPES_MIN_WIDTH = min(_min_width(p) for p in DEFAULT_PATTERNS)
+
+_FLAGS = (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL), ("x", re.VERBOSE))
+
+
+def _source(pattern: str | re.Pattern[str]) -> str:
+    if isinstance(pattern, str):
+        return pattern
+    flags = "".join(f for f, bit in _FLAGS if pattern.flags & bit)
+    return f"(?{flags}:{pattern.pattern})" if flags else pattern.pattern
+
+
+_default: Redactor | None = None
+_default_lock = threading.Lock()
+
+
+def default_redactor() -> Redactor:
+    """The shared :class:`Redactor` with the default keys and patterns (built on first use)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Redactor()
+    return _default
+
+
+# -- logging --------------------------------------------------------------------------------
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites each record so that its message, traceback and stack carry no secret (LG-05).
+
+    The message is formatted (``msg % args``) and redacted into ``record.msg`` with ``args``
+    cleared, since a secret usually arrives as an argument. A traceback is formatted into
+    ``exc_text`` and redacted, and ``exc_info`` cleared so that no handler formats it again
+    from the live exception. The filter never drops a record.
+    """
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        super().__init__()
+        self.redactor = redactor or default_redactor()
+        self._formatter = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redact = self.redactor.redact_text
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001
+            return True  # a broken format string: logging reports it through handleError
+        clean = redact(message)
+        if record.args or clean is not message or not isinstance(record.msg, str):
+            record.msg = clean
+            record.args = None
+        if record.exc_info:
+            if not record.exc_text:
+                record.exc_text = self._formatter.formatException(record.exc_info)
+            record.exc_info = None
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def install_log_redaction(
+    logger: str | logging.Logger = "mcpkit", redactor: Redactor | None = None
+) -> RedactingFilter:
+    """Redact ``logger``'s records and everything its and the root logger's handlers emit.
+
+    A filter on a logger does not see records propagated from its children, a filter on a
+    handler does; so the filter goes on the logger and on every handler of the logger and of
+    the root logger present now, and on ``logging.lastResort`` (handlers added later are not
+    covered: call this after configuring logging). Idempotent: a second
+    call reuses the installed filter (switching it to ``redactor`` when one is given).
+    """
+    target = logging.getLogger(logger) if isinstance(logger, str) else logger
+    found = next((f for f in target.filters if isinstance(f, RedactingFilter)), None)
+    if found is None:
+        found = RedactingFilter(redactor)
+        target.addFilter(found)
+    elif redactor is not None:
+        found.redactor = redactor
+    # logging.lastResort prints records that found no handler at all (before any logging setup)
+    last = [logging.lastResort] if logging.lastResort is not None else []
+    for handler in (*target.handlers, *logging.getLogger().handlers, *last):
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(found)
+    return found
