@@ -75,7 +75,19 @@ def _host_port(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _policy_env(args: argparse.Namespace) -> None:
+    """Policy switches on the command line are the environment switches the policy reads
+    (mcpkit.policy), set before the user's module builds its server."""
+    if args.root:
+        os.environ["MCPKIT_ROOT"] = os.pathsep.join(os.path.abspath(r) for r in args.root)
+    if args.read_only:
+        os.environ["MCPKIT_READ_ONLY"] = "1"
+    if args.policy:
+        os.environ["MCPKIT_POLICY"] = "1"
+
+
 def _serve(args: argparse.Namespace) -> int:
+    _policy_env(args)
     if args.http is None:
         from .transports.stdio import guard_stdout, run_stdio
 
@@ -119,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--max-sessions", type=int, default=None, help="HTTP: most sessions kept (default 1000)")
     serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
                        help="HTTP: end sessions idle this long (default 1800)")
+    serve.add_argument("--root", action="append", metavar="DIR",
+                       help="policy: a sandbox root for path parameters (repeatable; sets MCPKIT_ROOT)")
+    serve.add_argument("--read-only", action="store_true",
+                       help="policy: only tools declared read-only are listed and run (sets MCPKIT_READ_ONLY)")
+    serve.add_argument("--policy", action="store_true",
+                       help="turn on the secure-by-default policy for a server built without one (MCPKIT_POLICY)")
     serve.set_defaults(func=_serve)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

@@ -114,6 +114,10 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     tool = server._tools.get(name)
     if tool is None:
         raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
+    if server._policy is not None or tool.options is not None or tool.actions is not None:
+        from ..policy.chain import call_tool as call_through_policy
+
+        return call_through_policy(session, req, tool, params.get("arguments"))
     arguments = params.get("arguments")
     if arguments is None:
         arguments = {}
@@ -139,6 +143,8 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
         cid = None  # minted only if something goes wrong: the hot path stays cheap
     try:
         args, kwargs = tool.call_args(valid, ctx)  # type: ignore[arg-type]
+    except ToolError as exc:  # a checking parameter type refused the value (a confined path)
+        return _tool_failure(tool, exc, cid)
     except (TypeError, ValueError) as exc:  # the binder could not build the Python values
         message = f"Invalid arguments for tool {name!r}: {exc}"
         if rev.invalid_arguments_as_tool_error:
@@ -154,6 +160,21 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
 
 
 # ---------------------------------------------------------------------- tools as tasks (TX-01..TX-05)
+
+
+def start_as_task(session: ServerSession, req: RequestReceived, tool: Tool, valid: dict[str, Any]) -> Any:
+    """The policy chain's way into the tasks extension: the call's outcome when the client gets
+    it as a task (TX-01), else None (the chain runs it as a plain call)."""
+    if not wants_tasks(req.capabilities):
+        if tool.task == "required":
+            raise missing_extension(f"Tool {tool.name!r}")
+        return None
+    ctx = session.context(req) if tool.context_param is not None else None
+    cid = ctx.correlation_id if ctx is not None else None
+    args, kwargs = tool.call_args(valid, ctx)  # type: ignore[arg-type]
+    if tool.task_after_input:
+        return _task_after_input(session, req, tool, args, kwargs, cid, ctx)  # type: ignore[arg-type]
+    return _start_task(session, req, tool, args, kwargs, cid, ctx)
 
 
 def _start_task(

@@ -510,7 +510,14 @@ def _b64(v: str) -> bytes:
 def _loader(tp: Any, memo: dict, dump: bool = False) -> _Conv | None:
     """A converter for JSON values of `tp`, or None when they need no conversion. With `dump`,
     only tells whether values of `tp` may need `_to_json` (None: they already are JSON)."""
-    tp, _ = _strip(tp)
+    tp, meta = _strip(tp)
+    if not dump:
+        # Annotated[T, hook]: a metadata object with __mcp_load__ converts the value itself
+        # (mcpkit.policy.SandboxPath resolves and confines a path this way)
+        for m in meta:
+            hook = getattr(m, "__mcp_load__", None)
+            if hook is not None:
+                return hook
     if tp is Any or tp is object:
         return _to_json if dump else None  # an Any value may be anything at all
     origin, args = _origin_args(tp)
@@ -647,6 +654,7 @@ def input_spec(func: Callable, *, context_type: type | None = None,
     props: dict[str, dict] = {}
     required: list[str] = []
     convs: list[tuple[str, _Conv]] = []
+    hooked: list[tuple[str, Any]] = []
     context_param: str | None = None
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
@@ -675,16 +683,24 @@ def input_spec(func: Callable, *, context_type: type | None = None,
         props[p.name] = prop
         if conv is not None:
             convs.append((p.name, conv))
+            if default is not _MISSING and default is not None and getattr(conv, "__self__", None) is not None \
+                    and hasattr(conv.__self__, "__mcp_load__"):
+                # a checking hook (a confined path) checks the default too: "." means the sandbox
+                # root, never the server's working directory
+                hooked.append((p.name, default))
     root = _object(props, required, None, closed=True)
-    return InputSpec(_with_defs(root, builder.defs), _make_bind(tuple(convs)), context_param)
+    return InputSpec(_with_defs(root, builder.defs), _make_bind(tuple(convs), tuple(hooked)), context_param)
 
 
-def _make_bind(convs: tuple[tuple[str, _Conv], ...]) -> Callable[[dict], dict]:
+def _make_bind(convs: tuple[tuple[str, _Conv], ...], defaults: tuple[tuple[str, Any], ...] = ()) -> Callable[[dict], dict]:
     if not convs:
         return _identity  # the hot path: plain JSON values need nothing
 
     def bind(arguments: dict) -> dict:
         out = dict(arguments)
+        for name, value in defaults:
+            if name not in out:
+                out[name] = value
         for name, conv in convs:
             if name in out:
                 try:

@@ -39,6 +39,17 @@ _CHANGED = {
 }
 
 
+class _Inherit:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "INHERIT"
+
+
+#: "this tool takes the server's policy for this setting" (policy.config.INHERIT once built)
+_INHERIT: Any = _Inherit()
+
+
 def _pick(item: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in item.items() if k in keys}
 
@@ -73,6 +84,7 @@ class Server:
         cache_scope: str = "public",
         state_key: bytes | str | None = None,
         task_ttl_ms: int = 300_000,
+        policy: Any = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -111,6 +123,115 @@ class Server:
         self._sessions: set[Any] = set()
         self._listeners: set[Any] = set()  # open subscriptions/listen streams (2026-07-28)
         self._warmed = False
+        self._policy: Any = None
+        self._bridges: dict[int, Any] = {}
+        self._tool_limiter: Any = None
+        self._logs_guarded = False
+        self.policy = policy
+
+    # ------------------------------------------------------------------ policy (mcpkit.policy)
+
+    @property
+    def policy(self) -> Any:
+        """The :class:`mcpkit.policy.Policy` enforced on every tool call, or None."""
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: Any) -> None:
+        if policy is None:
+            import os
+
+            from ..policy.gates import env_flag
+
+            if env_flag("MCPKIT_POLICY", False, os.environ):
+                policy = True
+        if policy is True:
+            from ..policy.config import Policy
+
+            policy = Policy.secure()
+        elif policy is False:
+            policy = None
+        self._policy = policy
+        for tool in self._tools.values():
+            self._apply_policy(tool)
+        self._changed("tools")
+
+    @property
+    def gates(self) -> Any:
+        return self._policy.gates if self._policy is not None else None
+
+    def _apply_policy(self, tool: Tool) -> None:
+        """Make what a tool advertises match what the policy will enforce on it."""
+        if tool.actions is not None:
+            tool.rebuild(self.gates)  # type: ignore[attr-defined]
+        from ..policy.config import INHERIT
+
+        contract = self._policy.contract if self._policy is not None else False
+        if tool.options is not None and tool.options.contract is not INHERIT:
+            contract = bool(tool.options.contract)
+        if contract:
+            from ..policy.envelope import envelope_schema
+
+            tool.set_output_schema(envelope_schema(tool.result_schema))
+        else:
+            tool.set_output_schema(tool.base_output_schema)
+
+    def policed(self, tool: Tool) -> bool:
+        """Whether calls of ``tool`` go through the policy chain (policy/chain.py)."""
+        return self._policy is not None or tool.options is not None or tool.actions is not None
+
+    def tool_refusal(self, tool: Tool) -> Any:
+        """A ToolError saying why ``tool`` may not run now, or None (gates, then bridges)."""
+        gates = self.gates
+        if gates is not None and tool.actions is None:
+            reason = gates.refusal(tool.annotations)
+            if reason is not None:
+                from ..protocol.errors import E_PERMISSION_DENIED, ToolError
+
+                return ToolError(f"Tool {tool.name!r} is not available: {reason}.", code=E_PERMISSION_DENIED,
+                                 details={"tool": tool.name},
+                                 suggested_fix="Use another tool, or ask the operator to enable this one.")
+        if tool.actions is not None and not tool.visible:  # type: ignore[attr-defined]
+            from ..protocol.errors import E_PERMISSION_DENIED, ToolError
+
+            return ToolError(f"Tool {tool.name!r} is not available: none of its actions is permitted.",
+                             code=E_PERMISSION_DENIED, details={"tool": tool.name},
+                             suggested_fix="Ask the operator to enable the actions this tool needs.")
+        if tool.options is not None:
+            for bridge in tool.options.requires:
+                if not bridge.up:
+                    return bridge.not_connected_error()  # E_NOT_CONNECTED, retryable
+        return None
+
+    def tool_visible(self, tool: Tool) -> bool:
+        """Listed in tools/list: the gates permit it and every bridge it needs is up."""
+        if self._policy is None and tool.options is None and tool.actions is None:
+            return True
+        if tool.actions is not None and not tool.visible:  # type: ignore[attr-defined]
+            return False
+        gates = self.gates
+        if gates is not None and tool.actions is None and not gates.permits(tool.annotations):
+            return False
+        if tool.options is not None:
+            return all(bridge.up for bridge in tool.options.requires)
+        return True
+
+    def tool_limiter(self) -> Any:
+        """The rate limiter of per-tool limits on a server without a policy-wide one."""
+        if self._tool_limiter is None:
+            from ..policy.ratelimit import RateLimiter
+
+            self._tool_limiter = RateLimiter()
+        return self._tool_limiter
+
+    def _watch_bridges(self, tool: Tool) -> None:
+        if tool.options is None:
+            return
+        for bridge in tool.options.requires:
+            if id(bridge) not in self._bridges:
+                self._bridges[id(bridge)] = bridge
+                # TL-13: tools that need the bridge leave and rejoin tools/list with it
+                bridge.on_change(lambda up: self._changed("tools"))
 
     # ------------------------------------------------------------------ runtime plumbing
 
@@ -203,6 +324,11 @@ class Server:
 
     def _session_started(self, session: Any) -> None:
         self._sessions.add(session)
+        if self._policy is not None and not self._logs_guarded:
+            self._logs_guarded = True
+            from ..policy.chain import guard_logs
+
+            guard_logs(redact=self._policy.redact_logs)
         if not self._warmed:
             # Compile the remaining validators off the critical path, right after the
             # handshake answer went out, so the first calls do not pay for it.
@@ -278,6 +404,13 @@ class Server:
         replace: bool = False,
         task: str | None = None,
         task_after_input: bool = False,
+        contract: Any = _INHERIT,
+        rate_limit: Any = _INHERIT,
+        timeout: Any = _INHERIT,
+        max_argument_bytes: Any = _INHERIT,
+        max_result_bytes: Any = _INHERIT,
+        sanitize: Any = _INHERIT,
+        requires: Any = None,
     ) -> Any:
         """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=...)``.
 
@@ -286,18 +419,28 @@ class Server:
         turns that off). ``coerce=True`` accepts "5" for an integer parameter.
         ``task="optional"|"required"`` lets 2026-07-28 clients that declare the
         ``io.modelcontextprotocol/tasks`` extension get the call as a task (server/tasks.py).
+
+        Policy (mcpkit.policy; each overrides the server's Policy for this tool): ``read_only``,
+        ``destructive`` and ``open_world`` feed the gates; ``contract=True`` wraps results in the
+        tool contract envelope; ``rate_limit="10/min"``; ``timeout`` (seconds);
+        ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
+        the tool while that Bridge is down.
         """
+        options = _tool_options(contract, rate_limit, timeout, max_argument_bytes, max_result_bytes, sanitize,
+                                requires)
 
         def deco(func: F) -> F:
             spec = input_spec(func, context_type=Context)
             out_schema = None
             dump = None
+            result_schema, result_dump = _result_spec(_return_hint(func))
             if structured is not False:
                 hints = _return_hint(func)
                 out = output_spec(hints)
                 out_schema, dump = out.schema, out.dump
                 if structured is True and out_schema is None:
                     raise ValueError(f"tool {func.__name__!r}: structured=True needs a structured return annotation")
+            _warn_secret_parameters(name or func.__name__, spec.schema)
             tool = Tool(
                 name or func.__name__,
                 func,
@@ -318,6 +461,9 @@ class Server:
                 trusted_schemas=True,
                 task=task,
                 task_after_input=task_after_input,
+                options=options,
+                result_schema=result_schema,
+                result_dump=result_dump,
             )
             self._register_tool(tool, replace)
             return func
@@ -340,11 +486,22 @@ class Server:
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         task: str | None = None,
+        contract: Any = _INHERIT,
+        rate_limit: Any = _INHERIT,
+        timeout: Any = _INHERIT,
+        max_argument_bytes: Any = _INHERIT,
+        max_result_bytes: Any = _INHERIT,
+        sanitize: Any = _INHERIT,
+        requires: Any = None,
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
 
-        The schema is listed exactly as given and is what calls are validated against.
+        The schema is listed exactly as given and is what calls are validated against. The
+        policy options are those of :meth:`tool`.
         """
+        options = _tool_options(contract, rate_limit, timeout, max_argument_bytes, max_result_bytes, sanitize,
+                                requires)
+        _warn_secret_parameters(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
         tool = Tool(
             name,
@@ -358,13 +515,44 @@ class Server:
             meta=meta,
             context_param="ctx" if takes_ctx else None,
             task=task,
+            options=options,
         )
+        self._register_tool(tool, replace)
+        return tool
+
+    def manager(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        title: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        replace: bool = False,
+        contract: Any = _INHERIT,
+        rate_limit: Any = _INHERIT,
+        timeout: Any = _INHERIT,
+        max_argument_bytes: Any = _INHERIT,
+        max_result_bytes: Any = _INHERIT,
+        sanitize: Any = _INHERIT,
+        requires: Any = None,
+    ) -> Any:
+        """A manager tool: one tool with several actions (``@tool.action(...)``), each with its
+        own parameters and read-only/destructive/open-world declaration (policy/manager.py)."""
+        from ..policy.manager import ManagerTool
+
+        tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta)
+        tool.options = _tool_options(contract, rate_limit, timeout, max_argument_bytes, max_result_bytes,
+                                     sanitize, requires)
         self._register_tool(tool, replace)
         return tool
 
     def _register_tool(self, tool: Tool, replace: bool) -> None:
         if tool.name in self._tools and not replace:
             raise ValueError(f"a tool named {tool.name!r} is already registered (pass replace=True to replace it)")
+        if self._policy is not None or tool.options is not None or tool.actions is not None:
+            self._apply_policy(tool)
+        self._watch_bridges(tool)
         self._tools[tool.name] = tool
         self._changed("tools")
 
@@ -597,6 +785,8 @@ class Server:
         if kind == "tools":
             items = []
             for tool in self._tools.values():
+                if not self.tool_visible(tool):
+                    continue  # gated, or its bridge is down: hidden here and refused when called
                 d = _pick(tool.describe(), rev.tool_keys)
                 if tool.title and "title" not in rev.tool_keys and "annotations" in rev.tool_keys:
                     # 2025-03-26 has no Tool.title; the annotations carry the display name (TL-14)
@@ -665,6 +855,52 @@ class Server:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
 
 
+def _tool_options(contract: Any, rate_limit: Any, timeout: Any, max_argument_bytes: Any, max_result_bytes: Any,
+                  sanitize: Any, requires: Any) -> Any:
+    values = {"contract": contract, "rate_limit": rate_limit, "timeout": timeout,
+              "max_argument_bytes": max_argument_bytes, "max_result_bytes": max_result_bytes, "sanitize": sanitize}
+    if requires is None and all(v is _INHERIT for v in values.values()):
+        return None  # the common case imports nothing of the policy package
+    from ..policy.config import INHERIT, ToolOptions
+
+    return ToolOptions.build(requires=requires, **{k: (INHERIT if v is _INHERIT else v) for k, v in values.items()})
+
+
+def _result_spec(annotation: Any) -> tuple[dict[str, Any] | None, Callable[[Any], Any]]:
+    """The schema and dump of a tool's own value inside a contract envelope (no result wrapper)."""
+    out = output_spec(annotation)
+    if out.schema is None:
+        from .schema import _to_json
+
+        return None, _to_json
+    if not out.wrapped:
+        return out.schema, out.dump
+    inner = dict(out.schema["properties"]["result"])
+    if "$defs" in out.schema:
+        inner["$defs"] = out.schema["$defs"]
+    dump = out.dump
+    probe = object()
+    try:
+        passes_through = dump(probe)["result"] is probe  # plain JSON values: no conversion
+    except Exception:  # noqa: BLE001 - a converting dump cannot take a bare object
+        passes_through = False
+    if passes_through:
+        return inner, _identity
+    return inner, lambda value: dump(value)["result"]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _warn_secret_parameters(tool: str, schema: dict[str, Any]) -> None:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if props:
+        from ..policy.hygiene import warn_secret_parameters
+
+        warn_secret_parameters(tool, props)
+
+
 def _check_cache(ttl_ms: Any, scope: Any) -> None:
     if ttl_ms is not None and (not isinstance(ttl_ms, int) or isinstance(ttl_ms, bool) or ttl_ms < 0):
         raise ValueError("cache ttl_ms must be an integer >= 0 (CA-02)")
@@ -697,7 +933,12 @@ def _return_hint(func: Callable[..., Any]) -> Any:
         hints = typing.get_type_hints(func, include_extras=True)
     except Exception:  # noqa: BLE001 - unresolvable annotations: no structured output
         return inspect.Signature.empty
-    return hints.get("return", inspect.Signature.empty)
+    hint = hints.get("return", inspect.Signature.empty)
+    if getattr(typing.get_origin(hint) or hint, "__mcp_outcome__", False):
+        # Outcome[T] (mcpkit.policy.envelope): the value inside is a T; a bare Outcome is untyped
+        args = typing.get_args(hint)
+        return args[0] if args else inspect.Signature.empty
+    return hint
 
 
 def _context_param(fn: Callable[..., Any]) -> str | None:

@@ -17,6 +17,7 @@ handler never delays ``ping`` or other calls.
 from __future__ import annotations
 
 import logging
+import itertools
 import os
 import threading
 from collections.abc import Callable
@@ -48,8 +49,14 @@ def _is_cancelled(exc: BaseException) -> bool:
     return type(exc).__name__ == "CancelledError"
 
 
+_CID_PREFIX = os.urandom(5).hex()
+_cid_counter = itertools.count(1)
+
+
 def new_correlation_id() -> str:
-    return os.urandom(8).hex()
+    """16 hex digits, unique across processes (a random per-process prefix) and cheap (a
+    counter, no system call per request). It names a request in logs; it is not a secret."""
+    return f"{_CID_PREFIX}{next(_cid_counter):06x}"
 
 
 class _InWorker:
@@ -74,6 +81,10 @@ class SyncCall:
 
 
 class ServerSession:
+    #: who is calling, when the transport knows (an authenticated HTTP request); the policy
+    #: layer keys rate limits and audit lines by it ("anonymous" when None)
+    principal: str | None = None
+
     def __init__(
         self,
         server: Server,
@@ -364,6 +375,11 @@ class ServerSession:
         threshold = threshold or self.log_level or self.server.log_level
         if level_rank(level) < level_rank(threshold):
             return
+        policy = self.server._policy
+        if policy is not None and policy.redact_logs:
+            from ..policy.redact import default_redactor
+
+            data = default_redactor().redact(data)  # LG-05: no credentials in log messages
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger

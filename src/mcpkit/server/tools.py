@@ -57,6 +57,10 @@ def annotations_from_hints(
     return out or None
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def _is_content(value: Any) -> bool:
     return getattr(type(value), "__mcp_content__", False) is True
 
@@ -82,7 +86,14 @@ class Tool:
         "coerce",
         "task",
         "task_after_input",
+        "options",
+        "actions",
+        "result_schema",
+        "result_dump",
+        "base_output_schema",
+        "resolved",
         "_validator",
+        "_result_validator",
         "_out_validator",
     )
 
@@ -105,6 +116,9 @@ class Tool:
         trusted_schemas: bool = False,
         task: str | None = None,
         task_after_input: bool = False,
+        options: Any = None,
+        result_schema: dict[str, Any] | None = None,
+        result_dump: Callable[[Any], Any] | None = None,
     ) -> None:
         self.name = validate_tool_name(name)
         if task not in (None, "optional", "required"):
@@ -136,12 +150,29 @@ class Tool:
         self.task_after_input = task_after_input
         if task_after_input and (task is None or not self.is_async or context_param is None):
             raise ValueError(f"tool {name!r}: task_after_input needs a task mode, an async handler and a Context")
+        #: per-tool policy settings (mcpkit.policy.ToolOptions), or None for the server's
+        self.options = options
+        #: the actions of a manager tool (policy/manager.py); None for a plain tool
+        self.actions: dict[str, Any] | None = None
+        #: the outputSchema the tool was declared with; the advertised one may be the envelope's
+        self.base_output_schema = output_schema
+        #: what the tool's own value looks like inside a contract envelope, and how to dump it
+        self.result_schema = result_schema if result_schema is not None else output_schema
+        self.result_dump = result_dump if result_dump is not None else (dump or _as_is)
+        #: what the server's policy means for this tool, resolved once (policy/chain.py)
+        self.resolved: Any = None
         self._validator: Any = None
         self._out_validator: Any = None
+        self._result_validator: Any = None
         if not trusted_schemas:
             # A schema from the user is checked now (JS-02, JS-04); one generated from a
             # signature is valid by construction and compiles on first use (start-up time).
             self.compile()
+
+    def set_output_schema(self, schema: dict[str, Any] | None) -> None:
+        """Advertise (and enforce) another outputSchema, e.g. the tool contract's envelope."""
+        self.output_schema = schema
+        self._out_validator = None
 
     def compile(self) -> None:
         """Compile the validators (once); what is advertised is exactly what is compiled."""
@@ -197,6 +228,8 @@ class Tool:
 
     def to_result(self, value: Any) -> dict[str, Any]:
         """Shape whatever the handler returned into a CallToolResult (TL-07..TL-09)."""
+        if getattr(type(value), "__mcp_outcome__", False):
+            value = value.result  # mcpkit.policy.Outcome: the summary is the envelope's business
         if isinstance(value, ToolResult):
             if value.structured is not None:
                 self.check_output(value.structured)  # TL-07: a ToolResult is no way around the outputSchema
@@ -228,6 +261,17 @@ class Tool:
             raise TypeError(f"tool {self.name!r} returned bytes: wrap them in mcpkit.image(), audio() or resource()")
         dumped = self.dump(value) if self.dump is not None else value
         return {"content": [{"type": "text", "text": _json.dumps_str(dumped)}]}
+
+    def check_result(self, value: Any) -> None:
+        """TL-07 for a contract tool: its own value against the result schema the envelope's
+        outputSchema embeds (the envelope around it is built by mcpkit)."""
+        schema = self.result_schema
+        if schema is None:
+            return
+        if self._result_validator is None:
+            self._result_validator = compile_schema(schema, f"tool {self.name!r} result schema")
+        if not self._result_validator.is_valid(value):
+            raise OutputSchemaError(self.name, describe_errors(self._result_validator, value))
 
     def check_output(self, structured: Any) -> None:
         if self.output_schema is None:

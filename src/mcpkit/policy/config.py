@@ -1,0 +1,212 @@
+"""Policy: the server-wide switches, and ToolOptions: what one tool overrides.
+
+``Server(..., policy=True)`` turns everything on with secure defaults and reads the
+environment; ``Policy(...)`` picks pieces one by one. Each piece is its own module and works
+alone (a Sandbox, an AuditLog, a RateLimiter can be used from plain code); this is only the
+place where a server learns which of them to enforce at call time (policy/chain.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .gates import Gates, env_flag
+
+__all__ = ["Policy", "ToolOptions", "INHERIT"]
+
+log = logging.getLogger("mcpkit.policy")
+
+
+class _Inherit:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "INHERIT"
+
+
+#: a per-tool option left to the server's policy
+INHERIT: Any = _Inherit()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """One tool's own settings; INHERIT takes the server's, None (or False) turns one off."""
+
+    contract: Any = INHERIT
+    rate_limit: Any = INHERIT
+    timeout: Any = INHERIT
+    max_argument_bytes: Any = INHERIT
+    max_result_bytes: Any = INHERIT
+    sanitize: Any = INHERIT
+    requires: tuple[Any, ...] = ()
+
+    @classmethod
+    def build(cls, *, requires: Any = None, **values: Any) -> ToolOptions | None:
+        """None when nothing is set: a plain tool keeps the plain fast path."""
+        given = {k: v for k, v in values.items() if v is not INHERIT}
+        if requires is None:
+            bridges: tuple[Any, ...] = ()
+        elif isinstance(requires, (list, tuple)):
+            bridges = tuple(requires)
+        else:
+            bridges = (requires,)
+        for bridge in bridges:
+            if not hasattr(bridge, "up") or not hasattr(bridge, "on_change"):
+                raise TypeError(f"requires= takes mcpkit.policy.Bridge objects, not {bridge!r}")
+        if "rate_limit" in given and given["rate_limit"] not in (None, False):
+            from .ratelimit import Rate
+
+            given["rate_limit"] = Rate.coerce(given["rate_limit"])
+        if "timeout" in given and given["timeout"] not in (None, False):
+            if not isinstance(given["timeout"], (int, float)) or given["timeout"] <= 0:
+                raise ValueError("timeout must be a positive number of seconds (or None to turn it off)")
+        if not given and not bridges:
+            return None
+        return cls(**given, requires=bridges)
+
+
+def _env_int(environ: Mapping[str, str], name: str, default: int | None) -> int | None:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not an integer") from None
+    return None if value <= 0 else value
+
+
+@dataclass
+class Policy:
+    """What the server enforces on every tool call (TL-11). Anything left None is off.
+
+    - ``gates``: which tools may run (policy/gates.py).
+    - ``contract``: wrap every tool's result in the tool contract v1 envelope (policy/envelope.py);
+      a tool can opt in or out with ``@server.tool(contract=...)``.
+    - ``audit``: an AuditLog (policy/audit.py), one JSON line per call.
+    - ``rate_limiter``: a RateLimiter (policy/ratelimit.py); per-tool ``rate_limit=`` overrides.
+    - ``limits``: argument/result sizes, timeout and output sanitizing (policy/limits.py).
+    - ``sandbox``: where SandboxPath parameters may point (policy/sandbox.py).
+    - ``redact_logs``: redact secrets in the logs of the ``mcpkit`` logger and the root handlers.
+    - ``principal``: ``(session, request) -> str``, who is calling; "anonymous" when unknown.
+    """
+
+    gates: Gates | None = None
+    contract: bool = False
+    audit: Any = None
+    rate_limiter: Any = None
+    limits: Any = None
+    sandbox: Any = None
+    redact_logs: bool = False
+    principal: Callable[[Any, Any], str] | None = None
+    _extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def secure(
+        cls,
+        *,
+        root: str | os.PathLike[str] | list[Any] | None = None,
+        audit: Any = True,
+        rate_limit: Any = "600/min",
+        contract: bool = False,
+        environ: Mapping[str, str] | None = None,
+        **gates: bool,
+    ) -> Policy:
+        """Everything on, with the environment's switches:
+
+        MCPKIT_READ_ONLY, MCPKIT_ALLOW_DESTRUCTIVE, MCPKIT_ALLOW_OPEN_WORLD (gates);
+        MCPKIT_ROOT (sandbox roots, os.pathsep-separated); MCPKIT_AUDIT_LOG (the audit file;
+        by default ``<first root>/.mcpkit/audit.log``, or the ``mcpkit.audit`` logger on stderr
+        when there is no root); MCPKIT_RATE_LIMIT (e.g. "600/min"; "off" for none);
+        MCPKIT_TOOL_TIMEOUT (seconds), MCPKIT_MAX_ARGUMENT_BYTES, MCPKIT_MAX_RESULT_BYTES;
+        MCPKIT_CONTRACT=1 (envelopes for every tool).
+        """
+        from .limits import Limits
+        from .ratelimit import RateLimiter
+        from .sandbox import Sandbox
+
+        env = os.environ if environ is None else environ
+        sandbox = Sandbox(root if root is None or isinstance(root, list) else [root])
+        if root is None and env.get("MCPKIT_ROOT"):
+            sandbox = Sandbox([p for p in env["MCPKIT_ROOT"].split(os.pathsep) if p])
+        audit_log = None
+        if audit is True:
+            audit_log = _default_audit(env, sandbox)
+        elif audit not in (None, False):
+            audit_log = audit
+        rate = env.get("MCPKIT_RATE_LIMIT", rate_limit)
+        limiter = None if rate in (None, False, "off", "none", "0") else RateLimiter(rate)
+        defaults = Limits()
+        timeout_raw = env.get("MCPKIT_TOOL_TIMEOUT")
+        timeout = defaults.timeout
+        if timeout_raw:
+            try:
+                timeout = float(timeout_raw)
+            except ValueError:
+                raise ValueError(f"MCPKIT_TOOL_TIMEOUT={timeout_raw!r} is not a number of seconds") from None
+            timeout = None if timeout <= 0 else timeout
+        limits = Limits(
+            max_argument_bytes=_env_int(env, "MCPKIT_MAX_ARGUMENT_BYTES", defaults.max_argument_bytes),
+            max_result_bytes=_env_int(env, "MCPKIT_MAX_RESULT_BYTES", defaults.max_result_bytes),
+            timeout=timeout,
+            sanitize=True,
+        )
+        return cls(
+            gates=Gates.from_env(env, **gates),
+            contract=contract or env_flag("MCPKIT_CONTRACT", False, env),
+            audit=audit_log,
+            rate_limiter=limiter,
+            limits=limits,
+            sandbox=sandbox,
+            redact_logs=True,
+        )
+
+    def principal_of(self, session: Any, request: Any) -> str:
+        if self.principal is not None:
+            return self.principal(session, request)
+        return session.principal or "anonymous"
+
+
+def _default_audit(env: Mapping[str, str], sandbox: Any) -> Any:
+    from .audit import AuditLog
+
+    # buffered for at most a tenth of a second: the write leaves the tool call's path
+    path = env.get("MCPKIT_AUDIT_LOG")
+    if path:
+        return AuditLog.from_env(default_path=path, environ=env, flush_interval=0.1)
+    try:
+        roots = sandbox.roots
+    except Exception:  # noqa: BLE001 - no usable root: fall back to the log channel
+        roots = ()
+    if roots:
+        return AuditLog.from_env(default_path=os.path.join(roots[0], ".mcpkit", "audit.log"), environ=env,
+                                 flush_interval=0.1)
+    return _LoggerAudit()
+
+
+class _LoggerAudit:
+    """The audit trail as JSON lines on the ``mcpkit.audit`` logger (stderr, never stdout)."""
+
+    def __init__(self) -> None:
+        from .redact import default_redactor
+
+        self._redactor = default_redactor()
+        self._log = logging.getLogger("mcpkit.audit")
+        if self._log.level == logging.NOTSET:
+            self._log.setLevel(logging.INFO)
+
+    def record(self, entry: dict[str, Any]) -> None:
+        import json
+
+        entry = dict(entry)
+        if "arguments" in entry:
+            entry["arguments"] = self._redactor.redact(entry["arguments"])
+        line = json.dumps(entry, default=str, ensure_ascii=False, separators=(",", ":"))
+        self._log.info("%s", self._redactor.redact_text(line))
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,157 @@
+"""The policy seen from a Server: bridges and list_changed, secret hygiene, the one switch."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from mcpkit import Server
+from mcpkit.policy import Bridge, Gates, Policy
+from mcpkit.policy.hygiene import SecretParameterWarning
+from tests.harness import connect
+from tests.policy.test_chain import LATEST_HANDSHAKE, MemoryAudit, call, error_of, names
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Peer:
+    """The thing a bridge drives: reachable or not, on demand."""
+
+    def __init__(self) -> None:
+        self.reachable = True
+
+    def connect(self) -> str:
+        if not self.reachable:
+            raise ConnectionRefusedError("editor not running")
+        return "conn"
+
+    def probe(self, conn: str) -> bool:
+        return self.reachable
+
+
+@pytest.mark.req("TL-13", "TL-02")
+@pytest.mark.asyncio
+async def test_a_bridge_that_dies_and_returns_hides_and_restores_its_tools(wire):
+    clock, peer = Clock(), Peer()
+    editor = Bridge("editor", peer.connect, probe=peer.probe, probe_interval=1.0, backoff_initial=0.5,
+                    jitter=0.0, clock=clock)
+    audit = MemoryAudit()
+    server = Server("b", policy=Policy(gates=Gates(), audit=audit))
+
+    @server.tool(read_only=True, open_world=False)
+    def status() -> str:
+        return "fine"
+
+    @server.tool(destructive=False, open_world=False, requires=editor)
+    def open_file(path: str) -> str:
+        return editor.call(lambda conn, p: f"opened {p} via {conn}", path)
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        assert await names(c) == ["status"]  # not connected yet
+        refused = await call(c, "open_file", {"path": "a"})
+        assert error_of(refused)["code"] == "E_NOT_CONNECTED" and error_of(refused)["retryable"] is True
+
+        editor.step()  # connects
+        await c.wait_notification("notifications/tools/list_changed", 1)
+        assert await names(c) == ["status", "open_file"]
+        assert (await call(c, "open_file", {"path": "a"}))["content"][0]["text"] == "opened a via conn"
+
+        peer.reachable = False
+        clock.t += 1.0
+        editor.step()  # the probe fails: down
+        await c.wait_notification("notifications/tools/list_changed", 2)
+        assert await names(c) == ["status"]
+        between = await call(c, "open_file", {"path": "b"})
+        assert error_of(between)["code"] == "E_NOT_CONNECTED"
+
+        peer.reachable = True
+        clock.t += 5.0
+        editor.step()  # back
+        await c.wait_notification("notifications/tools/list_changed", 3)
+        assert await names(c) == ["status", "open_file"]
+        assert not (await call(c, "open_file", {"path": "c"})).get("isError")
+    changes = [n for n in c.notifications if n["method"] == "notifications/tools/list_changed"]
+    assert len(changes) == 3  # up, down, up: each transition announced once
+    assert [a["code"] for a in audit.lines if a["tool"] == "open_file"] == [
+        "E_NOT_CONNECTED", None, "E_NOT_CONNECTED", None]
+
+
+def test_a_credential_parameter_warns_once_with_the_fix():
+    server = Server("h")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        @server.tool
+        def deploy(target: str, api_key: str, max_tokens: int = 5) -> str:
+            return "ok"
+
+        server.remove_tool("deploy")
+
+        @server.tool(name="deploy")
+        def deploy_again(target: str, api_key: str) -> str:
+            return "ok"
+
+    mine = [w for w in caught if issubclass(w.category, SecretParameterWarning)]
+    assert len(mine) == 1
+    text = str(mine[0].message)
+    assert "'api_key'" in text and "environment" in text and "max_tokens" not in text
+
+
+def test_policy_true_is_the_secure_policy_and_reads_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("MCPKIT_ROOT", str(tmp_path))
+    monkeypatch.setenv("MCPKIT_READ_ONLY", "1")
+    monkeypatch.delenv("MCPKIT_AUDIT_LOG", raising=False)
+    server = Server("s", policy=True)
+    policy = server.policy
+    assert policy.gates == Gates(read_only=True)
+    assert [str(r) for r in policy.sandbox.roots] == [str(tmp_path.resolve())]
+    assert policy.rate_limiter is not None and policy.limits.sanitize is True
+    assert str(policy.audit.path) == str(tmp_path.resolve() / ".mcpkit" / "audit.log")
+    monkeypatch.setenv("MCPKIT_POLICY", "1")
+    assert Server("t").policy is not None
+    monkeypatch.setenv("MCPKIT_POLICY", "0")
+    assert Server("u").policy is None
+
+
+def test_setting_a_policy_later_rewrites_what_tools_advertise():
+    server = Server("late")
+
+    @server.tool(read_only=True, open_world=False)
+    def look() -> int:
+        return 1
+
+    assert server.tools["look"].output_schema == {"type": "object", "properties": {"result": {"type": "integer"}},
+                                                  "required": ["result"]}
+    server.policy = Policy(contract=True)
+    assert server.tools["look"].output_schema["required"] == ["ok", "summary", "result", "error", "meta"]
+    server.policy = None
+    assert server.tools["look"].output_schema["required"] == ["result"]
+
+
+@pytest.mark.req("LG-05")
+@pytest.mark.asyncio
+async def test_log_messages_to_the_client_are_redacted_under_a_policy(wire):
+    from mcpkit import Context
+
+    server = Server("l", policy=Policy(gates=Gates(), redact_logs=True))
+    token = "ghp_" + "B" * 36
+
+    @server.tool(read_only=True, open_world=False)
+    async def connect_repo(ctx: Context) -> str:
+        await ctx.info(f"using token {token}")
+        await ctx.warning({"authorization": "Bearer abcdefghijklmnop", "repo": "demo"})
+        return "ok"
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        await c.request("logging/setLevel", {"level": "debug"})
+        await call(c, "connect_repo", {})
+        await c.settle()
+    logs = [n["params"]["data"] for n in c.notifications if n["method"] == "notifications/message"]
+    assert logs == ["using token [REDACTED]", {"authorization": "[REDACTED]", "repo": "demo"}]
