@@ -75,7 +75,9 @@ class Match:
 
 def _info(path: Path) -> FileInfo:
     st = path.lstat()
-    kind: Literal["file", "directory", "other"] = "directory" if path.is_dir() else "file" if path.is_file() else "other"
+    kind: Literal["file", "directory", "other"] = (
+        "directory" if path.is_dir() else "file" if path.is_file() else "other"
+    )
     return FileInfo(policy.sandbox.relative(path), kind, st.st_size if kind == "file" else 0)
 
 

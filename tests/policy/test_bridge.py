@@ -125,7 +125,7 @@ def test_jitter_stays_within_its_fraction(seed: int) -> None:
         assert expected * 0.75 <= delay <= expected * 1.25
         delays.append(delay)
         clock.t += delay
-    assert [d / b for d, b in zip(delays, base)] != [1.0] * len(base)  # jitter is really applied
+    assert [d / b for d, b in zip(delays, base, strict=True)] != [1.0] * len(base)  # jitter is really applied
 
 
 def test_a_connection_that_fails_its_first_probe_is_closed_and_not_up() -> None:

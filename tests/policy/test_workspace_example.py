@@ -40,7 +40,7 @@ def project() -> Iterator[Path]:
     shutil.rmtree(base, ignore_errors=True)
 
 
-def start(serve: Any, root: Path, *extra: str) -> ServerProcess:
+def start(serve: Any, root: Path, *extra: str) -> ServerProcess:  # noqa: F811
     proc: ServerProcess = serve(EXAMPLE, "--root", str(root), *extra)
     proc.initialize()
     return proc

@@ -110,7 +110,7 @@ class AuditLog:
         # buffered mode: lines queue here (a deque append is atomic, no lock on the call's
         # path) and the flusher writes them, rotating between lines as record() would
         self._queue: deque[bytes] = deque()
-        self._queued = 0  # approximate bytes queued: only decides when to wake the flusher early
+        self._queued = 0  # approximate lines queued: only decides when to wake the flusher early
         self._flusher: threading.Thread | None = None
         self._wake = threading.Event()
         if max_bytes < 0 or backups < 0:
@@ -157,20 +157,20 @@ class AuditLog:
             line = _json.dumps(clean if "time" in clean else {"time": self._now(), **clean})
         self._append(line + b"\n")
 
-    def _append(self, data: bytes) -> None:
+    def _append(self, data: bytes | tuple[Any, ...]) -> None:
         if self.flush_interval:
             self._queue.append(data)
-            self._queued += len(data)
+            self._queued += 1
             if self._flusher is None:
                 with self._lock:
                     if self._flusher is None:
                         self._start_flusher()
-            elif self._queued >= _FLUSH_BYTES:
+            elif self._queued >= _FLUSH_LINES:
                 self._queued = 0
                 self._wake.set()  # a burst: write now rather than at the next interval
             return
         with self._lock:
-            self._write_lines([data])
+            self._write_lines([data])  # type: ignore[list-item]
 
     def _write_lines(self, lines: list[bytes]) -> None:
         """Write whole lines, rotating before one that would take the file past max_bytes
@@ -197,7 +197,19 @@ class AuditLog:
         outcome: str, code: str | None, duration_ms: float, parent: str | None = None,
     ) -> None:
         """The line of one tool call, as the policy chain writes it: the same line as
-        ``record({...})`` with these fields, built without walking the fixed ones."""
+        ``record({...})`` with these fields, built without walking the fixed ones. In
+        buffered mode the fields are queued and the line is built by the flusher, in bulk."""
+        if self.flush_interval:
+            self._append((self._clock(), correlation_id, principal, tool, action, arguments, outcome, code,
+                          duration_ms, parent))
+            return
+        self._append(self._call_line(self._clock(), correlation_id, principal, tool, action, arguments, outcome,
+                                     code, duration_ms, parent))
+
+    def _call_line(
+        self, when: float, correlation_id: str, principal: str, tool: str, action: str | None, arguments: Any,
+        outcome: str, code: str | None, duration_ms: float, parent: str | None,
+    ) -> bytes:
         redactor = self.redactor
         names = self._names  # principals and tool names repeat: redact each once
         clean_principal = names.get(principal)
@@ -207,7 +219,7 @@ class AuditLog:
         if clean_tool is None:
             clean_tool = self._remember(tool)
         entry: dict[str, Any] = {
-            "time": self._now(),
+            "time": self._now(when),
             "correlationId": correlation_id,
             "principal": clean_principal,
             "tool": clean_tool,
@@ -223,7 +235,7 @@ class AuditLog:
             line = _json.dumps(entry)
         except TypeError:
             line = _json.dumps(redactor.redact(_jsonable(entry)))
-        self._append(line + b"\n")
+        return line + b"\n"
 
     def _remember(self, name: str) -> str:
         clean = self.redactor.redact_text(name)
@@ -263,7 +275,9 @@ class AuditLog:
             return
         lines = []
         while queue:
-            lines.append(queue.popleft())
+            item = queue.popleft()
+            # a queued tool call becomes its line here, off the call's path
+            lines.append(item if type(item) is bytes else self._call_line(*item))
         self._write_lines(lines)
 
     def _write(self, data: bytes | bytearray) -> None:
@@ -300,8 +314,8 @@ class AuditLog:
         self._flusher.start()
         atexit.register(_flush_at_exit, ref)
 
-    def _now(self) -> str:
-        millis = int(self._clock() * 1000)
+    def _now(self, when: float | None = None) -> str:
+        millis = int((self._clock() if when is None else when) * 1000)
         stamp = self._stamp
         if stamp[0] != millis:  # formatted once a millisecond, strftime once a second
             second, ms = divmod(millis, 1000)
@@ -388,8 +402,8 @@ class AuditLog:
 #: E_* codes, registered action names): never a secret, so not scanned
 _PLAIN_FIELDS = frozenset({"correlationId", "parentCorrelationId", "action", "outcome", "code"})
 
-#: buffered lines are written at once beyond this many bytes, whatever the interval
-_FLUSH_BYTES = 64 * 1024
+#: buffered lines are written at once beyond this many, whatever the interval
+_FLUSH_LINES = 512
 
 
 def _flush_at_exit(ref: Any) -> None:

@@ -32,12 +32,11 @@ from ..protocol.errors import (
 )
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
 from ..server.rounds import InputRequired
-from ..server.schema import BindError
-from ..server.schema import _identity
+from ..server.schema import BindError, _identity
 from ..server.session import SyncCall, new_correlation_id
 from ..server.tools import OutputSchemaError, shape_for_revision
 from ..server.validation import format_errors
-from . import envelope
+from . import envelope, limits
 from .config import INHERIT
 from .paths import ACTIVE_SANDBOX
 
@@ -59,6 +58,8 @@ ERROR_META_KEY = "dev.mcpkit/error"
 CORRELATION_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcpkit_cid", default=None)
 
 _DEADLINES: Any = None
+#: any character strip_control would remove (limits.py); absent in nearly every text
+_CONTROL = limits._ANY_CONTROL
 
 
 def _deadlines() -> Any:
@@ -223,9 +224,12 @@ class _Call:
         rev = self.req.revision
         settings = self.settings
         if settings.sanitize:
-            result = _limits().sanitize_result(result)
+            content = result.get("content")
+            if not (type(content) is list and len(content) == 1 and content[0].get("type") == "text"
+                    and _CONTROL.search(content[0].get("text", "")) is None):  # the common case, inline
+                result = limits.sanitize_result(result)
         if settings.max_result_bytes:
-            result = _limits().truncate_result(result, settings.max_result_bytes)
+            result = limits.truncate_result(result, settings.max_result_bytes)
         if self.contract and not rev.structured_content and "structuredContent" in result:
             # 2024-11-05 and 2025-03-26 have no structuredContent: the envelope rides as JSON text
             from .. import _json
@@ -341,19 +345,7 @@ class _Call:
             if wait is not None:
                 raise limiter.limit_error(tool.name, wait, settings.rate or limiter.default)
         if settings.max_argument_bytes:
-            _limits().check_argument_size(self.arguments, settings.max_argument_bytes, tool.name)
-
-
-_LIMITS: Any = None
-
-
-def _limits() -> Any:
-    global _LIMITS
-    if _LIMITS is None:
-        from . import limits
-
-        _LIMITS = limits
-    return _LIMITS
+            limits.check_argument_size(self.arguments, settings.max_argument_bytes, tool.name)
 
 
 def _plain(value: Any) -> Any:
@@ -492,7 +484,9 @@ def _run_sync_deadline(c: _Call, target: Any, args: tuple[Any, ...], kwargs: dic
     return _run_sync(c, target, args, kwargs, _deadlines().add(timeout, c.expire))
 
 
-async def _run_async(c: _Call, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> Any:
+async def _run_async(
+    c: _Call, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None
+) -> Any:
     token = CORRELATION_ID.set(c.cid)
     try:
         if timeout:

@@ -236,10 +236,11 @@ def truncate_result(result: dict[str, Any], max_bytes: int) -> dict[str, Any]:
     text resource) is shortened at a character boundary, or removed if it would be emptied; any
     other block (image, audio, blob) is replaced by a short text notice, and removed if even that
     is too much; room a removal freed beyond the need goes back to the texts removed. One text
-    block ``"[result truncated: N bytes over the M-byte limit]"`` is appended. If what is not content (``structuredContent``, ``_meta``) cannot fit with the
-    notice, the result becomes an ``isError`` result with a notice only: a truncated structured
-    value would no longer match the tool's outputSchema. ``max_bytes`` must pass
-    :func:`check_limit`. The input is never modified.
+    block ``"[result truncated: N bytes over the M-byte limit]"`` is appended. If what is not
+    content (``structuredContent``, ``_meta``) cannot fit with the notice, the result becomes an
+    ``isError`` result with a notice only: a truncated structured value would no longer match
+    the tool's outputSchema. ``max_bytes`` must pass :func:`check_limit`. The input is never
+    modified.
     """
     size = json_size(result)
     if size <= max_bytes:

@@ -37,7 +37,8 @@ class _Confine:
             raise ToolError(
                 "This server has no sandbox configured, so it accepts no paths.",
                 code=E_PERMISSION_DENIED,
-                suggested_fix="The server's operator must configure sandbox roots (Policy(sandbox=...) or MCPKIT_ROOT).",
+                suggested_fix="The server's operator must configure sandbox roots "
+                "(Policy(sandbox=...) or MCPKIT_ROOT).",
             )
         result: pathlib.Path = sandbox.resolve(value, must_exist=self.must_exist)
         return result

@@ -217,7 +217,12 @@ class Redactor:
                 fast.extend(self._rule(re.escape(c), rest, check) for c in first)
         sources = [_source(p) for p in (*(patterns or ()), *extra_patterns)]
         slow = [self._rule("", src, None) for src in sources]
-        self._patterns = tuple(re.compile("|".join(alts)) for alts in (fast, slow) if alts)
+        # compiled on first use: the default set takes tens of milliseconds to compile, which a
+        # server should not spend before answering initialize when nothing has logged yet
+        self._sources = tuple("|".join(alts) for alts in (fast, slow) if alts)
+        self._compiled: tuple[re.Pattern[str], ...] | None = None
+        for source in sources:
+            re.compile(source)  # a bad pattern of the caller's is still reported here
         # Text shorter than any possible match skips the scan: most argument strings are short
         # (ids, names, enum values). A key word needs itself, a separator and one character.
         widths = [_min_width(src) for src in sources]
@@ -226,6 +231,12 @@ class Redactor:
         if patterns is None:
             widths.append(_SHAPES_MIN_WIDTH)
         self._min_len = min(widths, default=0)
+
+    def _compile(self) -> tuple[re.Pattern[str], ...]:
+        with _compile_lock:
+            if self._compiled is None:
+                self._compiled = tuple(re.compile(source) for source in self._sources)
+        return self._compiled
 
     def _rule(self, first: str, body: str, check: _Check | None) -> str:
         """One alternative: ``first`` then ``body`` in group ``p<n>``, its ``secret`` group renamed
@@ -254,7 +265,7 @@ class Redactor:
         if len(text) < self._min_len:
             return text
         out = text
-        for pattern in self._patterns:
+        for pattern in self._compiled or self._compile():
             if pattern.search(out) is not None:
                 out = pattern.sub(self._replace, out)
         return text if out == text else out
@@ -358,6 +369,7 @@ def _source(pattern: str | re.Pattern[str]) -> str:
 
 _default: Redactor | None = None
 _default_lock = threading.Lock()
+_compile_lock = threading.Lock()
 
 
 def default_redactor() -> Redactor:

@@ -107,6 +107,19 @@ async def _run_async(
         return _tool_failure(tool, exc, cid)
 
 
+_CHAIN: Any = None
+
+
+def _policy_chain() -> Any:
+    """policy/chain.py's call_tool, imported on the first policed call (not per call)."""
+    global _CHAIN
+    if _CHAIN is None:
+        from ..policy.chain import call_tool as chain_call
+
+        _CHAIN = chain_call
+    return _CHAIN
+
+
 def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     server = session.server
     params = req.params or {}
@@ -115,9 +128,7 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     if tool is None:
         raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
     if server._policy is not None or tool.options is not None or tool.actions is not None:
-        from ..policy.chain import call_tool as call_through_policy
-
-        return call_through_policy(session, req, tool, params.get("arguments"))
+        return _policy_chain()(session, req, tool, params.get("arguments"))
     arguments = params.get("arguments")
     if arguments is None:
         arguments = {}

@@ -172,6 +172,8 @@ class Server:
         if contract:
             from ..policy.envelope import envelope_schema
 
+            if tool.result_dump is None:  # a function tool: its value's own schema, unwrapped
+                tool.result_schema, tool.result_dump = _result_spec(_return_hint(tool.handler))
             tool.set_output_schema(envelope_schema(tool.result_schema))
         else:
             tool.set_output_schema(tool.base_output_schema)
@@ -433,7 +435,6 @@ class Server:
             spec = input_spec(func, context_type=Context)
             out_schema = None
             dump = None
-            result_schema, result_dump = _result_spec(_return_hint(func))
             if structured is not False:
                 hints = _return_hint(func)
                 out = output_spec(hints)
@@ -462,9 +463,8 @@ class Server:
                 task=task,
                 task_after_input=task_after_input,
                 options=options,
-                result_schema=result_schema,
-                result_dump=result_dump,
             )
+            tool.result_dump = None  # resolved from the return annotation if a contract needs it
             self._register_tool(tool, replace)
             return func
 

@@ -157,8 +157,9 @@ class Tool:
         #: the outputSchema the tool was declared with; the advertised one may be the envelope's
         self.base_output_schema = output_schema
         #: what the tool's own value looks like inside a contract envelope, and how to dump it
+        #: (a function tool's are resolved from its return annotation when a contract applies)
         self.result_schema = result_schema if result_schema is not None else output_schema
-        self.result_dump = result_dump if result_dump is not None else (dump or _as_is)
+        self.result_dump: Callable[[Any], Any] | None = result_dump if result_dump is not None else (dump or _as_is)
         #: what the server's policy means for this tool, resolved once (policy/chain.py)
         self.resolved: Any = None
         self._validator: Any = None
