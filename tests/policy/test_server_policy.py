@@ -10,37 +10,15 @@ from mcpkit import Server
 from mcpkit.policy import Bridge, Gates, Policy
 from mcpkit.policy.hygiene import SecretParameterWarning
 from tests.harness import connect
+from tests.policy.test_bridge import Clock, Peer
 from tests.policy.test_chain import LATEST_HANDSHAKE, MemoryAudit, call, error_of, names
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-class Peer:
-    """The thing a bridge drives: reachable or not, on demand."""
-
-    def __init__(self) -> None:
-        self.reachable = True
-
-    def connect(self) -> str:
-        if not self.reachable:
-            raise ConnectionRefusedError("editor not running")
-        return "conn"
-
-    def probe(self, conn: str) -> bool:
-        return self.reachable
 
 
 @pytest.mark.req("TL-13", "TL-02")
 @pytest.mark.asyncio
 async def test_a_bridge_that_dies_and_returns_hides_and_restores_its_tools(wire):
     clock, peer = Clock(), Peer()
-    editor = Bridge("editor", peer.connect, probe=peer.probe, probe_interval=1.0, backoff_initial=0.5,
+    editor = Bridge("editor", peer.connect, probe=peer.probe, close=peer.close, probe_interval=1.0, backoff_initial=0.5,
                     jitter=0.0, clock=clock)
     audit = MemoryAudit()
     server = Server("b", policy=Policy(gates=Gates(), audit=audit))
@@ -51,7 +29,7 @@ async def test_a_bridge_that_dies_and_returns_hides_and_restores_its_tools(wire)
 
     @server.tool(destructive=False, open_world=False, requires=editor)
     def open_file(path: str) -> str:
-        return editor.call(lambda conn, p: f"opened {p} via {conn}", path)
+        return editor.call(lambda conn, p: f"opened {p} on connection {conn['id']}", path)
 
     async with connect(server, wire, LATEST_HANDSHAKE) as c:
         assert await names(c) == ["status"]  # not connected yet
@@ -61,9 +39,9 @@ async def test_a_bridge_that_dies_and_returns_hides_and_restores_its_tools(wire)
         editor.step()  # connects
         await c.wait_notification("notifications/tools/list_changed", 1)
         assert await names(c) == ["status", "open_file"]
-        assert (await call(c, "open_file", {"path": "a"}))["content"][0]["text"] == "opened a via conn"
+        assert (await call(c, "open_file", {"path": "a"}))["content"][0]["text"] == "opened a on connection 0"
 
-        peer.reachable = False
+        peer.reachable = peer.healthy = False
         clock.t += 1.0
         editor.step()  # the probe fails: down
         await c.wait_notification("notifications/tools/list_changed", 2)
@@ -71,7 +49,7 @@ async def test_a_bridge_that_dies_and_returns_hides_and_restores_its_tools(wire)
         between = await call(c, "open_file", {"path": "b"})
         assert error_of(between)["code"] == "E_NOT_CONNECTED"
 
-        peer.reachable = True
+        peer.reachable = peer.healthy = True
         clock.t += 5.0
         editor.step()  # back
         await c.wait_notification("notifications/tools/list_changed", 3)
@@ -155,3 +133,22 @@ async def test_log_messages_to_the_client_are_redacted_under_a_policy(wire):
         await c.settle()
     logs = [n["params"]["data"] for n in c.notifications if n["method"] == "notifications/message"]
     assert logs == ["using token [REDACTED]", {"authorization": "[REDACTED]", "repo": "demo"}]
+
+
+@pytest.mark.asyncio
+async def test_the_readme_guard_rails_example_runs_as_written(wire, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    for name in ("MCPKIT_READ_ONLY", "MCPKIT_ALLOW_DESTRUCTIVE", "MCPKIT_ALLOW_OPEN_WORLD", "MCPKIT_AUDIT_LOG"):
+        monkeypatch.delenv(name, raising=False)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    code = readme.split("## Guard rails", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(code.replace("/srv/project", str(tmp_path)), namespace)  # noqa: S102 - the README's own code
+    server = namespace["server"]
+    (tmp_path / "note.txt").write_text("hi")
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        assert await names(c) == ["read"]
+        assert (await call(c, "read", {"path": "note.txt"}))["structuredContent"]["result"] == "hi"
+        assert error_of(await call(c, "delete", {"path": "note.txt"}))["code"] == "E_PERMISSION_DENIED"
+    assert (tmp_path / "note.txt").exists()

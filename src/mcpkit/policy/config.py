@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .gates import Gates, env_flag
@@ -80,7 +80,7 @@ def _env_int(environ: Mapping[str, str], name: str, default: int | None) -> int 
     return None if value <= 0 else value
 
 
-@dataclass
+@dataclass(frozen=True)
 class Policy:
     """What the server enforces on every tool call (TL-11). Anything left None is off.
 
@@ -93,6 +93,9 @@ class Policy:
     - ``sandbox``: where SandboxPath parameters may point (policy/sandbox.py).
     - ``redact_logs``: redact secrets in the logs of the ``mcpkit`` logger and the root handlers.
     - ``principal``: ``(session, request) -> str``, who is calling; "anonymous" when unknown.
+
+    Frozen: what each tool's calls enforce is resolved once per policy, so a change is a new
+    Policy (``dataclasses.replace``) assigned to ``server.policy``.
     """
 
     gates: Gates | None = None
@@ -103,7 +106,6 @@ class Policy:
     sandbox: Any = None
     redact_logs: bool = False
     principal: Callable[[Any, Any], str] | None = None
-    _extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def secure(

@@ -232,6 +232,10 @@ class Redactor:
             widths.append(_SHAPES_MIN_WIDTH)
         self._min_len = min(widths, default=0)
 
+    def compile(self) -> None:
+        """Compile the patterns now; otherwise the first text long enough to hold a secret does."""
+        self._compile()
+
     def _compile(self) -> tuple[re.Pattern[str], ...]:
         with _compile_lock:
             if self._compiled is None:

@@ -12,7 +12,7 @@ import base64
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from ..protocol.errors import INVALID_PARAMS, McpError
 from ..protocol.meta import check_icons
@@ -37,17 +37,6 @@ _CHANGED = {
     "resourceTemplates": "notifications/resources/list_changed",
     "prompts": "notifications/prompts/list_changed",
 }
-
-
-class _Inherit:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "INHERIT"
-
-
-#: "this tool takes the server's policy for this setting" (policy.config.INHERIT once built)
-_INHERIT: Any = _Inherit()
 
 
 def _pick(item: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
@@ -340,12 +329,18 @@ class Server:
             threading.Thread(target=self.warm_up, name="mcpkit-warm-up", daemon=True).start()
 
     def warm_up(self) -> None:
-        """Compile every tool's validators now (idempotent)."""
+        """Compile every tool's validators now (idempotent), and under a policy the secret
+        redactor, whose patterns take tens of milliseconds to compile: the first calls should
+        not pay for either."""
         for tool in list(self._tools.values()):
             try:
                 tool.compile()
             except ValueError:
                 log.exception("tool %r has an unusable schema", tool.name)
+        if self._policy is not None:
+            from ..policy.redact import default_redactor
+
+            default_redactor().compile()
 
     def _session_closed(self, session: Any) -> None:
         self._sessions.discard(session)
@@ -406,13 +401,7 @@ class Server:
         replace: bool = False,
         task: str | None = None,
         task_after_input: bool = False,
-        contract: Any = _INHERIT,
-        rate_limit: Any = _INHERIT,
-        timeout: Any = _INHERIT,
-        max_argument_bytes: Any = _INHERIT,
-        max_result_bytes: Any = _INHERIT,
-        sanitize: Any = _INHERIT,
-        requires: Any = None,
+        **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=...)``.
 
@@ -428,8 +417,7 @@ class Server:
         ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
         the tool while that Bridge is down.
         """
-        options = _tool_options(contract, rate_limit, timeout, max_argument_bytes, max_result_bytes, sanitize,
-                                requires)
+        options = _tool_options(policy)
 
         def deco(func: F) -> F:
             spec = input_spec(func, context_type=Context)
@@ -486,21 +474,14 @@ class Server:
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         task: str | None = None,
-        contract: Any = _INHERIT,
-        rate_limit: Any = _INHERIT,
-        timeout: Any = _INHERIT,
-        max_argument_bytes: Any = _INHERIT,
-        max_result_bytes: Any = _INHERIT,
-        sanitize: Any = _INHERIT,
-        requires: Any = None,
+        **policy: Unpack[ToolPolicyOptions],
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
 
         The schema is listed exactly as given and is what calls are validated against. The
         policy options are those of :meth:`tool`.
         """
-        options = _tool_options(contract, rate_limit, timeout, max_argument_bytes, max_result_bytes, sanitize,
-                                requires)
+        options = _tool_options(policy)
         _warn_secret_parameters(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
         tool = Tool(
@@ -529,21 +510,14 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         replace: bool = False,
-        contract: Any = _INHERIT,
-        rate_limit: Any = _INHERIT,
-        timeout: Any = _INHERIT,
-        max_argument_bytes: Any = _INHERIT,
-        max_result_bytes: Any = _INHERIT,
-        sanitize: Any = _INHERIT,
-        requires: Any = None,
+        **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """A manager tool: one tool with several actions (``@tool.action(...)``), each with its
         own parameters and read-only/destructive/open-world declaration (policy/manager.py)."""
         from ..policy.manager import ManagerTool
 
         tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta)
-        tool.options = _tool_options(contract, rate_limit, timeout, max_argument_bytes, max_result_bytes,
-                                     sanitize, requires)
+        tool.options = _tool_options(policy)
         self._register_tool(tool, replace)
         return tool
 
@@ -855,15 +829,31 @@ class Server:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
 
 
-def _tool_options(contract: Any, rate_limit: Any, timeout: Any, max_argument_bytes: Any, max_result_bytes: Any,
-                  sanitize: Any, requires: Any) -> Any:
-    values = {"contract": contract, "rate_limit": rate_limit, "timeout": timeout,
-              "max_argument_bytes": max_argument_bytes, "max_result_bytes": max_result_bytes, "sanitize": sanitize}
-    if requires is None and all(v is _INHERIT for v in values.values()):
-        return None  # the common case imports nothing of the policy package
-    from ..policy.config import INHERIT, ToolOptions
+class ToolPolicyOptions(TypedDict, total=False):
+    """What one tool may set for itself over the server's Policy (mcpkit.policy): ``contract``
+    (the tool contract envelope), ``rate_limit`` ("10/min"; None: not limited), ``timeout``
+    (seconds; None: none), ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``, and
+    ``requires`` (a Bridge, or several, that must be up for the tool to be listed and run)."""
 
-    return ToolOptions.build(requires=requires, **{k: (INHERIT if v is _INHERIT else v) for k, v in values.items()})
+    contract: bool
+    rate_limit: Any
+    timeout: float | None
+    max_argument_bytes: int | None
+    max_result_bytes: int | None
+    sanitize: bool
+    requires: Any
+
+
+def _tool_options(policy: dict[str, Any]) -> Any:
+    unknown = sorted(set(policy) - ToolPolicyOptions.__annotations__.keys())
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; a tool's policy options are "
+                        f"{', '.join(ToolPolicyOptions.__annotations__)}")
+    if not policy:
+        return None  # the common case imports nothing of the policy package
+    from ..policy.config import ToolOptions
+
+    return ToolOptions.build(**policy)  # what is not given is INHERIT: the server's policy decides
 
 
 def _result_spec(annotation: Any) -> tuple[dict[str, Any] | None, Callable[[Any], Any]]:
