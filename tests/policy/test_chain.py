@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from mcpkit import Context, Server, ToolError
-from mcpkit.policy import Gates, Outcome, Policy, RateLimiter, SandboxPath
+from mcpkit.policy import Gates, Outcome, Policy, RateLimiter, SandboxPath, SandboxUri
 from mcpkit.policy.chain import CID_META_KEY, ERROR_META_KEY
 from mcpkit.policy.limits import Limits
 from mcpkit.policy.sandbox import Sandbox
@@ -457,3 +457,24 @@ async def test_every_call_gets_a_fresh_correlation_id_in_meta_logs_and_audit(wir
     assert [a["correlationId"] for a in audit.lines] == cids
     lines = [r.getMessage() for r in caplog.records if r.name == "mcpkit.test.user"]
     assert lines == [f"working on it [correlation id {cids[0]}]", f"working on it [correlation id {cids[1]}]"]
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+async def test_sandbox_uris_allow_only_the_configured_schemes(wire, tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    server, _, _ = make_server(sandbox=Sandbox([tmp_path], schemes=("file", "https")))
+
+    @server.tool(read_only=True, open_world=False)
+    def open_uri(uri: SandboxUri) -> str:
+        return f"got {uri}"
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        ok = await call(c, "open_uri", {"uri": (tmp_path / "a.txt").as_uri()})
+        web = await call(c, "open_uri", {"uri": "https://example.com/x"})
+        outside = await call(c, "open_uri", {"uri": "file:///etc/passwd"})
+        script = await call(c, "open_uri", {"uri": "javascript:alert(1)"})
+    assert ok["content"][0]["text"] == f"got {(tmp_path / 'a.txt').as_uri()}"
+    assert web["content"][0]["text"] == "got https://example.com/x"
+    for refused in (outside, script):
+        assert refused["isError"] is True and error_of(refused)["code"] == "E_PERMISSION_DENIED"

@@ -244,3 +244,32 @@ def test_the_editor_bridge_dies_and_returns(serve, project, monkeypatch):  # noq
     assert env_of(call(proc, "open_in_editor", {"path": "README.md"}))["ok"] is True
     editor.stop()
     proc.finish()
+
+
+@pytest.mark.req("TL-11", "TL-07")
+def test_the_policy_serves_2026_07_28_requests_too(wire, project):
+    import subprocess
+
+    from tests.conftest import mcpkit_command
+
+    version = "2026-07-28"
+    meta = {"io.modelcontextprotocol/protocolVersion": version, "io.modelcontextprotocol/clientCapabilities": {}}
+
+    def req(rid: int, method: str, params: dict[str, Any]) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": meta}})
+
+    lines = [
+        req(1, "tools/list", {}),
+        req(2, "tools/call", {"name": "read_file", "arguments": {"path": "README.md"}}),
+        req(3, "tools/call", {"name": "delete", "arguments": {"path": "README.md"}}),
+        req(4, "tools/call", {"name": "files", "arguments": {"action": "read", "path": "../outside.txt"}}),
+    ]
+    argv = wire.command(mcpkit_command("serve", EXAMPLE, "--root", str(project)))
+    done = subprocess.run(argv, input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = {m["id"]: m["result"] for m in map(json.loads, done.stdout.splitlines()) if "id" in m}
+    assert "delete" not in [t["name"] for t in out[1]["tools"]]
+    assert out[2]["resultType"] == "complete" and env_of(out[2])["result"] == "# demo\nhello world\n"
+    assert env_of(out[3])["error"]["code"] == "E_PERMISSION_DENIED"
+    assert env_of(out[4])["error"]["code"] == "E_PERMISSION_DENIED" and env_of(out[4])["meta"]["action"] == "read"
+    assert (project / "README.md").exists()

@@ -19,6 +19,7 @@ __all__ = [
     "Sandbox",
     "SandboxPath",
     "ExistingSandboxPath",
+    "SandboxUri",
     "confined",
     "AuditLog",
     "Redactor",
@@ -38,6 +39,7 @@ _LAZY = {
     "Sandbox": ("sandbox", "Sandbox"),
     "SandboxPath": ("paths", "SandboxPath"),
     "ExistingSandboxPath": ("paths", "ExistingSandboxPath"),
+    "SandboxUri": ("paths", "SandboxUri"),
     "confined": ("paths", "confined"),
     "AuditLog": ("audit", "AuditLog"),
     "Redactor": ("redact", "Redactor"),
@@ -58,7 +60,7 @@ if TYPE_CHECKING:
     from .gates import Gates
     from .hygiene import SecretParameterWarning
     from .limits import Limits
-    from .paths import ExistingSandboxPath, SandboxPath, confined
+    from .paths import ExistingSandboxPath, SandboxPath, SandboxUri, confined
     from .ratelimit import Rate, RateLimiter
     from .redact import Redactor, install_log_redaction
     from .sandbox import Sandbox
