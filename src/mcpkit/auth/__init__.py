@@ -1,0 +1,63 @@
+"""OAuth 2.1 resource-server side of mcpkit: verifying the bearer tokens of HTTP requests.
+
+    from mcpkit.auth import JWTVerifier
+
+    verifier = JWTVerifier("https://login.example.com/", "https://mcp.example.com/mcp",
+                           jwks_uri="https://login.example.com/.well-known/jwks.json")
+    token = await verifier.verify(bearer)        # AccessToken, or raises InvalidToken
+
+Verifiers: :class:`StaticTokens` (fixed tokens, stored as hashes), :class:`JWTVerifier` (JWT
+checked against a JWKS), :class:`IntrospectionVerifier` (RFC 7662). Every one checks that the
+token was issued for this server (AU-05, SEC-01). Names are imported lazily, so importing this
+package pulls in neither PyJWT, cryptography, asyncio nor urllib.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "AccessToken",
+    "IntrospectionVerifier",
+    "InvalidToken",
+    "JWTVerifier",
+    "ResourceServer",
+    "StaticTokens",
+    "TokenVerifier",
+    "hash_token",
+    "parse_scopes",
+]
+
+_LAZY = {
+    "AccessToken": ("tokens", "AccessToken"),
+    "InvalidToken": ("tokens", "InvalidToken"),
+    "TokenVerifier": ("tokens", "TokenVerifier"),
+    "parse_scopes": ("tokens", "parse_scopes"),
+    "StaticTokens": ("static", "StaticTokens"),
+    "hash_token": ("static", "hash_token"),
+    "JWTVerifier": ("jwt", "JWTVerifier"),
+    "IntrospectionVerifier": ("introspection", "IntrospectionVerifier"),
+    "ResourceServer": ("resource", "ResourceServer"),
+}
+
+if TYPE_CHECKING:
+    from .introspection import IntrospectionVerifier
+    from .jwt import JWTVerifier
+    from .resource import ResourceServer
+    from .static import StaticTokens, hash_token
+    from .tokens import AccessToken, InvalidToken, TokenVerifier, parse_scopes
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'mcpkit.auth' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{target[0]}"), target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
