@@ -86,8 +86,51 @@ def _policy_env(args: argparse.Namespace) -> None:
         os.environ["MCPKIT_POLICY"] = "1"
 
 
+def _auth(args: argparse.Namespace) -> Any:
+    """The ResourceServer the --auth options describe (docs/auth.md), or None."""
+    if not args.auth:
+        return None
+    if args.http is None:
+        raise SystemExit(
+            "mcpkit: --auth is for --http; a stdio server takes its credentials from the environment (AU-01)"
+        )
+    from .auth import IntrospectionVerifier, JWTVerifier, StaticTokens
+    from .auth.resource import ResourceServer
+
+    mode, _, argument = args.auth.partition(":")
+    audience: Any = args.audience
+    if audience is None and args.resource:
+        from .auth.resource import canonical_uri
+
+        # AU-15: the canonical form, and the same with a trailing slash, which some providers add
+        canonical = canonical_uri(args.resource)
+        audience = [canonical, canonical + "/"]
+    if mode == "tokens":
+        verifier: Any = StaticTokens.from_file(argument) if argument else StaticTokens.from_env("MCPKIT_AUTH_TOKENS")
+    elif mode == "jwt":
+        if not args.issuer or not audience:
+            raise SystemExit("mcpkit: --auth jwt needs --issuer and --resource (or --audience)")
+        jwks = args.jwks_uri or args.issuer.rstrip("/") + "/.well-known/jwks.json"
+        verifier = JWTVerifier(args.issuer, audience, jwks_uri=jwks)
+    elif mode == "introspection":
+        if not args.introspection_url:
+            raise SystemExit("mcpkit: --auth introspection needs --introspection-url")
+        verifier = IntrospectionVerifier(
+            args.introspection_url, client_id=args.client_id,
+            client_secret=os.environ.get("MCPKIT_INTROSPECTION_CLIENT_SECRET"), audience=audience,
+            issuer=args.issuer,
+        )
+    else:
+        raise SystemExit(f"mcpkit: unknown --auth {mode!r}: use tokens:FILE, tokens (MCPKIT_AUTH_TOKENS), jwt or "
+                         "introspection")
+    servers = args.authorization_server or ([args.issuer] if args.issuer else [])
+    return ResourceServer(verifier, resource=args.resource, authorization_servers=servers,
+                          scopes_supported=args.scope or (), required_scopes=args.required_scope or ())
+
+
 def _serve(args: argparse.Namespace) -> int:
     _policy_env(args)
+    auth = _auth(args)
     if args.http is None:
         from .transports.stdio import guard_stdout, run_stdio
 
@@ -113,6 +156,8 @@ def _serve(args: argparse.Namespace) -> int:
         http_options["max_sessions"] = args.max_sessions
     if args.session_idle_timeout:
         http_options["session_idle_timeout"] = args.session_idle_timeout
+    if auth is not None:
+        http_options["auth"] = auth
     server.run("http", host=host, port=port, **http_options)
     return 0
 
@@ -137,6 +182,23 @@ def main(argv: list[str] | None = None) -> int:
                        help="policy: only tools declared read-only are listed and run (sets MCPKIT_READ_ONLY)")
     serve.add_argument("--policy", action="store_true",
                        help="turn on the secure-by-default policy for a server built without one (MCPKIT_POLICY)")
+    auth = serve.add_argument_group("authorization (HTTP only; docs/auth.md)")
+    auth.add_argument("--auth", metavar="MODE",
+                      help="tokens:FILE (static bearer tokens), tokens (from MCPKIT_AUTH_TOKENS), jwt, "
+                      "or introspection")
+    auth.add_argument("--resource", metavar="URL", help="this server's canonical URI, e.g. https://mcp.example.com/mcp")
+    auth.add_argument("--authorization-server", action="append", metavar="URL",
+                      help="an authorization server clients get tokens from (repeatable; default: --issuer)")
+    auth.add_argument("--issuer", metavar="URL", help="jwt/introspection: the token issuer")
+    auth.add_argument("--audience", metavar="URI",
+                      help="jwt/introspection: the expected audience (default: --resource)")
+    auth.add_argument("--jwks-uri", metavar="URL", help="jwt: the signing keys (default: ISSUER/.well-known/jwks.json)")
+    auth.add_argument("--introspection-url", metavar="URL", help="introspection: the RFC 7662 endpoint")
+    auth.add_argument("--client-id", metavar="ID",
+                      help="introspection: this server's client id (secret from MCPKIT_INTROSPECTION_CLIENT_SECRET)")
+    auth.add_argument("--scope", action="append", metavar="SCOPE", help="a scope to advertise (repeatable)")
+    auth.add_argument("--required-scope", action="append", metavar="SCOPE",
+                      help="a scope every request needs (repeatable)")
     serve.set_defaults(func=_serve)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

@@ -105,6 +105,18 @@ class Context:
         return self._request.capabilities
 
     @property
+    def principal(self) -> str | None:
+        """Who is calling: the subject of the verified bearer token on an authenticated HTTP
+        server (mcpkit.auth), else None (stdio, or HTTP without auth)."""
+        return self._session.principal
+
+    @property
+    def access_token(self) -> Any:
+        """The caller's verified mcpkit.auth.AccessToken (subject, client_id, scopes, claims),
+        or None. Never a token to pass on to other services (AU-07)."""
+        return self._session.access_token
+
+    @property
     def progress_token(self) -> Any:
         return self._session.engine.progress_token(self.request_id)
 
@@ -240,7 +252,7 @@ class Context:
             from .rounds import Rounds
 
             req = self._request
-            self._rounds = Rounds(req.method, req.params or {}, self._session.server.sealer)
+            self._rounds = Rounds(req.method, req.params or {}, self._session.server.sealer, self._session.principal)
         return self._rounds
 
     def _require(self, *path: str) -> None:

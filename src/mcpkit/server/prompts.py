@@ -16,7 +16,7 @@ __all__ = ["Prompt", "messages_from"]
 class Prompt:
     __slots__ = (
         "name", "title", "description", "arguments", "icons", "meta", "handler", "is_async",
-        "context_param", "completions", "_required", "_known",
+        "context_param", "completions", "scopes", "_required", "_known",
     )
 
     def __init__(
@@ -44,6 +44,8 @@ class Prompt:
         self.is_async = inspect.iscoroutinefunction(handler)
         self.context_param = context_param
         self.completions = completions or {}
+        #: OAuth scopes a token needs to get it over authenticated HTTP (mcpkit.auth)
+        self.scopes: tuple[str, ...] = ()
         self._required = [a["name"] for a in arguments if a.get("required")]
         self._known = {a["name"] for a in arguments}
 

@@ -18,7 +18,7 @@ class _Readable:
 
     __slots__ = (
         "name", "title", "description", "mime_type", "annotations", "icons", "meta",
-        "handler", "is_async", "context_param", "ttl_ms", "cache_scope",
+        "handler", "is_async", "context_param", "ttl_ms", "cache_scope", "scopes",
     )
 
     def _init(
@@ -46,6 +46,8 @@ class _Readable:
         self.context_param = context_param
         self.ttl_ms: int | None = None  # cache hints of reads (2026-07-28); None: the server's
         self.cache_scope: str | None = None
+        #: OAuth scopes a token needs to read it over authenticated HTTP (mcpkit.auth)
+        self.scopes: tuple[str, ...] = ()
 
     def _describe(self, out: dict[str, Any], size: int | None = None) -> dict[str, Any]:
         for key, value in (

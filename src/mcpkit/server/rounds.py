@@ -29,10 +29,13 @@ class InputRequired(Exception):
     """Raised out of a handler whose inputs are not all answered yet (caught by dispatch)."""
 
 
-def bind_for(method: str, params: dict[str, Any]) -> str:
-    """What a requestState belongs to: the method and the request's own parameters (MR-07)."""
+def bind_for(method: str, params: dict[str, Any], principal: str | None = None) -> str:
+    """What a requestState belongs to: the method and the request's own parameters (MR-07), and
+    on an authenticated server the user it was issued to (SEC-04: possession of the state is
+    no authentication, so another user's token cannot resume it)."""
     own = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState", "_meta")}
-    return f"{method}:{digest(own)}"
+    bound = f"{method}:{digest(own)}"
+    return bound if principal is None else f"{digest(principal)}@{bound}"
 
 
 def _valid_answer(method: str, answer: Any) -> bool:
@@ -51,11 +54,12 @@ def _valid_answer(method: str, answer: Any) -> bool:
 class Rounds:
     """The inputs of one modern request: answers known so far, and what is still missing."""
 
-    __slots__ = ("method", "params", "answers", "asked", "_counts", "_fresh", "_sealer")
+    __slots__ = ("method", "params", "answers", "asked", "_counts", "_fresh", "_sealer", "_bind")
 
-    def __init__(self, method: str, params: dict[str, Any], sealer: Sealer) -> None:
+    def __init__(self, method: str, params: dict[str, Any], sealer: Sealer, principal: str | None = None) -> None:
         self.method = method
         self.params = params
+        self._bind = bind_for(method, params, principal)
         self.answers: dict[str, Any] = {}
         self.asked: dict[str, dict[str, Any]] = {}
         self._counts: dict[str, int] = {}
@@ -65,7 +69,7 @@ class Rounds:
             if not isinstance(state, str):
                 raise McpError(INVALID_PARAMS, "requestState must be a string.")
             try:
-                sealed = sealer.open(state, bind=bind_for(method, params))
+                sealed = sealer.open(state, bind=self._bind)
             except StateError as exc:  # MR-06: reject state that fails verification
                 raise McpError(INVALID_PARAMS, str(exc)) from None
             self.answers.update(sealed.get("answers") or {})
@@ -96,5 +100,5 @@ class Rounds:
 
     def result(self) -> dict[str, Any]:
         """The InputRequiredResult for what is still missing (MR-03, MR-04)."""
-        state = self._sealer.seal({"answers": self.answers}, bind=bind_for(self.method, self.params))
+        state = self._sealer.seal({"answers": self.answers}, bind=self._bind)
         return {"resultType": "input_required", "inputRequests": dict(self.asked), "requestState": state}

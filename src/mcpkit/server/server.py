@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypedDict, TypeVar, Unpack
 
 from ..protocol.errors import INVALID_PARAMS, McpError
@@ -401,6 +401,7 @@ class Server:
         replace: bool = False,
         task: str | None = None,
         task_after_input: bool = False,
+        scopes: Sequence[str] = (),
         **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=...)``.
@@ -453,6 +454,7 @@ class Server:
                 options=options,
             )
             tool.result_dump = None  # resolved from the return annotation if a contract needs it
+            tool.scopes = _scopes(scopes)
             self._register_tool(tool, replace)
             return func
 
@@ -474,6 +476,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         task: str | None = None,
+        scopes: Sequence[str] = (),
         **policy: Unpack[ToolPolicyOptions],
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
@@ -498,6 +501,7 @@ class Server:
             task=task,
             options=options,
         )
+        tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
         return tool
 
@@ -510,6 +514,7 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         replace: bool = False,
+        scopes: Sequence[str] = (),
         **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """A manager tool: one tool with several actions (``@tool.action(...)``), each with its
@@ -518,6 +523,7 @@ class Server:
 
         tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta)
         tool.options = _tool_options(policy)
+        tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
         return tool
 
@@ -556,6 +562,7 @@ class Server:
         replace: bool = False,
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a function returning the content of the resource at ``uri`` (str, bytes, dicts).
 
@@ -571,6 +578,7 @@ class Server:
             )
             _check_cache(ttl_ms, cache_scope)
             item.ttl_ms, item.cache_scope = ttl_ms, cache_scope
+            item.scopes = _scopes(scopes)
             return func
 
         return deco
@@ -602,6 +610,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         completions: dict[str, Callable[..., Any]] | None = None,
         replace: bool = False,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a handler for every URI matching an RFC 6570 template; variables become arguments."""
 
@@ -612,6 +621,7 @@ class Server:
                 mime_type=mime_type, annotations=annotations, icons=icons, meta=meta,
                 context_param=_context_param(func), completions=completions,
             )
+            item.scopes = _scopes(scopes)
             existing = [t for t in self._templates if t.uri_template == uri_template]
             if existing and not replace:
                 raise ValueError(f"a resource template {uri_template!r} is already registered")
@@ -674,8 +684,10 @@ class Server:
         meta: dict[str, Any] | None = None,
         completions: dict[str, Callable[..., Any]] | None = None,
         replace: bool = False,
+        scopes: Sequence[str] = (),
     ) -> Any:
-        """Register a function as a prompt; its parameters are the prompt's (string) arguments."""
+        """Register a function as a prompt; its parameters are the prompt's (string) arguments.
+        ``scopes``: the OAuth scopes a token needs to get it over authenticated HTTP."""
 
         def deco(func: F) -> F:
             spec = input_spec(func, context_type=Context)
@@ -693,6 +705,7 @@ class Server:
                 description=description if description is not None else function_description(func),
                 icons=icons, meta=meta, context_param=spec.context_param, completions=completions,
             )
+            prompt.scopes = _scopes(scopes)
             if prompt.name in self._prompts and not replace:
                 raise ValueError(f"a prompt named {prompt.name!r} is already registered (pass replace=True)")
             self._prompts[prompt.name] = prompt
@@ -842,6 +855,15 @@ class ToolPolicyOptions(TypedDict, total=False):
     max_result_bytes: int | None
     sanitize: bool
     requires: Any
+
+
+def _scopes(scopes: Sequence[str] | str) -> tuple[str, ...]:
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    for scope in scopes:
+        if not isinstance(scope, str) or not scope or any(c in scope for c in ' "\\'):
+            raise ValueError(f"invalid OAuth scope {scope!r}: a scope is a non-empty token without spaces or quotes")
+    return tuple(scopes)
 
 
 def _tool_options(policy: dict[str, Any]) -> Any:

@@ -84,6 +84,8 @@ class ServerSession:
     #: who is calling, when the transport knows (an authenticated HTTP request); the policy
     #: layer keys rate limits and audit lines by it ("anonymous" when None)
     principal: str | None = None
+    #: the caller's verified mcpkit.auth.AccessToken on an authenticated HTTP server
+    access_token: Any = None
 
     def __init__(
         self,

@@ -92,6 +92,7 @@ class Tool:
         "result_dump",
         "base_output_schema",
         "resolved",
+        "scopes",
         "_validator",
         "_result_validator",
         "_out_validator",
@@ -162,6 +163,8 @@ class Tool:
         self.result_dump: Callable[[Any], Any] | None = result_dump if result_dump is not None else (dump or _as_is)
         #: what the server's policy means for this tool, resolved once (policy/chain.py)
         self.resolved: Any = None
+        #: OAuth scopes a token needs to call it over authenticated HTTP (mcpkit.auth)
+        self.scopes: tuple[str, ...] = ()
         self._validator: Any = None
         self._out_validator: Any = None
         self._result_validator: Any = None

@@ -31,6 +31,7 @@ from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
 from ..protocol.jsonrpc import NO_ID, Invalid, classify
 from ..protocol.errors import McpError
 from ..server.session import ServerSession
+from .http_auth import AuthRoutes
 from .http_modern import check_headers, modern_version, status_for
 from ..stores.memory import MemoryEventStore
 
@@ -126,6 +127,7 @@ class _HttpSession:
         self.streams: dict[str, _Stream] = {}
         self.last_seen = time.monotonic()
         self.active = 0  # connections currently open on this session
+        self.owner: str | None = None  # with auth: the subject whose token opened the session
         self._seq = 0
         self.closed = False
 
@@ -188,7 +190,7 @@ class _HttpSession:
         self.by_request.clear()
 
 
-class McpHttpApp:
+class McpHttpApp(AuthRoutes):
     """The ASGI application. Build it with ``server.http_app(...)``."""
 
     def __init__(
@@ -209,8 +211,12 @@ class McpHttpApp:
         sse_path: str = "/sse",
         messages_path: str = "/messages/",
         cors_origins: list[str] | None = None,
+        auth: Any = None,
     ) -> None:
         self.server = server
+        #: a mcpkit.auth.ResourceServer: every MCP request must carry a valid bearer token
+        self.auth = auth
+        self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
         self.path = path.rstrip("/") or "/"
         self.json_response = json_response
         self.stateless = stateless
@@ -293,6 +299,14 @@ class McpHttpApp:
         if method == "OPTIONS" and self.cors_origins:
             await self._preflight(send, headers)
             return
+        if self.auth is not None:
+            await self._authenticated(scope, receive, send, headers, path, method)
+            return
+        await self._route(scope, receive, send, headers, path, method)
+
+    async def _route(
+        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes], path: str, method: str
+    ) -> None:
         if path.rstrip("/") == self.path or path == self.path:
             if method == "POST":
                 await self._post(scope, receive, send, headers)
@@ -447,6 +461,8 @@ class McpHttpApp:
         if hs is not None and hs.active == 0 and now - hs.last_seen > self.session_idle_timeout:
             self._end(hs.id)  # type: ignore[arg-type]  # idle too long: expired, whether swept yet or not
             hs = None
+        if hs is not None and hs.owner is not None and not self._owned(hs):
+            hs = None  # SEC-03: another user's session does not exist for this caller
         if hs is None:
             return None, 404, "Session not found: it ended or expired; initialize a new one."  # HL-17
         hs.last_seen = now
@@ -490,6 +506,8 @@ class McpHttpApp:
             if type(msg) is Invalid:  # HL-05: not acceptable, with a JSON-RPC error body
                 await self._plain(send, 400, _error_body(msg.error.code, msg.error.message, msg.error.data, msg.id), headers)
                 return
+        if await self._scopes_refused(send, headers, payload):
+            return
         modern = modern_version(headers, payload)
         if modern is not None:
             await self._post_modern(receive, send, headers, payload, modern, takes_sse)
@@ -523,6 +541,7 @@ class McpHttpApp:
                 await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
                 return
 
+        self._bind(hs)
         if type(payload) is list:
             rev = hs.session.revision
             if rev is None or not rev.batching:  # HL-03, HL-05: only 2025-03-26 has batches
@@ -585,6 +604,7 @@ class McpHttpApp:
             await self._plain(send, 202, b"", headers)
             return
         hs = _HttpSession(self, None)
+        self._bind(hs)
         stream = hs.open_stream([rid], json_mode=False)
         wake = asyncio.Event()
         stream.writer = wake
@@ -742,6 +762,7 @@ class McpHttpApp:
     async def _legacy_get(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
         session_id = os.urandom(16).hex()
         hs = _HttpSession(self, session_id)
+        self._bind(hs)
         stream = _Stream(f"{session_id}.legacy", set(), json_mode=False, standalone=True)
         hs.get_stream = stream
         self.legacy[session_id] = hs
@@ -760,12 +781,22 @@ class McpHttpApp:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         session_id = (query.get("session_id") or [""])[0]
         hs = self.legacy.get(session_id)
+        if hs is not None and hs.owner is not None and not self._owned(hs):
+            hs = None  # SEC-03: another user's session
         if hs is None:
             await self._plain(send, 404, _error_body(INVALID_REQUEST, "Unknown session_id: open /sse first."), headers)
             return
         body = await self._read_body(receive, send, headers)
         if body is None:
             return
+        if self.auth is not None:
+            try:
+                payload = _json.loads(body)
+            except _json.JSONDecodeError:
+                payload = None  # the session answers the parse error on the stream
+            if await self._scopes_refused(send, headers, payload):
+                return
+            self._bind(hs)
         hs.session.feed(body)  # answers, including parse errors, go out on the SSE stream
         hs.session.flush()
         await send({"type": "http.response.start", "status": 202, "headers": [(b"content-type", b"text/plain")]})

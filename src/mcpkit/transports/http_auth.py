@@ -1,0 +1,137 @@
+"""The HTTP side of authorization: which scopes a request body needs, and the refusals.
+
+transports/http.py asks the ResourceServer (mcpkit.auth.resource) to verify each request's
+bearer token and calls :func:`scopes_needed` on each JSON-RPC body, so a tool, resource or
+prompt declared with ``scopes=`` is refused with 403 before anything of it runs (AU-08, AU-09).
+Imported only by servers built with ``auth=``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+from ..protocol.errors import INVALID_REQUEST
+
+__all__ = ["ACCESS", "AuthRoutes", "scopes_needed"]
+
+#: the AccessToken of the HTTP request being handled (set around each authenticated request)
+ACCESS: contextvars.ContextVar[Any] = contextvars.ContextVar("mcpkit_access", default=None)
+
+
+def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
+    if type(message) is not dict:
+        return ()
+    params = message.get("params")
+    if type(params) is not dict:
+        return ()
+    method = message.get("method")
+    if method == "tools/call":
+        item: Any = server._tools.get(params.get("name"))
+    elif method == "prompts/get":
+        item = server._prompts.get(params.get("name"))
+    elif method in ("resources/read", "resources/subscribe"):
+        uri = params.get("uri")
+        found = server.find_resource(uri) if isinstance(uri, str) else None
+        item = found[0] if found is not None else None
+    else:
+        return ()
+    return tuple(getattr(item, "scopes", ()) or ())
+
+
+def scopes_needed(server: Any, payload: Any) -> tuple[str, ...]:
+    """Every scope the requests in ``payload`` (one message or a batch) need, in order."""
+    messages = payload if type(payload) is list else [payload]
+    needed: dict[str, None] = {}
+    for message in messages:
+        for scope in _needed_by(server, message):
+            needed[scope] = None
+    return tuple(needed)
+
+
+class AuthRoutes:
+    """The authorization steps of McpHttpApp (transports/http.py), kept here with the rest of
+    the HTTP side of auth. They use the app's ``auth``, ``server``, ``path``, ``_plain`` and
+    ``_route``."""
+
+    auth: Any
+    server: Any
+    path: str
+    _metadata_paths: frozenset[str]
+
+    async def _plain(self, send: Any, status: int, body: bytes, headers: dict[bytes, bytes],
+                     extra: list[tuple[bytes, bytes]] | None = None) -> None:
+        raise NotImplementedError
+
+    async def _route(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes], path: str,
+                     method: str) -> None:
+        raise NotImplementedError
+
+    async def _authenticated(
+        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes], path: str, method: str
+    ) -> None:
+        """With auth: the RFC 9728 metadata is public (AU-02, AU-03); everything else needs a
+        valid bearer token, checked on every request (AU-13, SEC-03)."""
+        from ..auth.resource import AuthFailure
+
+        auth = self.auth
+        resource = auth.resource_for(scope.get("scheme", "http"), headers.get(b"host", b"").decode("latin-1"),
+                                     self.path)
+        if path in self._metadata_paths:
+            if method != "GET":
+                await self._plain(send, 405, _error_body(INVALID_REQUEST, "Method not allowed."), headers,
+                                  [(b"allow", b"GET")])
+                return
+            await self._plain(send, 200, auth.metadata_body(resource), headers,
+                              [(b"access-control-allow-origin", b"*"), (b"cache-control", b"max-age=3600")])
+            return
+        try:
+            access = await auth.authenticate(headers.get(b"authorization"), resource)
+        except AuthFailure as refusal:
+            await self._refuse_auth(send, headers, refusal)
+            return
+        token = ACCESS.set((access, resource))
+        try:
+            await self._route(scope, receive, send, headers, path, method)
+        finally:
+            ACCESS.reset(token)
+
+    async def _refuse_auth(self, send: Any, headers: dict[bytes, bytes], refusal: Any) -> None:
+        await self._plain(send, refusal.status, _error_body(INVALID_REQUEST, refusal.message), headers,
+                          [(b"www-authenticate", refusal.challenge.encode("latin-1"))])
+
+    async def _scopes_refused(self, send: Any, headers: dict[bytes, bytes], payload: Any) -> bool:
+        """AU-09: a request for an item declared with ``scopes=`` the token lacks gets 403."""
+        if self.auth is None:
+            return False
+        from ..auth.resource import AuthFailure
+
+        access, resource = ACCESS.get()
+        try:
+            self.auth.require(access, scopes_needed(self.server, payload), resource)
+        except AuthFailure as refusal:
+            await self._refuse_auth(send, headers, refusal)
+            return True
+        return False
+
+    def _bind(self, hs: Any) -> None:
+        """The session serves the caller of this request: its principal keys rate limits and
+        audit lines, and a session belongs to the user who opened it (SEC-03)."""
+        if self.auth is None:
+            return
+        access = ACCESS.get()[0]
+        if hs.owner is None:
+            hs.owner = access.subject
+        hs.session.principal = access.subject
+        hs.session.access_token = access
+
+    def _owned(self, hs: Any) -> bool:
+        current = ACCESS.get()
+        return current is not None and current[0].subject == hs.owner
+
+
+def _error_body(code: int, message: str) -> bytes:
+    # as transports/http.py writes errors that answer no request id
+    from .. import _json
+
+    return _json.dumps({"jsonrpc": "2.0", "error": {"code": code, "message": message}})
