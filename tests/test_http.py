@@ -1216,13 +1216,32 @@ async def test_list_changed_rides_the_standalone_get_stream_and_a_second_get_get
 
 @aio
 @pytest.mark.req("HL-13")
-async def test_concurrent_posts_each_get_their_own_answer(app, client):
+async def test_concurrent_posts_each_get_their_own_answer(clients):
+    # A server of its own: the shared reference server's worker pool may still be busy with
+    # sleeps that earlier tests abandoned, which would queue this test's sleep behind them.
+    import time as _time
+
+    from mcpkit import Server
+
+    server = Server("workers")
+
+    @server.tool
+    def sleep(seconds: float) -> str:
+        _time.sleep(seconds)
+        return f"Slept {seconds} s"
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    app = clients.app(server)
+    client = clients.asgi(app)
     await client.initialize()
     replies = await asyncio.gather(*(client.post(jsonrpc("tools/list", None, 1000 + i)) for i in range(3)))
     answers = await asyncio.gather(*(client.messages(r) for r in replies))
     assert [[m["id"] for m in a] for a in answers] == [[1000], [1001], [1002]]
     # a blocking sync tool runs in a worker: a call made meanwhile is answered while it still runs
-    slow = await client.post(call("sleep", {"seconds": 5}, id=1010))
+    slow = await client.post(call("sleep", {"seconds": 2}, id=1010))
     fast = await client.post(call("add", {"a": 2, "b": 3}, id=1011))
     assert [m["id"] for m in await client.messages(fast)] == [1011]
     assert app.sessions[client.session_id].session.in_flight == 1  # the sleep, still running
