@@ -3,6 +3,10 @@
     mcpkit serve                      the bundled reference server, on stdio
     mcpkit serve path/to/server.py    a user's server (the Server found in the file)
     mcpkit serve package.module:app   a Server attribute of an importable module
+    mcpkit list|call|docs TARGET      talk to any server (commands.py)
+    mcpkit config CLIENT SERVER       the MCP client configuration entry for a server
+    mcpkit doctor [TARGET]            check this installation and a server's start-up
+    mcpkit check TARGET               the compliance checker (check/)
 """
 
 from __future__ import annotations
@@ -182,24 +186,34 @@ def main(argv: list[str] | None = None) -> int:
                        help="policy: only tools declared read-only are listed and run (sets MCPKIT_READ_ONLY)")
     serve.add_argument("--policy", action="store_true",
                        help="turn on the secure-by-default policy for a server built without one (MCPKIT_POLICY)")
-    auth = serve.add_argument_group("authorization (HTTP only; docs/auth.md)")
-    auth.add_argument("--auth", metavar="MODE",
+    auth = serve.add_argument_group("authorization (HTTP only; docs/auth.md; each option also from MCPKIT_AUTH_*)")
+    env = os.environ.get
+    auth.add_argument("--auth", metavar="MODE", default=env("MCPKIT_AUTH"),
                       help="tokens:FILE (static bearer tokens), tokens (from MCPKIT_AUTH_TOKENS), jwt, "
                       "or introspection")
-    auth.add_argument("--resource", metavar="URL", help="this server's canonical URI, e.g. https://mcp.example.com/mcp")
+    auth.add_argument("--resource", metavar="URL", default=env("MCPKIT_AUTH_RESOURCE"),
+                      help="this server's canonical URI, e.g. https://mcp.example.com/mcp")
     auth.add_argument("--authorization-server", action="append", metavar="URL",
                       help="an authorization server clients get tokens from (repeatable; default: --issuer)")
-    auth.add_argument("--issuer", metavar="URL", help="jwt/introspection: the token issuer")
-    auth.add_argument("--audience", metavar="URI",
+    auth.add_argument("--issuer", metavar="URL", default=env("MCPKIT_AUTH_ISSUER"),
+                      help="jwt/introspection: the token issuer")
+    auth.add_argument("--audience", metavar="URI", default=env("MCPKIT_AUTH_AUDIENCE"),
                       help="jwt/introspection: the expected audience (default: --resource)")
-    auth.add_argument("--jwks-uri", metavar="URL", help="jwt: the signing keys (default: ISSUER/.well-known/jwks.json)")
-    auth.add_argument("--introspection-url", metavar="URL", help="introspection: the RFC 7662 endpoint")
-    auth.add_argument("--client-id", metavar="ID",
+    auth.add_argument("--jwks-uri", metavar="URL", default=env("MCPKIT_AUTH_JWKS_URI"),
+                      help="jwt: the signing keys (default: ISSUER/.well-known/jwks.json)")
+    auth.add_argument("--introspection-url", metavar="URL", default=env("MCPKIT_AUTH_INTROSPECTION_URL"),
+                      help="introspection: the RFC 7662 endpoint")
+    auth.add_argument("--client-id", metavar="ID", default=env("MCPKIT_AUTH_CLIENT_ID"),
                       help="introspection: this server's client id (secret from MCPKIT_INTROSPECTION_CLIENT_SECRET)")
     auth.add_argument("--scope", action="append", metavar="SCOPE", help="a scope to advertise (repeatable)")
     auth.add_argument("--required-scope", action="append", metavar="SCOPE",
                       help="a scope every request needs (repeatable)")
     serve.set_defaults(func=_serve)
+    words = sys.argv[1:] if argv is None else argv
+    if not words or words[0] != "serve":  # serving stays light: the client commands load only when asked
+        from .commands import register
+
+        register(sub)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 

@@ -48,3 +48,26 @@ def test_request_state_issued_to_one_user_does_not_resume_for_another():
         with pytest.raises(McpError) as refused:
             Rounds("tools/call", {**params, "requestState": state}, sealer, principal=other)
         assert refused.value.code == -32602
+
+
+def test_auth_configured_from_the_environment(monkeypatch):
+    import httpx
+
+    from mcpkit.auth import hash_token
+    from tests.test_http import start_server, stop_server
+
+    token = "env-configured-token-0123456789"
+    monkeypatch.setenv("MCPKIT_AUTH", "tokens")
+    monkeypatch.setenv("MCPKIT_AUTH_TOKENS", f"{hash_token(token)} alice mcp")
+    proc, port = start_server()
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        accept = {"Accept": "application/json, text/event-stream"}
+        assert httpx.post(url, json=body, headers=accept).status_code == 401
+        ok = httpx.post(url, json=body, headers={**accept, "Authorization": f"Bearer {token}"})
+        assert ok.status_code == 200
+    finally:
+        stderr = stop_server(proc)
+    assert token not in stderr and "Traceback" not in stderr
