@@ -326,7 +326,9 @@ class Server:
             self._warmed = True
             import threading
 
-            threading.Thread(target=self.warm_up, name="mcpkit-warm-up", daemon=True).start()
+            # Not a daemon: a process that exits while the thread is inside jsonschema-rs's native
+            # code aborts at interpreter shutdown; a short compile delays exit instead.
+            threading.Thread(target=self.warm_up, name="mcpkit-warm-up", daemon=False).start()
 
     def warm_up(self) -> None:
         """Compile every tool's validators now (idempotent), and under a policy the secret
