@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Server",
+    "Client",
     "Context",
     "ToolError",
     "McpError",
@@ -40,6 +41,7 @@ __all__ = [
 # and serving stdio never imports what it does not use.
 _LAZY = {
     "Server": ("mcpkit.server.server", "Server"),
+    "Client": ("mcpkit.client", "Client"),
     "Context": ("mcpkit.server.context", "Context"),
     "ClientCapabilityError": ("mcpkit.server.context", "ClientCapabilityError"),
     "ToolError": ("mcpkit.protocol.errors", "ToolError"),
@@ -56,6 +58,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from .client import Client
     from .protocol.errors import McpError, ToolError
     from .server.content import Content, ToolResult, assistant, audio, image, resource, resource_link, text, user
     from .server.context import ClientCapabilityError, Context

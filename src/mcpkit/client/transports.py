@@ -1,0 +1,276 @@
+"""The client's stdio and in-memory transports, and what every transport shares.
+
+A transport moves JSON-RPC messages; the :class:`~mcpkit.client.Client` does everything else.
+It is given two callbacks when started: ``deliver(message)`` for every decoded JSON-RPC
+message the server sent (a dict; batches are split), and ``lost(error)`` once the connection is
+gone for good (pending requests then fail with that :class:`ClientError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .. import _json
+from .errors import ClientError
+
+__all__ = ["Transport", "StdioTransport", "MemoryTransport", "is_jsonrpc", "make_transport"]
+
+Deliver = Callable[[dict[str, Any]], None]
+Lost = Callable[[ClientError], None]
+
+#: the longest stdout line the stdio transport reads (bigger ones end the connection)
+MAX_LINE = 64 * 1024 * 1024
+#: how much of the child's stderr an error message quotes
+STDERR_TAIL = 2000
+
+
+def is_jsonrpc(obj: Any) -> bool:
+    """A JSON-RPC 2.0 request, notification or response (shape only: a parse error may lack its id)."""
+    return (
+        isinstance(obj, dict)
+        and obj.get("jsonrpc") == "2.0"
+        and ("method" in obj or "result" in obj or "error" in obj)
+    )
+
+
+class Transport:
+    """The interface; the defaults suit a transport without a child process."""
+
+    kind = "?"
+    #: True where cancelling a request means closing its response stream (2026-07-28 over HTTP)
+    closes_to_cancel = False
+    stderr: str = ""
+    returncode: int | None = None
+
+    def __init__(self) -> None:
+        self.stdout_noise: list[bytes] = []
+        self._deliver: Deliver = lambda message: None
+        self._lost: Lost = lambda error: None
+
+    async def start(self, deliver: Deliver, lost: Lost) -> None:
+        self._deliver = deliver
+        self._lost = lost
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send one message. HTTP transports return once the POST's answer has been delivered."""
+        await self.send_raw(_json.dumps(message) + b"\n")
+
+    async def send_raw(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def connected(self, version: str, session_meta: dict[str, Any] | None = None) -> None:
+        """The handshake (or discovery) is done and ``version`` is in use."""
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    def deliver_frame(self, frame: bytes) -> bool:
+        """Decode ``frame`` and deliver the JSON-RPC messages in it; False when there was none."""
+        try:
+            obj = _json.loads(frame)
+        except _json.JSONDecodeError:
+            return False
+        items = obj if isinstance(obj, list) and obj else [obj]
+        if not all(is_jsonrpc(item) for item in items):
+            return False
+        for item in items:
+            self._deliver(item)
+        return True
+
+
+class StdioTransport(Transport):
+    """A child process speaking newline-delimited JSON on stdin/stdout (ST-01..ST-04)."""
+
+    kind = "stdio"
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+        super().__init__()
+        if not argv:
+            raise ValueError("an empty command line")
+        self.argv = list(argv)
+        self.env = env
+        self.cwd = cwd
+        self.proc: asyncio.subprocess.Process | None = None
+        self._stderr_parts: list[str] = []
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._closing = False
+
+    @property
+    def stderr(self) -> str:  # type: ignore[override]
+        return "".join(self._stderr_parts)
+
+    @property
+    def returncode(self) -> int | None:  # type: ignore[override]
+        return self.proc.returncode if self.proc is not None else None
+
+    async def start(self, deliver: Deliver, lost: Lost) -> None:
+        await super().start(deliver, lost)
+        env = {**os.environ, **self.env} if self.env is not None else None
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, cwd=self.cwd, limit=MAX_LINE,
+            )
+        except OSError as exc:
+            raise ClientError(f"cannot start {self.argv[0]!r}: {exc}") from exc
+        loop = asyncio.get_running_loop()
+        self._stderr_task = loop.create_task(self._read_stderr())
+        self._tasks = [loop.create_task(self._read_stdout()), self._stderr_task]
+
+    async def _read_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        while chunk := await self.proc.stderr.read(65536):
+            self._stderr_parts.append(chunk.decode("utf-8", errors="replace"))
+
+    async def _read_stdout(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        reason = "closed its stdout"
+        try:
+            while True:
+                try:
+                    line = await self.proc.stdout.readline()
+                except ValueError:  # a line beyond MAX_LINE
+                    reason = f"wrote a line longer than {MAX_LINE} bytes"
+                    break
+                if not line:
+                    break
+                frame = line.rstrip(b"\r\n")
+                if not self.deliver_frame(frame):
+                    self.stdout_noise.append(frame)
+        finally:
+            await self._ended(reason)
+
+    async def _ended(self, reason: str) -> None:
+        proc = self.proc
+        assert proc is not None
+        if self._closing:
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), 2.0)  # EOF on stdout usually means it exited
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
+        if proc.returncode is not None:
+            what = f"the server exited with code {proc.returncode}"
+        else:
+            what = f"the server {reason}"
+        tail = self.stderr[-STDERR_TAIL:].strip()
+        self._lost(ClientError(what + (f"; stderr: {tail}" if tail else "; no stderr output")))
+
+    async def send_raw(self, data: bytes) -> None:
+        proc = self.proc
+        if proc is None or proc.stdin is None or proc.stdin.is_closing():
+            raise ClientError("the server's stdin is closed")
+        try:
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise ClientError(f"cannot write to the server: {exc}") from exc
+
+    async def close(self) -> None:
+        """Close stdin, give the child 5 s to exit, then SIGTERM, then SIGKILL."""
+        proc = self.proc
+        if proc is None:
+            return
+        self._closing = True
+        if proc.stdin is not None and not proc.stdin.is_closing():
+            proc.stdin.close()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                await proc.stdin.wait_closed()
+        for step in (None, proc.terminate, proc.kill):
+            if step is not None and proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    step()
+            try:
+                await asyncio.wait_for(proc.wait(), 5.0)
+                break
+            except asyncio.TimeoutError:
+                continue
+        # let the readers drain what the child wrote before it exited
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), 2.0)
+        for task in self._tasks:
+            task.cancel()
+
+
+class MemoryTransport(Transport):
+    """An mcpkit :class:`~mcpkit.server.server.Server` driven in-process through a
+    :class:`~mcpkit.server.session.ServerSession` on the running loop; every message goes
+    through JSON encoding both ways, as on a real wire."""
+
+    kind = "memory"
+
+    def __init__(self, server: Any) -> None:
+        super().__init__()
+        self.server = server
+        self.session: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def start(self, deliver: Deliver, lost: Lost) -> None:
+        await super().start(deliver, lost)
+        from ..server.session import ServerSession
+
+        self._loop = asyncio.get_running_loop()
+        self.session = ServerSession(self.server, self._from_server, self._loop, inline_sync=False)
+
+    def _from_server(self, batch: list[Any]) -> None:
+        # called under the session lock, from the loop or a worker thread, in wire order;
+        # call_soon_threadsafe keeps that order
+        assert self._loop is not None
+        frames = [out.payload for out in batch]
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens any more
+            self._loop.call_soon_threadsafe(self._deliver_frames, frames)
+
+    def _deliver_frames(self, frames: list[bytes]) -> None:
+        for frame in frames:
+            if not self.deliver_frame(frame):
+                self.stdout_noise.append(bytes(frame))
+
+    async def send_raw(self, data: bytes) -> None:
+        if self.session is None or self.session.closed:
+            raise ClientError("the in-memory session is closed")
+        for line in data.split(b"\n"):
+            if line.strip():
+                self.session.feed(line)
+        self.session.flush()
+
+    async def close(self) -> None:
+        if self.session is not None and not self.session.closed:
+            self.session.close()
+            await asyncio.sleep(0)
+
+
+def make_transport(
+    target: Any, transport: str, *, headers: dict[str, str] | None, env: dict[str, str] | None,
+    cwd: str | None, timeout: float | None,
+) -> Transport:
+    """The transport ``Client(target, transport=...)`` uses: "auto" picks http for an http(s) URL,
+    stdio for a command (a list, or a string split like a shell would), memory for a Server."""
+    kind = transport
+    if kind == "auto":
+        if isinstance(target, str) and target.startswith(("http://", "https://")):
+            kind = "http"
+        elif isinstance(target, (str, list, tuple)):
+            kind = "stdio"
+        else:
+            kind = "memory"
+    if kind == "stdio":
+        argv = shlex.split(target) if isinstance(target, str) else [str(a) for a in target]
+        if isinstance(target, str) and len(argv) == 1 and argv[0].endswith(".py"):
+            argv = [sys.executable, argv[0]]  # "server.py": run it with this interpreter
+        return StdioTransport(argv, env=env, cwd=cwd)
+    if kind == "memory":
+        return MemoryTransport(target)
+    if kind in ("http", "sse"):
+        if not isinstance(target, str):
+            raise ValueError(f"transport {kind!r} needs a URL")
+        from .http import SseTransport, StreamableHttpTransport
+
+        cls = StreamableHttpTransport if kind == "http" else SseTransport
+        return cls(target, headers=headers, timeout=timeout)
+    raise ValueError(f"unknown transport {transport!r}: auto, stdio, http, sse or memory")
