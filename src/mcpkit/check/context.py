@@ -1,0 +1,200 @@
+"""What a rule is handed: the connection (or the whole run, for server rules), and helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol import revisions
+from .model import Finding, Rule
+
+__all__ = ["CheckContext", "Options", "Probe", "Skip", "RULE_TIMEOUT", "describe"]
+
+#: paginated list method -> (result key, the capability it needs)
+LISTS = {
+    "tools/list": ("tools", "tools"),
+    "resources/list": ("resources", "resources"),
+    "resources/templates/list": ("resourceTemplates", "resources"),
+    "prompts/list": ("prompts", "prompts"),
+}
+#: the longest a single request of a rule may take
+RULE_TIMEOUT = 10.0
+
+
+class Skip(Exception):
+    """Raised by a rule that does not apply; the reason is reported."""
+
+
+@dataclass
+class Options:
+    target: Any
+    transport: str
+    headers: dict[str, str] = field(default_factory=dict)
+    call_read_only: bool = False
+    conformance: bool = False
+    timeout: float = RULE_TIMEOUT
+    #: the transport argument the Client gets ("auto", "stdio", "http", "sse", "memory")
+    client_transport: str = "auto"
+
+
+@dataclass
+class Probe:
+    """One connection attempt offering ``offered``: what the server answered."""
+
+    offered: str
+    #: the revision the server answered (initialize's protocolVersion; the offered one for a
+    #: successful server/discover), or None
+    answered: str | None = None
+    #: the initialize (or server/discover) result
+    result: Any = None
+    #: why the connection failed, and the exception
+    error: str | None = None
+    exception: BaseException | None = None
+    #: the JSON-RPC error code when the server refused with an error response
+    code: Any = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.answered == self.offered and self.error is None
+
+
+class CheckContext:
+    """One rule's view. ``client`` and ``revision`` are set for connection rules; server rules
+    get ``probes``: offered revision -> :class:`Probe` (plus "unknown" for a made-up revision)."""
+
+    def __init__(
+        self, options: Options, *, client: Any = None, revision: str | None = None,
+        probes: dict[str, Probe] | None = None,
+    ) -> None:
+        self.options = options
+        self.client = client
+        self.revision = revision
+        self.probes = probes or {}
+        self.rule: Rule | None = None
+        #: shared by the rules of one connection (the runner makes one context per connection)
+        self.cache: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def transport(self) -> str:
+        return self.options.transport
+
+    @property
+    def timeout(self) -> float:
+        return self.options.timeout
+
+    @property
+    def rev(self) -> revisions.Revision:
+        """The revision row of this connection."""
+        assert self.revision is not None
+        return revisions.get(self.revision)
+
+    @property
+    def modern(self) -> bool:
+        return self.rev.era == "modern"
+
+    def since(self, version: str) -> bool:
+        """True when this connection's revision is ``version`` or later."""
+        order = revisions.SUPPORTED_VERSIONS
+        return order.index(self.revision or order[-1]) >= order.index(version)
+
+    def capability(self, *path: str) -> Any:
+        """The declared capability at ``path`` (e.g. ("resources", "subscribe")), or None."""
+        node: Any = self.client.server_capabilities if self.client is not None else None
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                return None
+            node = node[key]
+        return node
+
+    def has(self, *path: str) -> bool:
+        value = self.capability(*path)
+        return value is not None and value is not False
+
+    # ------------------------------------------------------------------ findings
+
+    def _finding(self, status: str, message: str, revision: str | None, detail: dict[str, Any]) -> Finding:
+        assert self.rule is not None
+        return Finding(self.rule.id, self.rule.severity, status, message, revision or self.revision, detail)
+
+    def fail(self, message: str, *, revision: str | None = None, **detail: Any) -> Finding:
+        return self._finding("fail", message, revision, detail)
+
+    def ok(self, message: str, *, revision: str | None = None, **detail: Any) -> Finding:
+        return self._finding("pass", message, revision, detail)
+
+    @property
+    def supported(self) -> list[str]:
+        """The revisions the server accepted when offered (server rules)."""
+        return [v for v, p in self.probes.items() if p.accepted]
+
+    def skip(self, reason: str) -> Skip:
+        """``raise ctx.skip("why")``."""
+        return Skip(reason)
+
+    # ------------------------------------------------------------------ requests
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        return await self.client.request(method, params, timeout=self.timeout)
+
+    async def listing(self, method: str, key: str) -> list[dict[str, Any]]:
+        """Every item of a paginated list (cached per connection). A failing list is not this
+        rule's business: the rule is skipped (capabilities.backed and pagination.cursor report it)."""
+        if method in self.cache:
+            items = self.cache[method]
+        else:
+            try:
+                items = await self._paginate(method, key)
+            except Exception as exc:  # noqa: BLE001 - any failure is reported by the list's own rules
+                items = exc
+            self.cache[method] = items
+        if isinstance(items, Exception):
+            raise Skip(f"{method} failed ({_describe(items)}); see capabilities.backed and pagination.cursor")
+        return items
+
+    async def _paginate(self, method: str, key: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor: Any = None
+        for _ in range(1000):
+            result = await self.request(method, {"cursor": cursor} if cursor is not None else None)
+            page = result.get(key) if isinstance(result, dict) else None
+            if not isinstance(page, list):
+                raise ValueError(f"the result has no {key!r} array")
+            items.extend(i for i in page if isinstance(i, dict))
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                return items
+        raise ValueError("more than 1000 pages")
+
+    async def first_pages(self) -> dict[str, Any]:
+        """The first page of every declared paginated list: method -> result, or the exception it
+        raised (cached per connection)."""
+        pages = self.cache.get("first-pages")
+        if pages is None:
+            pages = {}
+            for method, (_, capability) in LISTS.items():
+                if self.has(capability):
+                    try:
+                        pages[method] = await self.request(method)
+                    except Exception as exc:  # noqa: BLE001
+                        pages[method] = exc
+            self.cache["first-pages"] = pages
+        return pages
+
+    async def tools(self) -> list[dict[str, Any]]:
+        if not self.has("tools"):
+            raise Skip("the server declares no tools capability")
+        return await self.listing("tools/list", "tools")
+
+
+def _describe(exc: BaseException) -> str:
+    code = getattr(exc, "code", None)
+    if code is not None and hasattr(exc, "message"):
+        return f"error {code}: {getattr(exc, 'message', '')}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def describe(exc: BaseException) -> str:
+    """A short text for an exception a request raised."""
+    return _describe(exc)

@@ -1,0 +1,14 @@
+"""The rule families of ``mcpkit check``; importing this package registers every rule."""
+
+from . import (  # noqa: F401 - each module registers its rules
+    capabilities,
+    conformance,
+    errors,
+    http,
+    lifecycle,
+    pagination,
+    resources,
+    schema,
+    stdio,
+    tools,
+)
