@@ -1,0 +1,139 @@
+"""The client-side CLI commands: list, call, docs, config and doctor, run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import mcpkit_command
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the reference server as a stdio command line, as a user would quote it
+REFERENCE = " ".join([sys.executable, "-m", "mcpkit", "serve"])
+
+
+def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(mcpkit_command(*args), capture_output=True, text=True, timeout=120, cwd=cwd, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
+# ------------------------------------------------------------------------------------------ config
+
+
+def test_config_prints_an_entry_that_serves_the_file(tmp_path):
+    server = tmp_path / "notes.py"
+    server.write_text("from mcpkit import Server\nserver = Server('notes')\n")
+    done = run("config", "claude-desktop", str(server), "--env", "NOTES_DIR=/data")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"mcpServers": {"notes": {
+        "command": sys.executable, "args": ["-m", "mcpkit", "serve", str(server)], "env": {"NOTES_DIR": "/data"}}}}
+
+
+def test_config_for_claude_code_also_prints_the_claude_mcp_add_line(tmp_path):
+    server = tmp_path / "notes.py"
+    server.write_text("")
+    done = run("config", "claude-code", str(server), "--name", "my-notes")
+    assert done.returncode == 0
+    assert f"claude mcp add my-notes -- {sys.executable} -m mcpkit serve {server}" in done.stdout
+
+
+def test_config_write_merges_into_the_existing_file_and_keeps_a_backup(tmp_path):
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"other": {"command": "other-server"}}, "theme": "dark"}))
+    done = run("config", "cursor", "https://mcp.example.com/mcp", "--name", "remote", "--write", "--file", str(config))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(config.read_text()) == {
+        "mcpServers": {"other": {"command": "other-server"}, "remote": {"url": "https://mcp.example.com/mcp"}},
+        "theme": "dark",
+    }
+    assert json.loads((tmp_path / "mcp.json.bak").read_text())["mcpServers"] == {"other": {"command": "other-server"}}
+    clash = run("config", "cursor", "https://elsewhere.example.com/mcp", "--name", "remote", "--write",
+                "--file", str(config))
+    assert clash.returncode != 0 and "--force" in clash.stderr
+    assert json.loads(config.read_text())["mcpServers"]["remote"] == {"url": "https://mcp.example.com/mcp"}
+
+
+def test_config_write_refuses_a_broken_file(tmp_path):
+    config = tmp_path / "mcp.json"
+    config.write_text("{not json")
+    done = run("config", "cursor", "srv.py", "--write", "--file", str(config))
+    assert done.returncode != 0 and "not valid JSON" in done.stderr
+    assert config.read_text() == "{not json"
+
+
+# ------------------------------------------------------------------------------------------ list, call
+
+
+def test_list_shows_every_kind_as_tables_and_as_json():
+    table = run("list", REFERENCE)
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.startswith("Tools (")
+    assert "add                                         a: integer, b: integer" in table.stdout
+    for section in ("Resources (", "Resource templates (", "Prompts ("):
+        assert section in table.stdout
+    raw = run("list", REFERENCE, "--json")
+    found = json.loads(raw.stdout)
+    assert set(found) == {"tools", "resources", "resourceTemplates", "prompts"}
+    assert "add" in {t["name"] for t in found["tools"]}
+    assert "test://static-text" in {r["uri"] for r in found["resources"]}
+
+
+def test_call_parses_values_as_json_and_reports_tool_errors_in_the_exit_code():
+    added = run("call", REFERENCE, "add", "a=2", "b=40")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout) == {"result": 42}
+    echoed = run("call", REFERENCE, "echo", "text=not json")
+    assert echoed.stdout == "not json\n"
+    failed = run("call", REFERENCE, "test_error_handling")
+    assert failed.returncode == 1
+    assert "This tool intentionally returns an error for testing" in failed.stdout
+    unknown = run("call", REFERENCE, "nope")
+    assert unknown.returncode == 1 and "Unknown tool: nope" in unknown.stderr
+
+
+# ------------------------------------------------------------------------------------------ docs
+
+
+def test_docs_writes_a_reference_and_check_catches_a_stale_one(tmp_path):
+    server = tmp_path / "notes.py"
+    server.write_text(
+        "from mcpkit import Server\n"
+        "server = Server('notes', '2.0')\n"
+        "@server.tool(read_only=True)\n"
+        "def find(text: str, limit: int = 10) -> list[str]:\n"
+        "    '''Find notes.\n\n    Args:\n        text: what to look for.\n    '''\n"
+        "    return []\n"
+    )
+    out = tmp_path / "TOOLS.md"
+    assert run("docs", str(server), "--output", str(out)).returncode == 0
+    text = out.read_text()
+    assert text.startswith("# notes\n\nVersion 2.0.\n\n## Tools\n\n### `find`\n\nFind notes.\n\n*read-only*\n")
+    assert "| `text` | string | yes | what to look for. |" in text
+    assert "| `limit` | integer | no |  |" in text
+    assert run("docs", str(server), "--check", str(out)).returncode == 0
+    server.write_text(server.read_text().replace("Find notes.", "Find notes by text."))
+    stale = run("docs", str(server), "--check", str(out))
+    assert stale.returncode == 1 and "stale" in stale.stderr
+
+
+# ------------------------------------------------------------------------------------------ doctor
+
+
+def test_doctor_reports_the_installation_and_a_clean_server():
+    done = run("doctor", REFERENCE)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "orjson" in done.stdout and "answered initialize in" in done.stdout
+    assert "stdout: only protocol messages" in done.stdout and "no problems found" in done.stdout
+
+
+@pytest.mark.req("ST-02")
+def test_doctor_finds_a_server_that_prints_on_stdout(tmp_path):
+    noisy = tmp_path / "noisy.py"
+    noisy.write_text("print('Starting my server v1.0')\nfrom mcpkit.reference import server\nserver.run()\n")
+    done = run("doctor", f"{sys.executable} {noisy}")
+    assert done.returncode == 1
+    assert "non-protocol line(s) on stdout" in done.stderr and "Starting my server" in done.stderr
