@@ -14,7 +14,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import exports
 
 __version__ = "0.1.0"
 
@@ -40,21 +42,21 @@ __all__ = [
 # Everything is re-exported lazily so that `import mcpkit` costs almost nothing
 # and serving stdio never imports what it does not use.
 _LAZY = {
-    "Server": ("mcpkit.server.server", "Server"),
-    "Client": ("mcpkit.client", "Client"),
-    "Context": ("mcpkit.server.context", "Context"),
-    "ClientCapabilityError": ("mcpkit.server.context", "ClientCapabilityError"),
-    "ToolError": ("mcpkit.protocol.errors", "ToolError"),
-    "McpError": ("mcpkit.protocol.errors", "McpError"),
-    "ToolResult": ("mcpkit.server.content", "ToolResult"),
-    "Content": ("mcpkit.server.content", "Content"),
-    "text": ("mcpkit.server.content", "text"),
-    "image": ("mcpkit.server.content", "image"),
-    "audio": ("mcpkit.server.content", "audio"),
-    "resource": ("mcpkit.server.content", "resource"),
-    "resource_link": ("mcpkit.server.content", "resource_link"),
-    "user": ("mcpkit.server.content", "user"),
-    "assistant": ("mcpkit.server.content", "assistant"),
+    "Server": (".server.server", "Server"),
+    "Client": (".client", "Client"),
+    "Context": (".server.context", "Context"),
+    "ClientCapabilityError": (".server.context", "ClientCapabilityError"),
+    "ToolError": (".protocol.errors", "ToolError"),
+    "McpError": (".protocol.errors", "McpError"),
+    "ToolResult": (".server.content", "ToolResult"),
+    "Content": (".server.content", "Content"),
+    "text": (".server.content", "text"),
+    "image": (".server.content", "image"),
+    "audio": (".server.content", "audio"),
+    "resource": (".server.content", "resource"),
+    "resource_link": (".server.content", "resource_link"),
+    "user": (".server.content", "user"),
+    "assistant": (".server.content", "assistant"),
 }
 
 if TYPE_CHECKING:
@@ -65,15 +67,7 @@ if TYPE_CHECKING:
     from .server.server import Server
 
 
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(target[0]), target[1])
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

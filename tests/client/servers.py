@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.conftest import mcpkit_command
+from tests.test_http import free_port, stop_server, wait_listening
 
 SDK_SERVER = str(Path(__file__).resolve().parents[2] / "bench" / "servers" / "sdk_server.py")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -28,30 +21,12 @@ def http_server(argv: list[str], port: int, timeout: float = 20.0) -> Iterator[s
     On exit, asserts the server wrote no traceback."""
     errlog = tempfile.TemporaryFile()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog)
+    proc.errlog = errlog  # type: ignore[attr-defined]  # what stop_server reads back
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the server exited with {proc.returncode}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}") from None
-                time.sleep(0.05)
+        wait_listening(proc, port, timeout)
         yield f"http://127.0.0.1:{port}"
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-        errlog.seek(0)
-        stderr = errlog.read().decode(errors="replace")
-        errlog.close()
+        stderr = stop_server(proc)
     assert "Traceback" not in stderr, stderr
 
 

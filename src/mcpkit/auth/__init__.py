@@ -14,7 +14,9 @@ package pulls in neither PyJWT, cryptography, asyncio nor urllib.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
 
 __all__ = [
     "AccessToken",
@@ -29,15 +31,15 @@ __all__ = [
 ]
 
 _LAZY = {
-    "AccessToken": ("tokens", "AccessToken"),
-    "InvalidToken": ("tokens", "InvalidToken"),
-    "TokenVerifier": ("tokens", "TokenVerifier"),
-    "parse_scopes": ("tokens", "parse_scopes"),
-    "StaticTokens": ("static", "StaticTokens"),
-    "hash_token": ("static", "hash_token"),
-    "JWTVerifier": ("jwt", "JWTVerifier"),
-    "IntrospectionVerifier": ("introspection", "IntrospectionVerifier"),
-    "ResourceServer": ("resource", "ResourceServer"),
+    "AccessToken": (".tokens", "AccessToken"),
+    "InvalidToken": (".tokens", "InvalidToken"),
+    "TokenVerifier": (".tokens", "TokenVerifier"),
+    "parse_scopes": (".tokens", "parse_scopes"),
+    "StaticTokens": (".static", "StaticTokens"),
+    "hash_token": (".static", "hash_token"),
+    "JWTVerifier": (".jwt", "JWTVerifier"),
+    "IntrospectionVerifier": (".introspection", "IntrospectionVerifier"),
+    "ResourceServer": (".resource", "ResourceServer"),
 }
 
 if TYPE_CHECKING:
@@ -48,15 +50,7 @@ if TYPE_CHECKING:
     from .tokens import AccessToken, InvalidToken, TokenVerifier, parse_scopes
 
 
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'mcpkit.auth' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{target[0]}"), target[1])
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

@@ -11,7 +11,9 @@ Everything is enforced at call time in one place (chain.py); see docs/policy.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
 
 __all__ = [
     "Policy",
@@ -34,22 +36,22 @@ __all__ = [
 
 # lazily, so that importing one piece does not import the others
 _LAZY = {
-    "Policy": ("config", "Policy"),
-    "Gates": ("gates", "Gates"),
-    "Sandbox": ("sandbox", "Sandbox"),
-    "SandboxPath": ("paths", "SandboxPath"),
-    "ExistingSandboxPath": ("paths", "ExistingSandboxPath"),
-    "SandboxUri": ("paths", "SandboxUri"),
-    "confined": ("paths", "confined"),
-    "AuditLog": ("audit", "AuditLog"),
-    "Redactor": ("redact", "Redactor"),
-    "install_log_redaction": ("redact", "install_log_redaction"),
-    "RateLimiter": ("ratelimit", "RateLimiter"),
-    "Rate": ("ratelimit", "Rate"),
-    "Limits": ("limits", "Limits"),
-    "Bridge": ("bridge", "Bridge"),
-    "Outcome": ("envelope", "Outcome"),
-    "SecretParameterWarning": ("hygiene", "SecretParameterWarning"),
+    "Policy": (".config", "Policy"),
+    "Gates": (".gates", "Gates"),
+    "Sandbox": (".sandbox", "Sandbox"),
+    "SandboxPath": (".paths", "SandboxPath"),
+    "ExistingSandboxPath": (".paths", "ExistingSandboxPath"),
+    "SandboxUri": (".paths", "SandboxUri"),
+    "confined": (".paths", "confined"),
+    "AuditLog": (".audit", "AuditLog"),
+    "Redactor": (".redact", "Redactor"),
+    "install_log_redaction": (".redact", "install_log_redaction"),
+    "RateLimiter": (".ratelimit", "RateLimiter"),
+    "Rate": (".ratelimit", "Rate"),
+    "Limits": (".limits", "Limits"),
+    "Bridge": (".bridge", "Bridge"),
+    "Outcome": (".envelope", "Outcome"),
+    "SecretParameterWarning": (".hygiene", "SecretParameterWarning"),
 }
 
 if TYPE_CHECKING:
@@ -66,15 +68,7 @@ if TYPE_CHECKING:
     from .sandbox import Sandbox
 
 
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'mcpkit.policy' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{target[0]}"), target[1])
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:
