@@ -1,1 +1,27 @@
-"""State stores: memory (the embedded default); one small interface per kind of state."""
+"""State stores: memory (the embedded default) and Redis (several processes sharing state).
+
+One small interface per kind of state: SSE events (resumption), rate-limit buckets, tasks,
+HTTP sessions, and a notification bus. ``from_env()`` picks the bundle ``MCPKIT_STORE``
+names: unset (or ``memory``) keeps everything in this process; ``redis://host:port/db``
+(``rediss://`` for TLS, ``?prefix=app:`` for the key prefix) shares it through Redis.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["from_env"]
+
+
+def from_env(environ: Mapping[str, str] | None = None) -> Any:
+    """The Stores bundle of ``MCPKIT_STORE`` (see the module docstring)."""
+    url = ((os.environ if environ is None else environ).get("MCPKIT_STORE") or "").strip()
+    from .redis import Stores, from_url
+
+    if not url or url == "memory":
+        return Stores.memory()
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return from_url(url)
+    raise ValueError(f"MCPKIT_STORE={url!r}: use 'memory' or a redis:// URL")

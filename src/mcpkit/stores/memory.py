@@ -51,7 +51,7 @@ class MemoryEventStore:
         """The stream an id belongs to and the events after it; None when unknown or expired."""
         stream_id, _, number = last_event_id.rpartition("_")
         log = self._streams.get(stream_id)
-        if log is None or not number.isdigit():
+        if log is None or not (number.isascii() and number.isdigit()):
             return None
         after = int(number)
         return stream_id, [(f"{stream_id}_{n}", p) for n, p in log.events if n > after]

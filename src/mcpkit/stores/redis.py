@@ -1,0 +1,118 @@
+"""Redis-backed stores, so that several server processes share their state; and the bundle of all
+stores (:class:`Stores`), in memory or in Redis (:func:`from_url`).
+
+Importing this module does not import ``redis``: constructing a Redis store does (and says
+``pip install 'mcpkit[redis]'`` when it is missing). Every Redis store takes a client or a URL
+and a key ``prefix`` (default ``"mcpkit:"``); keys are ``{prefix}ev:``, ``rl:``, ``task:``,
+``session:`` and channels ``{prefix}bus:``. Redis being unreachable raises
+:class:`StoreUnavailable` within a few seconds rather than hanging.
+
+==================  =====================================  =============================
+state               memory (default)                       Redis
+==================  =====================================  =============================
+SSE events (async)  ``stores.memory.MemoryEventStore``     :class:`RedisEventStore`
+rate buckets        ``policy.ratelimit.MemoryRateStore``   :class:`RedisRateStore`
+tasks               ``stores.tasks.MemoryTaskStore``       :class:`RedisTaskStore`
+sessions            :class:`MemorySessionStore`            :class:`RedisSessionStore`
+notification bus    :class:`MemoryBus`                     :class:`RedisBus`
+==================  =====================================  =============================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from .redis_base import StoreUnavailable, process_origin, sync_client
+from .redis_bus import Bus, MemoryBus, RedisBus
+from .redis_events import RedisEventStore
+from .redis_rates import RedisRateStore
+from .redis_sessions import MemorySessionStore, RedisSessionStore, SessionStore
+from .redis_tasks import RedisTaskStore, is_remote
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "Bus",
+    "MemoryBus",
+    "MemorySessionStore",
+    "RedisBus",
+    "RedisEventStore",
+    "RedisRateStore",
+    "RedisSessionStore",
+    "RedisTaskStore",
+    "SessionStore",
+    "StoreUnavailable",
+    "Stores",
+    "from_url",
+    "is_remote",
+    "process_origin",
+]
+
+DEFAULT_PREFIX = "mcpkit:"
+
+
+@dataclass
+class Stores:
+    """One store of each kind: ``events`` (async), ``rates``, ``tasks``, ``sessions``, ``bus``."""
+
+    events: Any
+    rates: Any
+    tasks: Any
+    sessions: Any
+    bus: Any
+    _closers: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
+    _aclosers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False, compare=False)
+
+    @classmethod
+    def memory(cls) -> Stores:
+        """Everything in this process: the embedded default."""
+        from ..policy.ratelimit import MemoryRateStore
+        from .memory import MemoryEventStore
+        from .tasks import MemoryTaskStore
+
+        return cls(MemoryEventStore(), MemoryRateStore(), MemoryTaskStore(), MemorySessionStore(), MemoryBus())
+
+    def close(self) -> None:
+        """Stop the bus and close the synchronous connections."""
+        self.bus.close()
+        for closer in self._closers:
+            closer()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, and close the event store's asyncio connections (on their loop)."""
+        self.close()
+        for closer in self._aclosers:
+            await closer()
+
+
+def from_url(url: str, *, origin: str | None = None) -> Stores:
+    """The Redis bundle for ``redis://[:password@]host:port/db`` (``rediss://`` for TLS,
+    ``unix:///path?db=N`` for a socket). ``?prefix=app:`` sets the key prefix (default
+    ``mcpkit:``); other query arguments are redis-py's. The synchronous stores and the bus share
+    one connection pool; the event store has its own asyncio client. ``origin`` (default: this
+    process's id) names this process on the bus and as the owner of its tasks.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(f"a store URL must start with redis://, rediss:// or unix://, not {parts.scheme!r}://")
+    prefix = DEFAULT_PREFIX
+    rest = []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name == "prefix":
+            prefix = value
+        else:
+            rest.append((name, value))
+    clean = urlunsplit(parts._replace(query=urlencode(rest)))
+    client, _ = sync_client(clean, "from_url")
+    events = RedisEventStore(clean, prefix=prefix)
+    return Stores(
+        events=events,
+        rates=RedisRateStore(client, prefix=prefix),
+        tasks=RedisTaskStore(client, prefix=prefix, origin=origin),
+        sessions=RedisSessionStore(client, prefix=prefix),
+        bus=RedisBus(client, prefix=prefix, origin=origin),
+        _closers=[client.close],
+        _aclosers=[events.aclose],
+    )

@@ -1,0 +1,154 @@
+"""What the Redis stores share: the lazy import of redis-py, client construction, errors, ids.
+
+Nothing here imports ``redis`` at module import time; :func:`require_redis` does, the first time
+a Redis store is constructed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import socket
+from types import ModuleType
+from typing import Any
+
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "SOCKET_TIMEOUT",
+    "LuaScript",
+    "StoreUnavailable",
+    "async_client",
+    "down_errors",
+    "process_origin",
+    "require_redis",
+    "sync_client",
+    "unavailable",
+]
+
+#: seconds to open a connection, and to wait for an answer: a store that is down fails fast
+CONNECT_TIMEOUT = 1.5
+SOCKET_TIMEOUT = 2.0
+#: a connection idle this long is PINGed before it is used again (catches half-open sockets)
+HEALTH_CHECK_INTERVAL = 30
+
+
+class StoreUnavailable(RuntimeError):
+    """A shared store could not be reached: connection refused, timed out, or lost mid-command.
+
+    Raised instead of redis-py's own errors so that callers handle one type whatever the store.
+    It is deliberately not an ``OSError``: code that treats ``OSError`` as "the client went away"
+    must not mistake an outage of the store for that.
+    """
+
+
+def require_redis() -> ModuleType:
+    """The ``redis`` package, or an ImportError that says how to install it."""
+    try:
+        import redis
+    except ImportError as exc:
+        raise ImportError(
+            "the Redis stores need the 'redis' package (redis-py >= 5): pip install 'mcpkit[redis]'"
+        ) from exc
+    return redis
+
+
+def down_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean "Redis is unreachable" (as opposed to a bad command)."""
+    exceptions = require_redis().exceptions
+    return (exceptions.ConnectionError, exceptions.TimeoutError, OSError)
+
+
+def unavailable(what: str, exc: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(f"{what}: Redis is unreachable ({type(exc).__name__}: {exc})")
+
+
+def _options(retry: Any, no_backoff: Any) -> dict[str, Any]:
+    # One retry without backoff: enough to replace a pooled connection that died with a restart,
+    # never long enough to hang a caller while Redis is down.
+    return {
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+        "socket_timeout": SOCKET_TIMEOUT,
+        "socket_keepalive": True,
+        "health_check_interval": HEALTH_CHECK_INTERVAL,
+        "retry": retry(no_backoff(), 1),
+    }
+
+
+def _check_decoding(client: Any, what: str) -> None:
+    pool = getattr(client, "connection_pool", None)
+    kwargs = getattr(pool, "connection_kwargs", None) or {}
+    if kwargs.get("decode_responses"):
+        raise ValueError(f"{what} needs a client with decode_responses=False (it stores bytes)")
+
+
+def _is_async_client(client: Any) -> bool:
+    return type(client).__module__.startswith("redis.asyncio")
+
+
+def sync_client(client_or_url: Any, what: str) -> tuple[Any, bool]:
+    """``(client, owned)``: a ``redis.Redis`` built from a URL (owned: ours to close), or the
+    client given (not ours)."""
+    redis = require_redis()
+    if isinstance(client_or_url, str):
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        return redis.Redis.from_url(client_or_url, **_options(Retry, NoBackoff)), True
+    if _is_async_client(client_or_url):
+        raise TypeError(f"{what} is synchronous: give it a redis.Redis client or a URL, not a redis.asyncio client")
+    _check_decoding(client_or_url, what)
+    return client_or_url, False
+
+
+def async_client(client_or_url: Any, what: str) -> tuple[Any, bool]:
+    """Like :func:`sync_client`, for a ``redis.asyncio.Redis`` client."""
+    require_redis()
+    if isinstance(client_or_url, str):
+        import redis.asyncio
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+
+        return redis.asyncio.Redis.from_url(client_or_url, **_options(Retry, NoBackoff)), True
+    if not _is_async_client(client_or_url):
+        raise TypeError(f"{what} is asynchronous: give it a redis.asyncio.Redis client or a URL")
+    _check_decoding(client_or_url, what)
+    return client_or_url, False
+
+
+_origin: tuple[int, str] | None = None
+
+
+def process_origin() -> str:
+    """This process's id on the bus and as a task owner: ``host:pid:random``.
+
+    Recomputed after a fork (the pid changed), so workers forked from one parent differ.
+    """
+    global _origin
+    pid = os.getpid()
+    if _origin is None or _origin[0] != pid:
+        _origin = (pid, f"{socket.gethostname()}:{pid}:{secrets.token_hex(4)}")
+    return _origin[1]
+
+
+class LuaScript:
+    """A Lua script run with EVALSHA, falling back to EVAL (which caches it again) on NOSCRIPT,
+    e.g. after a restart or ``SCRIPT FLUSH``."""
+
+    __slots__ = ("sha", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+    def __call__(self, client: Any, keys: list[Any], args: list[Any]) -> Any:
+        try:
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+        except require_redis().exceptions.NoScriptError:
+            return client.eval(self.source, len(keys), *keys, *args)
+
+    async def run_async(self, client: Any, keys: list[Any], args: list[Any]) -> Any:
+        try:
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+        except require_redis().exceptions.NoScriptError:
+            return await client.eval(self.source, len(keys), *keys, *args)

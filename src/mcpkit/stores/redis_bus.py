@@ -1,0 +1,316 @@
+"""The notification bus: what one process tells the others (list_changed, resource updates,
+task cancellations, ...). The protocol, an in-process bus, and Redis pub/sub.
+
+Messages are JSON objects. Each carries ``origin``, the publishing process's id (a reserved
+key, added by ``publish``), and a subscriber does not receive messages of its own process
+unless it subscribed with ``include_own=True``: the publisher has already acted locally, the
+bus is how the *other* processes hear of it. Delivery is at most once: a process that is not
+connected when a message is published never sees it.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .. import _json
+from .redis_base import down_errors, process_origin, sync_client, unavailable
+
+__all__ = ["Bus", "MemoryBus", "RedisBus"]
+
+logger = logging.getLogger("mcpkit.stores.bus")
+
+Callback = Callable[[dict[str, Any]], None]
+
+
+class Bus(Protocol):
+    """``publish`` from any thread; ``subscribe`` returns the function that unsubscribes (calling
+    it twice is harmless). A callback gets its own copy of the message (``origin`` included);
+    an exception it raises is logged and goes no further. ``origin`` is this process's id."""
+
+    @property
+    def origin(self) -> str: ...
+
+    def publish(self, channel: str, message: dict[str, Any]) -> None: ...
+
+    def subscribe(self, channel: str, callback: Callback, *, include_own: bool = False) -> Callable[[], None]: ...
+
+    def close(self) -> None: ...
+
+
+class _Subscription:
+    __slots__ = ("callback", "include_own")
+
+    def __init__(self, callback: Callback, include_own: bool) -> None:
+        self.callback = callback
+        self.include_own = include_own
+
+
+def _encode(message: dict[str, Any], origin: str) -> bytes:
+    if not isinstance(message, dict):
+        raise TypeError(f"a bus message must be a dict, got {type(message).__name__}")
+    if "origin" in message:
+        raise ValueError("'origin' is reserved in bus messages: the bus sets it to the publishing process's id")
+    return _json.dumps({**message, "origin": origin})
+
+
+def _deliver(channel: str, subs: list[_Subscription], data: bytes, own: bool) -> None:
+    for sub in subs:
+        if own and not sub.include_own:
+            continue
+        try:
+            sub.callback(_json.loads(data))
+        except Exception:
+            logger.exception("A bus callback on channel %r failed", channel)
+
+
+class _Hub:
+    """What several MemoryBus objects share: one simulated Redis."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.subs: dict[str, list[tuple[MemoryBus, _Subscription]]] = {}
+
+
+class MemoryBus:
+    """The bus of a single process. ``publish`` runs the callbacks synchronously, in the
+    publishing thread, before it returns; as the publisher's own process, they are called only
+    if they subscribed with ``include_own=True``.
+
+    :meth:`peer` makes another bus on the same hub with another origin: several "processes"
+    in one, for tests of what crosses the bus.
+    """
+
+    def __init__(self, *, origin: str | None = None, _hub: _Hub | None = None) -> None:
+        self._origin = origin
+        self._hub = _hub if _hub is not None else _Hub()
+        self._closed = False
+
+    @property
+    def origin(self) -> str:
+        return self._origin if self._origin is not None else process_origin()
+
+    def peer(self, origin: str | None = None) -> MemoryBus:
+        """A bus sharing this one's hub, as if in another process (``origin``: random if not given)."""
+        return MemoryBus(origin=origin or f"peer:{secrets.token_hex(4)}", _hub=self._hub)
+
+    def publish(self, channel: str, message: dict[str, Any]) -> None:
+        if self._closed:
+            raise RuntimeError("this bus is closed")
+        origin = self.origin
+        data = _encode(message, origin)
+        with self._hub.lock:
+            targets = list(self._hub.subs.get(channel, ()))
+        for bus, sub in targets:
+            if not bus._closed:
+                _deliver(channel, [sub], data, own=bus.origin == origin)
+
+    def subscribe(self, channel: str, callback: Callback, *, include_own: bool = False) -> Callable[[], None]:
+        if self._closed:
+            raise RuntimeError("this bus is closed")
+        entry = (self, _Subscription(callback, include_own))
+        with self._hub.lock:
+            self._hub.subs.setdefault(channel, []).append(entry)
+
+        def unsubscribe() -> None:
+            with self._hub.lock:
+                subs = self._hub.subs.get(channel, [])
+                if entry in subs:
+                    subs.remove(entry)
+                    if not subs:
+                        del self._hub.subs[channel]
+
+        return unsubscribe
+
+    def close(self) -> None:
+        self._closed = True
+        with self._hub.lock:
+            for channel in list(self._hub.subs):
+                kept = [e for e in self._hub.subs[channel] if e[0] is not self]
+                if kept:
+                    self._hub.subs[channel] = kept
+                else:
+                    del self._hub.subs[channel]
+
+
+class RedisBus:
+    """The bus over Redis pub/sub, channel ``{prefix}bus:{channel}``, messages as JSON.
+
+    ``publish`` is one PUBLISH on a pooled connection; while Redis is unreachable it raises
+    :class:`~mcpkit.stores.redis_base.StoreUnavailable` within a few seconds (connect and socket
+    timeouts of 1.5-2 s). Subscriptions are served by one listener thread per bus, started by
+    the first ``subscribe``; callbacks run on it, one message at a time, so a slow callback
+    delays the others. ``subscribe`` returns once Redis confirmed the subscription (or after
+    ``subscribe_timeout`` seconds, e.g. while Redis is down: it is then made when Redis is back).
+    When the connection is lost the listener logs a warning, retries (up to every 2 s),
+    subscribes again and logs when it is back; messages published meanwhile are lost.
+
+    Construct it (or at least subscribe) after forking worker processes: a thread does not
+    survive a fork.
+    """
+
+    #: how long the listener waits for a message before it looks at its subscriptions again
+    POLL = 0.2
+
+    def __init__(
+        self,
+        client_or_url: Any,
+        *,
+        prefix: str = "mcpkit:",
+        origin: str | None = None,
+        subscribe_timeout: float = 2.0,
+    ) -> None:
+        self._client, self._owned = sync_client(client_or_url, "RedisBus")
+        self._down = down_errors()
+        self.prefix = prefix
+        self.subscribe_timeout = subscribe_timeout
+        self._origin = origin
+        self._subs: dict[str, list[_Subscription]] = {}  # by Redis channel; lists replaced, never mutated
+        self._ready: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def origin(self) -> str:
+        return self._origin if self._origin is not None else process_origin()
+
+    def channel_key(self, channel: str) -> str:
+        return f"{self.prefix}bus:{channel}"
+
+    def publish(self, channel: str, message: dict[str, Any]) -> None:
+        if self._stop.is_set():
+            raise RuntimeError("this bus is closed")
+        data = _encode(message, self.origin)
+        try:
+            self._client.publish(self.channel_key(channel), data)
+        except self._down as exc:
+            raise unavailable(f"publishing on bus channel {channel!r}", exc) from exc
+
+    def subscribe(self, channel: str, callback: Callback, *, include_own: bool = False) -> Callable[[], None]:
+        name = self.channel_key(channel)
+        sub = _Subscription(callback, include_own)
+        with self._lock:
+            if self._stop.is_set():
+                raise RuntimeError("this bus is closed")
+            self._subs[name] = [*self._subs.get(name, ()), sub]
+            ready = self._ready.setdefault(name, threading.Event())
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._listen, name="mcpkit-redis-bus", daemon=True)
+                self._thread.start()
+        self._wake.set()
+        if threading.current_thread() is not self._thread:
+            ready.wait(self.subscribe_timeout)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                kept = [s for s in self._subs.get(name, ()) if s is not sub]
+                if kept:
+                    self._subs[name] = kept
+                elif name in self._subs:
+                    del self._subs[name]
+                    self._ready.pop(name, None)
+            self._wake.set()
+
+        return unsubscribe
+
+    def close(self) -> None:
+        """Stop the listener and forget the subscriptions (and close the client if it is ours)."""
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5.0)
+        with self._lock:
+            self._subs.clear()
+            self._ready.clear()
+        if self._owned:
+            self._client.close()
+
+    # ------------------------------------------------------------------ the listener thread
+
+    def _listen(self) -> None:
+        down_since: float | None = None
+        delay = 0.1
+        while not self._stop.is_set():
+            pubsub: Any = None
+            sent: set[str] = set()  # channels SUBSCRIBEd on this connection
+            confirmed: set[str] = set()  # ... and acknowledged by Redis
+            try:
+                pubsub = self._client.pubsub()
+                while not self._stop.is_set():
+                    self._wake.clear()
+                    self._sync(pubsub, sent, confirmed)
+                    if not sent:
+                        self._wake.wait(1.0)
+                        continue
+                    message = pubsub.get_message(timeout=self.POLL)
+                    if down_since is not None:
+                        logger.warning("Redis bus: connection back after %.1f s; subscriptions restored",
+                                       time.monotonic() - down_since)
+                        down_since, delay = None, 0.1
+                    if message is not None:
+                        self._handle(message, sent, confirmed)
+            except self._down as exc:
+                if down_since is None:
+                    down_since = time.monotonic()
+                    logger.warning("Redis bus: connection lost (%s: %s); retrying until it is back",
+                                   type(exc).__name__, exc)
+                with self._lock:
+                    for ready in self._ready.values():
+                        ready.clear()
+                self._stop.wait(delay)
+                delay = min(delay * 2, 2.0)
+            except Exception:
+                logger.exception("Redis bus: listener error; starting over")
+                self._stop.wait(1.0)
+            finally:
+                if pubsub is not None:
+                    try:
+                        pubsub.close()
+                    except Exception:  # closing a broken connection
+                        pass
+
+    def _sync(self, pubsub: Any, sent: set[str], confirmed: set[str]) -> None:
+        with self._lock:
+            wanted = set(self._subs)
+            for name in wanted & confirmed:
+                self._ready[name].set()
+        new, gone = wanted - sent, sent - wanted
+        if gone:
+            pubsub.unsubscribe(*gone)
+            sent -= gone
+            confirmed -= gone
+        if new:
+            pubsub.subscribe(*new)
+            sent |= new
+
+    def _handle(self, message: dict[str, Any], sent: set[str], confirmed: set[str]) -> None:
+        kind, channel = message.get("type"), message.get("channel")
+        name = channel.decode() if isinstance(channel, bytes) else str(channel)
+        if kind == "subscribe":
+            if name in sent:
+                confirmed.add(name)
+                with self._lock:
+                    ready = self._ready.get(name)
+                if ready is not None:
+                    ready.set()
+        elif kind == "unsubscribe":
+            confirmed.discard(name)
+        elif kind == "message":
+            with self._lock:
+                subs = self._subs.get(name, [])
+            data = message["data"]
+            try:
+                decoded = _json.loads(data)
+            except _json.JSONDecodeError:
+                decoded = None
+            if not isinstance(decoded, dict):
+                logger.warning("Redis bus: ignored a message on %r that is not a JSON object", name)
+                return
+            _deliver(name[len(self.prefix) + 4:], subs, data, own=decoded.get("origin") == self.origin)
