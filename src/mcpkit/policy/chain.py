@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import (
     E_INTERNAL,
+    E_NOT_CONNECTED,
     E_NOT_FOUND,
     E_PERMISSION_DENIED,
     E_SCHEMA_VALIDATION,
@@ -341,7 +342,13 @@ class _Call:
                 raise bridge.not_connected_error()  # E_NOT_CONNECTED, retryable
         limiter = settings.limiter
         if limiter is not None:
-            wait = limiter.check(self.principal, tool.name, settings.rate)
+            try:
+                wait = limiter.check(self.principal, tool.name, settings.rate)
+            except Exception as exc:  # noqa: BLE001 - a shared store that is down (StoreUnavailable)
+                log.warning("rate limit of tool %r not checked: %s [correlation id %s]", tool.name, exc, self.cid)
+                raise ToolError(f"Tool {tool.name!r} cannot run now: its rate limit cannot be checked.",
+                                code=E_NOT_CONNECTED, retryable=True,
+                                suggested_fix="Retry in a few seconds.") from None
             if wait is not None:
                 raise limiter.limit_error(tool.name, wait, settings.rate or limiter.default)
         if settings.max_argument_bytes:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import inspect
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypedDict, TypeVar, Unpack
 
@@ -74,6 +75,7 @@ class Server:
         state_key: bytes | str | None = None,
         task_ttl_ms: int = 300_000,
         policy: Any = None,
+        stores: Any = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -113,6 +115,9 @@ class Server:
         self._listeners: set[Any] = set()  # open subscriptions/listen streams (2026-07-28)
         self._warmed = False
         self._policy: Any = None
+        #: the state stores (mcpkit.stores): given, or from MCPKIT_STORE on first use
+        self._stores: Any = stores
+        self._bus_listening = False
         self._bridges: dict[int, Any] = {}
         self._tool_limiter: Any = None
         self._logs_guarded = False
@@ -141,6 +146,9 @@ class Server:
         elif policy is False:
             policy = None
         self._policy = policy
+        if policy is not None and policy.rate_limiter is not None and self.shared:
+            # several processes: the buckets live in the shared store, so a limit is global
+            policy.rate_limiter.store = self.stores.rates
         for tool in self._tools.values():
             self._apply_policy(tool)
         self._changed("tools")
@@ -212,7 +220,7 @@ class Server:
         if self._tool_limiter is None:
             from ..policy.ratelimit import RateLimiter
 
-            self._tool_limiter = RateLimiter()
+            self._tool_limiter = RateLimiter(store=self.stores.rates if self.shared else None)
         return self._tool_limiter
 
     def _watch_bridges(self, tool: Tool) -> None:
@@ -227,13 +235,49 @@ class Server:
     # ------------------------------------------------------------------ runtime plumbing
 
     @property
+    def stores(self) -> Any:
+        """Where shared state lives: in this process, or in Redis for several (MCPKIT_STORE)."""
+        if self._stores is None:
+            from ..stores import from_env
+
+            self._stores = from_env()
+        return self._stores
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes share this server's state (a bus reaches them)."""
+        if self._stores is None and os.environ.get("MCPKIT_STORE", "").strip() in ("", "memory"):
+            return False  # the common case: nothing to build or import to know it
+        from ..stores.redis import MemoryBus
+
+        return not isinstance(self.stores.bus, MemoryBus)  # a bus other processes hear
+
+    @property
     def tasks(self) -> Any:
         """The tasks of the ``io.modelcontextprotocol/tasks`` extension (server/tasks.py)."""
         if self._tasks_manager is None:
             from .tasks import TaskManager
 
-            self._tasks_manager = TaskManager(ttl_ms=self.task_ttl_ms)
+            self._tasks_manager = TaskManager(ttl_ms=self.task_ttl_ms,
+                                              store=self.stores.tasks if self.shared else None)
         return self._tasks_manager
+
+    def _listen_bus(self) -> None:
+        """Deliver what other processes announce (list changes, resource updates) to this
+        process's sessions and listen streams; subscribed once, when serving starts."""
+        if self._bus_listening or not self.shared:
+            return
+        self._bus_listening = True
+        bus = self.stores.bus
+        bus.subscribe("changed", lambda message: self._deliver_changed(str(message.get("kind"))))
+        bus.subscribe("updated", lambda message: self._deliver_updated(str(message.get("uri"))))
+
+    def _announce(self, channel: str, message: dict[str, Any]) -> None:
+        if self._stores is not None and self.shared:
+            try:
+                self.stores.bus.publish(channel, message)
+            except Exception:  # noqa: BLE001 - the local clients were told; the others will re-list
+                log.exception("could not announce %s to the other processes", channel)
 
     @property
     def sealer(self) -> Any:
@@ -370,6 +414,12 @@ class Server:
         return deco
 
     def _changed(self, kind: str) -> None:
+        self._deliver_changed(kind)
+        self._announce("changed", {"kind": kind})
+
+    def _deliver_changed(self, kind: str) -> None:
+        if kind not in _CHANGED:
+            return
         for key in [k for k in self._cache if k[0] == kind]:
             del self._cache[key]
         method = _CHANGED[kind]
@@ -656,8 +706,19 @@ class Server:
         return McpError(rev.resource_not_found, f"Resource not found: {uri}", {"uri": uri})
 
     def notify_resource_updated(self, uri: str) -> None:
-        """notifications/resources/updated to the sessions subscribed to ``uri`` or a parent of it (RS-10)."""
+        """notifications/resources/updated to the sessions subscribed to ``uri`` or a parent of it
+        (RS-10), in this process and, with shared stores, in every other one."""
+        self._deliver_updated(uri)
+        self._announce("updated", {"uri": uri})
+
+    def _deliver_updated(self, uri: str) -> None:
         for session in list(self._sessions):
+            refresh = getattr(session, "refresh_state", None)
+            if refresh is not None:  # a shared session: its subscriptions may have changed elsewhere
+                try:
+                    refresh()
+                except Exception:  # noqa: BLE001 - the store is down: match what is known here
+                    log.warning("could not refresh a shared session's subscriptions", exc_info=True)
             if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in session.subscriptions):
                 try:
                     session.notify("notifications/resources/updated", {"uri": uri})

@@ -88,7 +88,7 @@ def _hostname(value: str) -> str:
 class _Stream:
     """A logical SSE stream (or JSON body): the messages for some requests, or the GET stream."""
 
-    __slots__ = ("id", "pending", "queue", "writer", "json", "frames", "done", "standalone")
+    __slots__ = ("id", "pending", "queue", "writer", "json", "frames", "done", "standalone", "draining")
 
     def __init__(self, stream_id: str, pending: set[Any], *, json_mode: bool, standalone: bool = False) -> None:
         self.id = stream_id
@@ -99,6 +99,7 @@ class _Stream:
         self.writer: asyncio.Event | None = None  # set to wake the connection writing this stream
         self.frames: list[bytes] = []  # JSON mode: the responses collected
         self.done: asyncio.Future[None] | None = None
+        self.draining = False  # shared stores: its reader left, its events go to the store alone
 
     def push(self, item: Any) -> None:
         if self.json:
@@ -227,7 +228,13 @@ class McpHttpApp(AuthRoutes):
         self.max_sessions = max_sessions
         self.session_idle_timeout = session_idle_timeout
         self.retry_ms = retry_ms
-        self.event_store = event_store if event_store is not None else MemoryEventStore()
+        shared = server.shared  # MCPKIT_STORE: several processes serve the same sessions
+        self.event_store = event_store if event_store is not None else (
+            server.stores.events if shared else MemoryEventStore())
+        #: where sessions live so that any process can serve them (None: this process only)
+        self.session_store = server.stores.sessions if shared else None
+        if shared:
+            server._listen_bus()
         self.legacy_sse = legacy_sse
         self.sse_path = sse_path
         self.messages_path = messages_path
@@ -427,12 +434,70 @@ class McpHttpApp(AuthRoutes):
         return hs
 
     def _end(self, session_id: str) -> None:
+        if self.session_store is not None:
+            self.session_store.delete(session_id)
         hs = self.sessions.pop(session_id, None)
         if hs is not None:
             stream_ids = [f"{session_id}.{n}" for n in range(1, hs._seq + 1)] + [f"{session_id}.get"]
             hs.close()
             if self.loop is not None:
                 self.loop.create_task(self.event_store.drop(stream_ids))
+
+    def _restore(self, session_id: str, hs: _HttpSession | None = None) -> _HttpSession | None:
+        """A shared session, as the session store has it: served here, whichever process
+        opened it or changed it last (None when it ended or expired everywhere)."""
+        state = self.session_store.load(session_id)  # type: ignore[union-attr]
+        if not state or state.get("revision") not in revisions.HANDSHAKE_VERSIONS:
+            if hs is not None:
+                self._forget(session_id)
+            return None
+        if hs is not None:
+            hs.session.log_level = state.get("log_level")
+            hs.session.subscriptions = set(state.get("subscriptions") or ())
+            return hs
+        while len(self.sessions) >= self.max_sessions:
+            self._forget(next(iter(self.sessions)))
+        hs = _HttpSession(self, session_id)
+        hs.session.refresh_state = lambda: self._restore(session_id, hs)  # type: ignore[attr-defined]
+        engine = hs.session.engine
+        engine.revision = revisions.get(state["revision"])
+        engine.initialized = bool(state.get("initialized", True))
+        engine.client_info = state.get("client_info") or {}
+        engine.client_capabilities = state.get("client_capabilities") or {}
+        hs.session.log_level = state.get("log_level")
+        hs.session.subscriptions = set(state.get("subscriptions") or ())
+        hs.owner = state.get("owner")
+        self.server._session_started(hs.session)  # it gets this process's notifications now
+        self.sessions[session_id] = hs
+        return hs
+
+    def _forget(self, session_id: str) -> None:
+        """Drop this process's copy of a shared session; the session itself lives on."""
+        hs = self.sessions.pop(session_id, None)
+        if hs is not None:
+            hs.close()
+
+    def _save(self, hs: _HttpSession) -> None:
+        """Share a session's state (revision, client capabilities, log level, subscriptions,
+        owner) so that the next request may go to any process."""
+        engine = hs.session.engine
+        if self.session_store is None or hs.id is None or engine.revision is None or hs.closed:
+            return
+        try:
+            self._save_state(hs, engine)
+        except Exception as exc:  # noqa: BLE001 - the store is down: this process still serves it
+            log.warning("could not share session %s: %s", hs.id, exc)
+
+    def _save_state(self, hs: _HttpSession, engine: Any) -> None:
+        self.session_store.save(hs.id, {  # type: ignore[union-attr]
+            "revision": engine.revision.version,
+            "initialized": engine.initialized,
+            "client_info": engine.client_info,
+            "client_capabilities": engine.client_capabilities,
+            "log_level": hs.session.log_level,
+            "subscriptions": sorted(hs.session.subscriptions),
+            "owner": hs.owner,
+        }, self.session_idle_timeout)
 
     def _periodic_sweep(self, loop: asyncio.AbstractEventLoop) -> None:
         """Runs on a timer, so abandoned sessions go even when no new client comes."""
@@ -457,6 +522,13 @@ class McpHttpApp(AuthRoutes):
         if sid is None:
             return None, 400, "Missing Mcp-Session-Id header: send initialize first, then the id it returned."
         hs = self.sessions.get(sid.decode("latin-1"))
+        if self.session_store is not None:
+            # shared: another process may have changed the session (log level, subscriptions)
+            try:
+                hs = self._restore(sid.decode("latin-1"), hs)
+            except Exception as exc:  # noqa: BLE001 - the shared store is down (StoreUnavailable)
+                log.warning("session store unavailable: %s", exc)
+                return None, 503, "The session store is unavailable; retry in a few seconds."
         now = time.monotonic()
         if hs is not None and hs.active == 0 and now - hs.last_seen > self.session_idle_timeout:
             self._end(hs.id)  # type: ignore[arg-type]  # idle too long: expired, whether swept yet or not
@@ -561,6 +633,8 @@ class McpHttpApp(AuthRoutes):
         if not request_ids:  # HL-04: notifications and responses only
             hs.session.feed_message(payload)
             hs.session.flush()
+            if self.session_store is not None and not self.stateless:
+                self._save(hs)
             await self._plain(send, 202, b"", headers, extra)
             return
 
@@ -570,6 +644,9 @@ class McpHttpApp(AuthRoutes):
         try:
             hs.session.feed_message(payload)
             hs.session.flush()
+            if self.session_store is not None and not self.stateless:
+                # before the answer leaves: the client's next request may reach another process
+                self._save(hs)
             if use_sse:
                 await self._write_sse(send, receive, hs, stream, headers, extra, replay=None)
             else:
@@ -661,8 +738,9 @@ class McpHttpApp(AuthRoutes):
         try:
             if store is not None and self._priming(hs):
                 # HL-09: an event id with empty data, and how soon to come back after a drop
-                eid = await store.store(stream.id, b"")
-                await send({"type": "http.response.body", "body": f"id: {eid}\nretry: {self.retry_ms}\ndata: \n\n".encode(), "more_body": True})
+                primed = await self._stored(store, stream.id, b"")
+                if primed is not None:
+                    await send({"type": "http.response.body", "body": f"id: {primed}\nretry: {self.retry_ms}\ndata: \n\n".encode(), "more_body": True})
             for eid, payload in replay or ():
                 if payload:
                     await send({"type": "http.response.body", "body": b"id: " + eid.encode() + b"\nevent: message\ndata: " + payload + b"\n\n", "more_body": True})
@@ -678,8 +756,8 @@ class McpHttpApp(AuthRoutes):
                     if item is _END:
                         ended = True
                         break
-                    if store is not None:
-                        eid = await store.store(stream.id, item)
+                    eid = await self._stored(store, stream.id, item) if store is not None else None
+                    if eid is not None:
                         chunks.append(b"id: " + eid.encode() + b"\nevent: message\ndata: " + item + b"\n\n")
                     else:
                         chunks.append(b"event: message\ndata: " + item + b"\n\n")
@@ -698,6 +776,39 @@ class McpHttpApp(AuthRoutes):
                 stream.writer = None
             if ended:
                 hs.streams.pop(stream.id, None)
+            elif store is not None and self.session_store is not None and not stream.standalone:
+                # shared stores: the client may resume on another process, so what this stream
+                # still says goes to the event store without a reader
+                asyncio.ensure_future(self._drain_to_store(hs, stream, store))
+
+    async def _stored(self, store: Any, stream_id: str, item: bytes) -> str | None:
+        """The event id under which ``item`` can be resumed, or None when the store is down:
+        the message still goes out, only without an id to resume from."""
+        try:
+            eid: str = await store.store(stream_id, item)
+        except Exception as exc:  # noqa: BLE001 - StoreUnavailable from a shared store
+            log.warning("event store unavailable; sending without an event id: %s", exc)
+            return None
+        return eid
+
+    async def _drain_to_store(self, hs: _HttpSession, stream: _Stream, store: Any) -> None:
+        wake = asyncio.Event()
+        stream.writer = wake
+        stream.draining = True
+        try:
+            while not hs.closed:
+                if not stream.queue:
+                    wake.clear()
+                    await wake.wait()
+                    continue
+                item = stream.queue.popleft()
+                if item is _END:
+                    break
+                await self._stored(store, stream.id, item)
+        finally:
+            if stream.writer is wake:
+                stream.writer = None
+            hs.streams.pop(stream.id, None)
 
     # ------------------------------------------------------------------ GET and DELETE
 
@@ -720,7 +831,13 @@ class McpHttpApp(AuthRoutes):
         hs.active += 1
         try:
             if last is not None:
-                found = await self.event_store.replay_after(last.decode("latin-1"))
+                try:
+                    found = await self.event_store.replay_after(last.decode("latin-1"))
+                except Exception as exc:  # noqa: BLE001 - StoreUnavailable from a shared store
+                    log.warning("event store unavailable: %s", exc)
+                    await self._plain(send, 503, _error_body(
+                        INVALID_REQUEST, "The event store is unavailable; retry in a few seconds."), headers)
+                    return
                 if found is not None and not found[0].startswith(f"{hs.id}."):
                     found = None  # HL-14: another session's stream is not this client's to replay
                 if found is None:
@@ -728,7 +845,9 @@ class McpHttpApp(AuthRoutes):
                     return
                 stream_id, events = found
                 stream = hs.streams.get(stream_id) or (hs.get_stream if hs.get_stream and hs.get_stream.id == stream_id else None)
-                if stream is None:  # the stream had ended: replay what was stored, then close
+                if stream is None or stream.draining:
+                    # ended, or running on for the store only: replay what was stored, then close
+                    # (with shared stores, that is how any process resumes any stream)
                     stream = _Stream(stream_id, set(), json_mode=False)
                     stream.push(_END)
                 elif stream.writer is not None:

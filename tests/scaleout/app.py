@@ -1,0 +1,49 @@
+"""The server the scale-out tests run in two processes on one Redis (MCPKIT_STORE)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from mcpkit import Context, Server
+
+server = Server("scaleout", "1.0.0")
+
+
+@server.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool(rate_limit="3/min")
+def scarce() -> str:
+    """A tool anybody may call three times a minute, whichever process answers."""
+    return "ok"
+
+
+@server.tool
+async def count(steps: int, ctx: Context) -> str:
+    """Reports progress once per step."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+        await asyncio.sleep(0.05)
+    return f"counted {steps}"
+
+
+@server.resource("note://shared", mime_type="text/plain")
+def note() -> str:
+    return "a shared note"
+
+
+@server.tool
+def touch(uri: str) -> str:
+    """Announce that a resource changed (its subscribers hear it, on any process)."""
+    server.notify_resource_updated(uri)
+    return f"touched {uri}"
+
+
+@server.tool(task="optional")
+async def job(seconds: float) -> str:
+    """A job that can run as a task (tasks extension)."""
+    await asyncio.sleep(seconds)
+    return f"done after {seconds} s"

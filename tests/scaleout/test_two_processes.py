@@ -1,0 +1,231 @@
+"""Two `mcpkit serve --http` processes on one Redis (MCPKIT_STORE) serve one client's session,
+its requests alternating between them: calls, progress, resumption, subscriptions, a global
+rate limit, and tasks started on one process and polled on the other."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_http import call, free_port, jsonrpc, start_server, stop_server
+
+APP = str(Path(__file__).resolve().parent / "app.py")
+MODERN = "2026-07-28"
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """MCPKIT_TEST_REDIS (CI starts one), else a redis-server of this module's own."""
+    url = os.environ.get("MCPKIT_TEST_REDIS")
+    if url:
+        yield url
+        return
+    if shutil.which("redis-server") is None:
+        pytest.skip("no Redis: set MCPKIT_TEST_REDIS or install redis-server")
+    port = free_port()
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip() != b"PONG":
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def two(redis_url: str) -> Iterator[tuple[int, int]]:
+    """Two processes of tests/scaleout/app.py sharing one Redis under a prefix of their own."""
+    env = {"MCPKIT_STORE": f"{redis_url}?prefix=t{secrets.token_hex(4)}:",
+           "MCPKIT_STATE_KEY": secrets.token_hex(32)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    started = []
+    try:
+        for _ in range(2):
+            started.append(start_server(APP))
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    try:
+        yield started[0][1], started[1][1]
+    finally:
+        for proc, _ in started:
+            stderr = stop_server(proc)
+            assert "Traceback" not in stderr, stderr
+
+
+def pair(clients: Any, ports: tuple[int, int]) -> tuple[Any, Any]:
+    return clients.tcp(ports[0]), clients.tcp(ports[1])
+
+
+async def joined(a: Any, b: Any) -> None:
+    """Initialize on A; B then talks in the same session."""
+    await a.initialize()
+    b.session_id, b.revision = a.session_id, a.revision
+
+
+@pytest.mark.asyncio
+async def test_one_session_alternates_between_two_processes(two, clients):
+    a, b = pair(clients, two)
+    await joined(a, b)
+    for i, client in enumerate((b, a, b, a)):
+        result = await client.tool("add", {"a": i, "b": 10})
+        assert result["structuredContent"] == {"result": i + 10}
+    # progress on a process that did not open the session
+    reply = await b.post(call("count", {"steps": 3}, id=77, token="p"))
+    messages = await b.messages(reply)
+    assert [m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"] == [1, 2, 3]
+    assert messages[-1]["result"]["content"] == [{"type": "text", "text": "counted 3"}]
+    # an ended session is gone on both
+    assert (await a.delete()).status == 200
+    assert (await b.post(jsonrpc("tools/list", {}, 5))).status == 404
+
+
+@pytest.mark.asyncio
+async def test_a_rate_limit_is_global(two, clients):
+    a, b = pair(clients, two)
+    await joined(a, b)
+    outcomes = []
+    for client in (a, b, a, b):
+        result = await client.tool("scarce", {})
+        outcomes.append(bool(result.get("isError")))
+    assert outcomes == [False, False, False, True]  # 3/min across both processes
+
+
+@pytest.mark.asyncio
+async def test_a_stream_dropped_on_one_process_resumes_on_the_other(two, clients):
+    a, b = pair(clients, two)
+    await joined(a, b)
+    reply = await a.post(call("count", {"steps": 6}, id=90, token="r"))
+    priming = await reply.next_event()
+    first = await reply.next_event()
+    assert a.event_message(first)["params"]["progress"] == 1
+    await reply.disconnect()
+    await asyncio.sleep(0.6)  # the call finishes on A meanwhile; its events are in Redis
+    resumed = await b.get(last_event_id=first.id)
+    assert resumed.status == 200
+    messages = [b.event_message(e) for e in await resumed.events()]
+    messages = [m for m in messages if m is not None]
+    assert [m["params"]["progress"] for m in messages if m.get("method")] == [2, 3, 4, 5, 6]
+    assert messages[-1] == {"jsonrpc": "2.0", "id": 90, "result": {"content": [{"type": "text", "text": "counted 6"}]}}
+    assert priming.id.rpartition("_")[0] == first.id.rpartition("_")[0]
+
+
+@pytest.mark.asyncio
+async def test_a_resource_update_on_one_process_reaches_a_stream_on_the_other(two, clients):
+    a, b = pair(clients, two)
+    await joined(a, b)
+    stream = await b.get()
+    assert stream.status == 200
+    await a.result("resources/subscribe", {"uri": "note://shared"})
+    assert await a.tool("touch", {"uri": "note://shared"})
+    seen = None
+    deadline = time.monotonic() + 10
+    while seen is None and time.monotonic() < deadline:
+        event = await stream.next_event(timeout=10)
+        message = b.event_message(event) if event is not None else None
+        if message and message.get("method") == "notifications/resources/updated":
+            seen = message
+    assert seen == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "note://shared"}}
+    await stream.disconnect()
+
+
+def modern(method: str, params: dict[str, Any], rid: int) -> dict[str, Any]:
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    return jsonrpc(method, {**params, "_meta": meta}, rid)
+
+
+async def post_modern(client: Any, message: dict[str, Any]) -> dict[str, Any]:
+    params = message["params"]
+    name = params.get("name") or params.get("taskId")
+    headers = {"mcp-protocol-version": MODERN, "mcp-method": message["method"], "mcp-name": name}
+    reply = await client.driver.open("POST", "/mcp", {**client.headers(), **headers}, json.dumps(message).encode())
+    [answer] = await client.messages(reply)
+    return answer
+
+
+@pytest.mark.asyncio
+async def test_a_task_started_on_one_process_is_polled_on_the_other(two, clients, wire):
+    a, b = pair(clients, two)
+    for client in (a, b):
+        client.revision = MODERN
+    created = await post_modern(a, modern("tools/call", {"name": "job", "arguments": {"seconds": 0.3}}, 1))
+    task_id = created["result"]["taskId"]
+    status = None
+    deadline = time.monotonic() + 10
+    while status != "completed" and time.monotonic() < deadline:
+        polled = await post_modern(b, modern("tasks/get", {"taskId": task_id}, 2))
+        status = polled["result"]["status"]
+        await asyncio.sleep(0.1)
+    assert status == "completed"
+    assert polled["result"]["result"]["content"] == [{"type": "text", "text": "done after 0.3 s"}]
+
+
+@pytest.mark.reliability
+@pytest.mark.asyncio
+async def test_redis_going_away_gives_clear_errors_and_service_resumes_when_it_is_back(clients):
+    """Its own Redis, stopped and restarted mid-test, under one server process."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs redis-server to stop and restart it")
+    port = free_port()
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+
+    def start_redis() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip() != b"PONG":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        return proc
+
+    redis = start_redis()
+    saved = os.environ.get("MCPKIT_STORE")
+    os.environ["MCPKIT_STORE"] = f"redis://127.0.0.1:{port}/0"
+    try:
+        server, server_port = start_server(APP)
+    finally:
+        if saved is None:
+            os.environ.pop("MCPKIT_STORE", None)
+        else:
+            os.environ["MCPKIT_STORE"] = saved
+    try:
+        client = clients.tcp(server_port)
+        await client.initialize()
+        assert not (await client.tool("scarce", {})).get("isError")
+        redis.terminate()
+        redis.wait(10)
+        # while Redis is down: a clear refusal, quickly, and the process stays up
+        started = time.monotonic()
+        down = await client.post(jsonrpc("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, 50))
+        assert down.status == 503
+        assert "session store is unavailable" in (await down.read()).decode()
+        assert time.monotonic() - started < 10
+        # back (empty: its sessions are gone, as after any Redis loss): a new session works
+        redis = start_redis()
+        fresh = clients.tcp(server_port)
+        await fresh.initialize()
+        assert (await fresh.tool("add", {"a": 1, "b": 2}))["structuredContent"] == {"result": 3}
+        assert not (await fresh.tool("scarce", {})).get("isError")
+    finally:
+        stderr = stop_server(server)
+        redis.terminate()
+        redis.wait(10)
+    assert "Traceback" not in stderr, stderr
