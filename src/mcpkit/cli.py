@@ -147,8 +147,16 @@ def _serve(args: argparse.Namespace) -> int:
             options["max_message_bytes"] = args.max_message_bytes
         run_stdio(server, out_fd=out_fd, **options)
         return 0
-    server = load_server(args.target)
     host, port = args.http
+    if args.workers > 1:
+        return _serve_workers(args, host, port)
+    server = load_server(args.target)
+    serve_options = {"timeout_graceful_shutdown": args.shutdown_timeout}
+    server.run("http", host=host, port=port, **serve_options, **_http_options(args, auth))
+    return 0
+
+
+def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
     http_options: dict[str, Any] = {"json_response": args.json, "stateless": args.stateless}
     if args.allow_host:
         http_options["allowed_hosts"] = args.allow_host
@@ -162,11 +170,44 @@ def _serve(args: argparse.Namespace) -> int:
         http_options["session_idle_timeout"] = args.session_idle_timeout
     if auth is not None:
         http_options["auth"] = auth
-    server.run("http", host=host, port=port, **http_options)
+    return http_options
+
+
+def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
+    """``--workers N``: N uvicorn worker processes on one port, sharing state through
+    MCPKIT_STORE (docs/deployment.md); each worker rebuilds the app from this command line."""
+    if not os.environ.get("MCPKIT_STORE", "").startswith(("redis://", "rediss://", "unix://")):
+        raise SystemExit("mcpkit: --workers needs MCPKIT_STORE=redis://...: separate processes share sessions, "
+                         "events, rate limits and tasks only through a shared store")
+    import json
+
+    import uvicorn
+
+    os.environ["MCPKIT_SERVE_ARGV"] = json.dumps(sys.argv[1:] if args.argv is None else args.argv)
+    uvicorn.run("mcpkit.cli:worker_app", factory=True, host=host, port=port, workers=args.workers,
+                log_level="warning", access_log=False, lifespan="on",
+                timeout_graceful_shutdown=args.shutdown_timeout)
     return 0
 
 
+def worker_app() -> Any:
+    """The ASGI app of one ``--workers`` process, built from the parent's command line."""
+    import json
+
+    parser = _parser()
+    args = parser.parse_args(json.loads(os.environ["MCPKIT_SERVE_ARGV"]))
+    _policy_env(args)
+    return load_server(args.target).http_app(**_http_options(args, _auth(args)))
+
+
 def main(argv: list[str] | None = None) -> int:
+    parser = _parser(argv)
+    args = parser.parse_args(argv)
+    args.argv = argv
+    return int(args.func(args) or 0)
+
+
+def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcpkit", description="Build, serve and check MCP servers.")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve an MCP server (default: the bundled reference server)")
@@ -178,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--allow-host", action="append", metavar="HOST", help="HTTP: also accept this Host (repeatable; '*' for any)")
     serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="HTTP: also accept this Origin (repeatable)")
     serve.add_argument("--max-sessions", type=int, default=None, help="HTTP: most sessions kept (default 1000)")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="HTTP: N worker processes on one port (needs MCPKIT_STORE=redis://...)")
+    serve.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
+                       help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
     serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
                        help="HTTP: end sessions idle this long (default 1800)")
     serve.add_argument("--root", action="append", metavar="DIR",
@@ -214,8 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         from .commands import register
 
         register(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    return parser
 
 
 if __name__ == "__main__":  # pragma: no cover

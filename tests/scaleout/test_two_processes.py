@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_http import call, free_port, jsonrpc, start_server, stop_server
+from tests.conftest import mcpkit_command
+from tests.test_http import call, free_port, jsonrpc, start_server, stop_server, wait_listening
 
 APP = str(Path(__file__).resolve().parent / "app.py")
 MODERN = "2026-07-28"
@@ -229,3 +230,52 @@ async def test_redis_going_away_gives_clear_errors_and_service_resumes_when_it_i
         redis.terminate()
         redis.wait(10)
     assert "Traceback" not in stderr, stderr
+
+
+@pytest.mark.reliability
+@pytest.mark.asyncio
+async def test_sigterm_lets_the_call_in_flight_finish(clients):
+    """Graceful shutdown: the answer of a call running when SIGTERM arrives still goes out."""
+    import signal
+
+    server, port = start_server()
+    try:
+        client = clients.tcp(port)
+        await client.initialize()
+        reply = await client.post(call("sleep", {"seconds": 1.5}, id=31))
+        await asyncio.sleep(0.3)
+        server.send_signal(signal.SIGTERM)
+        [answer] = await client.messages(reply)
+        assert answer == {"jsonrpc": "2.0", "id": 31, "result": {"content": [{"type": "text", "text": "Slept 1.5 s"}]}}
+        # then it exits promptly (uvicorn re-raises the signal it handled: -SIGTERM)
+        assert server.wait(15) in (0, -signal.SIGTERM)
+    finally:
+        stderr = stop_server(server)
+    assert "Traceback" not in stderr, stderr
+
+
+@pytest.mark.asyncio
+async def test_workers_share_one_port_through_redis(redis_url, clients):
+    port = free_port()
+    env = {**os.environ, "MCPKIT_STORE": f"{redis_url}?prefix=w{secrets.token_hex(4)}:"}
+    proc = subprocess.Popen(
+        mcpkit_command("serve", APP, "--http", f"127.0.0.1:{port}", "--workers", "2"),
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        wait_listening(proc, port)  # type: ignore[arg-type]
+        client = clients.tcp(port)
+        await client.initialize()
+        results = [(await client.tool("add", {"a": i, "b": 1}))["structuredContent"] for i in range(6)]
+        assert results == [{"result": i + 1} for i in range(6)]
+        outcomes = [bool((await client.tool("scarce", {})).get("isError")) for _ in range(4)]
+        assert outcomes == [False, False, False, True]
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_workers_without_a_shared_store_are_refused():
+    env = {k: v for k, v in os.environ.items() if k != "MCPKIT_STORE"}
+    done = subprocess.run(mcpkit_command("serve", APP, "--http", "127.0.0.1:0", "--workers", "2"),
+                          capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert done.returncode != 0 and "--workers needs MCPKIT_STORE" in done.stderr

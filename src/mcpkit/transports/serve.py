@@ -12,7 +12,10 @@ if TYPE_CHECKING:
 __all__ = ["serve_http"]
 
 
-def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
+               timeout_graceful_shutdown: float | None = 30.0, **options: Any) -> None:
+    """Serve until SIGTERM/SIGINT; then stop accepting connections, let the requests in flight
+    finish for at most ``timeout_graceful_shutdown`` seconds, and end the sessions."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - depends on the environment
@@ -21,4 +24,5 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000, **o
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     app = server.http_app(**options)
     # access_log off: a log line per request costs more than the request itself
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
+                timeout_graceful_shutdown=timeout_graceful_shutdown)
