@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,33 +17,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import mcpkit_command
+from tests.stores.conftest import REDIS_SERVER, RedisProcess
 from tests.test_http import call, free_port, jsonrpc, start_server, stop_server, wait_listening
 
 APP = str(Path(__file__).resolve().parent / "app.py")
 MODERN = "2026-07-28"
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    """MCPKIT_TEST_REDIS (CI starts one), else a redis-server of this module's own."""
-    url = os.environ.get("MCPKIT_TEST_REDIS")
-    if url:
-        yield url
-        return
-    if shutil.which("redis-server") is None:
-        pytest.skip("no Redis: set MCPKIT_TEST_REDIS or install redis-server")
-    port = free_port()
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip() != b"PONG":
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -184,20 +161,12 @@ async def test_a_task_started_on_one_process_is_polled_on_the_other(two, clients
 @pytest.mark.asyncio
 async def test_redis_going_away_gives_clear_errors_and_service_resumes_when_it_is_back(clients):
     """Its own Redis, stopped and restarted mid-test, under one server process."""
-    if shutil.which("redis-server") is None:
+    if REDIS_SERVER is None:
         pytest.skip("needs redis-server to stop and restart it")
-    port = free_port()
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    redis = RedisProcess()
+    port = redis.port
 
-    def start_redis() -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip() != b"PONG":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        return proc
-
-    redis = start_redis()
+    redis.start()
     saved = os.environ.get("MCPKIT_STORE")
     os.environ["MCPKIT_STORE"] = f"redis://127.0.0.1:{port}/0"
     try:
@@ -211,8 +180,7 @@ async def test_redis_going_away_gives_clear_errors_and_service_resumes_when_it_i
         client = clients.tcp(server_port)
         await client.initialize()
         assert not (await client.tool("scarce", {})).get("isError")
-        redis.terminate()
-        redis.wait(10)
+        redis.stop()
         # while Redis is down: a clear refusal, quickly, and the process stays up
         started = time.monotonic()
         down = await client.post(jsonrpc("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, 50))
@@ -220,15 +188,14 @@ async def test_redis_going_away_gives_clear_errors_and_service_resumes_when_it_i
         assert "session store is unavailable" in (await down.read()).decode()
         assert time.monotonic() - started < 10
         # back (empty: its sessions are gone, as after any Redis loss): a new session works
-        redis = start_redis()
+        redis.start()
         fresh = clients.tcp(server_port)
         await fresh.initialize()
         assert (await fresh.tool("add", {"a": 1, "b": 2}))["structuredContent"] == {"result": 3}
         assert not (await fresh.tool("scarce", {})).get("isError")
     finally:
         stderr = stop_server(server)
-        redis.terminate()
-        redis.wait(10)
+        redis.stop()
     assert "Traceback" not in stderr, stderr
 
 
