@@ -6,13 +6,30 @@ mcpkit imports a JSON library.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 
 JSONDecodeError = orjson.JSONDecodeError
 
-loads = orjson.loads
+#: nineteen digits in a row: possibly an integer beyond 64 bits, which orjson would turn into a float
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Decode JSON; integers beyond 64 bits stay exact integers (orjson would read them as
+    floats, so an id of 2**64 or an argument of 2**70 would silently change)."""
+    obj = orjson.loads(data)
+    raw = data.encode() if isinstance(data, str) else data
+    if len(raw) >= 19 and _LONG_DIGITS.search(raw) is not None:
+        import json
+
+        try:
+            return json.loads(raw)
+        except (RecursionError, ValueError):  # stdlib json nests less deeply than orjson
+            return obj
+    return obj
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 

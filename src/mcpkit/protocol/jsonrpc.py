@@ -134,27 +134,6 @@ def classify(obj: Any) -> Message:
     return ErrorResponse(raw_id if msg_id is not NO_ID else None, err)
 
 
-def _huge_float(value: Any) -> bool:
-    return type(value) is float and abs(value) >= 2**63
-
-
-def _has_huge_float_id(obj: Any) -> bool:
-    if type(obj) is dict:
-        return _huge_float(obj.get("id"))
-    if type(obj) is list:
-        return any(type(o) is dict and _huge_float(o.get("id")) for o in obj)
-    return False
-
-
-def _exact_integers(data: bytes | str, fallback: Any) -> Any:
-    import json
-
-    try:
-        return json.loads(data)
-    except (RecursionError, ValueError):  # stdlib json nests less deeply than orjson
-        return fallback
-
-
 def parse(data: bytes | str) -> tuple[list[Message], bool]:
     """Decode one frame. Returns (messages, is_batch).
 
@@ -165,9 +144,6 @@ def parse(data: bytes | str) -> tuple[list[Message], bool]:
         obj = _json.loads(data)
     except _json.JSONDecodeError as exc:
         raise McpError(PARSE_ERROR, "Parse error: the message is not valid UTF-8 JSON.", {"detail": str(exc)}) from None
-    if _has_huge_float_id(obj):
-        # orjson reads integers beyond 64 bits as floats; such an id is still an integer (BP-03)
-        obj = _exact_integers(data, obj)
     if type(obj) is list:
         if not obj:
             return [Invalid(NO_ID, McpError(INVALID_REQUEST, "An empty batch is not a valid request."))], False

@@ -393,6 +393,8 @@ class McpHttpApp(AuthRoutes):
             await self._too_large(send, headers)
             return None
         message = await receive()
+        if message["type"] == "http.disconnect":
+            return None  # the client left before its body arrived: nothing to run, nobody to answer
         body = message.get("body", b"")
         if not message.get("more_body"):
             if len(body) > limit:
@@ -403,6 +405,8 @@ class McpHttpApp(AuthRoutes):
         size = len(body)
         while message.get("more_body"):
             message = await receive()
+            if message["type"] == "http.disconnect":
+                return None  # cut short (RFC 9112 §8: an incomplete message): never run a part of it
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
@@ -577,6 +581,15 @@ class McpHttpApp(AuthRoutes):
             msg = classify(payload)
             if type(msg) is Invalid:  # HL-05: not acceptable, with a JSON-RPC error body
                 await self._plain(send, 400, _error_body(msg.error.code, msg.error.message, msg.error.data, msg.id), headers)
+                return
+        else:
+            # HL-05: a batch with an element that is no valid message (an id that is not a string
+            # or an integer, no method...) or no element at all is refused whole, with the errors
+            bad = [m for m in map(classify, payload) if type(m) is Invalid]
+            if bad or not payload:
+                errors = [_json.loads(_error_body(m.error.code, m.error.message, m.error.data, m.id)) for m in bad]
+                body = _json.dumps(errors) if errors else _error_body(INVALID_REQUEST, "An empty batch is not a valid request.")
+                await self._plain(send, 400, body, headers)
                 return
         if await self._scopes_refused(send, headers, payload):
             return
