@@ -74,6 +74,9 @@ class StdioServer:
         self.max_in_flight = max_in_flight
         self.drain_timeout = drain_timeout
         self.handoff_after = handoff_after
+        #: the most reader threads at once (each hand-off starts one; see _hand_off)
+        self.max_readers = 8
+        self._readers = 0
         self.loop: Any = None  # started on first use: sync-only servers never import asyncio
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -161,16 +164,35 @@ class StdioServer:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             if self.loop is not None and self._loop_thread is not None:
+                self._settle_tasks()
                 self.loop.call_soon_threadsafe(self.loop.stop)
                 self._loop_thread.join(timeout=2)
 
+    def _settle_tasks(self, timeout: float = 2.0) -> None:
+        """Before the loop stops: let cancelled handlers see their CancelledError and run their
+        cleanup (a cancellation only takes effect on the task's next step of the loop)."""
+        import asyncio
+
+        async def settle() -> None:
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            if pending:
+                await asyncio.wait(pending, timeout=timeout)
+
+        try:
+            asyncio.run_coroutine_threadsafe(settle(), self.loop).result(timeout + 1.0)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - exiting anyway
+            log.debug("stdio: tasks still running at exit", exc_info=True)
+
     def _start_reader(self) -> None:
         gen = self._gen
+        self._readers += 1
         threading.Thread(target=self._reader, args=(gen,), name=f"mcpkit-reader-{gen}", daemon=True).start()
 
     def _hand_off(self, gen: int) -> None:
-        """Make a fresh thread the reader if ``gen`` still is (called with _rlock held)."""
-        if self._gen == gen and not self._stop.is_set():
+        """Make a fresh thread the reader if ``gen`` still is (called with _rlock held); at most
+        ``max_readers`` readers at once: when all of them are blocked (e.g. on a stdout the
+        client does not read), a new one would only block too."""
+        if self._gen == gen and not self._stop.is_set() and self._readers < self.max_readers:
             self._gen = gen + 1
             self._busy_since = None
             self._start_reader()
@@ -212,6 +234,11 @@ class StdioServer:
                         session.feed(line)
                     except Exception:  # noqa: BLE001 - one bad line must never end the server
                         self._internal_error()
+                    outbox = session.engine.outbox
+                    if outbox and (len(outbox) >= 256 or len(outbox[-1].payload) >= 65536):
+                        # big or many answers go out now rather than after the whole read: memory
+                        # stays bounded, and a client that stops reading stops the reading here
+                        session.flush()
                     continue
                 session.flush()
                 if self._stop.is_set():
@@ -246,6 +273,8 @@ class StdioServer:
             log.exception("stdio: reader failed")
             self.stop("reader failed")
         finally:
+            with self._rlock:
+                self._readers -= 1
             session.flush()
 
     def _split(self, chunk: bytes) -> None:
