@@ -178,7 +178,9 @@ class HttpClient:
         h.update({k.replace("_", "-"): v for k, v in extra.items()})
         return h
 
-    def post(self, message: Any = None, *, body: bytes | None = None, headers: dict[str, str] | None = None) -> httpx.Response:
+    def post(
+        self, message: Any = None, *, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> httpx.Response:
         content = body if body is not None else json.dumps(message).encode()
         return self.http.post(self.url, content=content, headers=headers if headers is not None else self.headers())
 
@@ -247,7 +249,8 @@ class Raw:
 
     def final_status(self) -> int | None:
         """The last status line (after a ``100 Continue``)."""
-        statuses = [int(part.split()[1]) for part in self.data.split(b"\r\n") if part.startswith(b"HTTP/1.") and len(part.split()) > 1]
+        lines = [part.split() for part in self.data.split(b"\r\n") if part.startswith(b"HTTP/1.")]
+        statuses = [int(words[1]) for words in lines if len(words) > 1 and words[1].isdigit()]
         return statuses[-1] if statuses else None
 
     @property
@@ -287,7 +290,8 @@ def raw_exchange(port: int, data: bytes, *, half_close: bool = True, timeout: fl
                 break
             chunks.append(chunk)
     except TimeoutError:
-        raise AssertionError(f"the server neither answered nor closed within {timeout} s: {b''.join(chunks)[:300]!r}") from None
+        seen = b"".join(chunks)[:300]
+        raise AssertionError(f"the server neither answered nor closed within {timeout} s: {seen!r}") from None
     except ConnectionResetError:
         ended = "reset"
     finally:

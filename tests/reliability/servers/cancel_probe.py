@@ -7,8 +7,10 @@ Serve it with ``mcpkit serve tests/reliability/servers/cancel_probe.py`` (stdio)
 * ``hold(tag, seconds)`` (async) writes ``<tag>.started`` when it starts, reports progress every
   0.1 s, and writes ``<tag>.finally`` from its ``finally`` block, holding ``cancelled`` when the
   task was cancelled and ``completed`` when it ran to its end.
+* ``add(a, b)`` (sync) answers at once, as the reference server's ``add`` does.
 * ``touch(tag)`` (sync) writes ``<tag>.ran``: whether a request was executed at all.
 * ``block(seconds)`` (sync) blocks a worker thread.
+* ``blob(size)`` (sync) answers ``size`` characters: a small request, a large answer.
 * ``chatter(count, size)`` (async) sends ``count`` log messages of ``size`` characters on the request.
 * ``flood(count)`` (sync) sends ``count`` notifications/resources/updated for ``probe://feed`` to
   the sessions subscribed to it.
@@ -61,6 +63,12 @@ async def hold(
 
 
 @server.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool
 def touch(tag: Annotated[str, "Names the marker file"]) -> str:
     """Leaves a marker: proof that the request was executed."""
     _mark(tag, "ran", "")
@@ -72,6 +80,12 @@ def block(seconds: Annotated[float, "How long to block (at most 60 s)"]) -> str:
     """Blocks its thread (a sync tool)."""
     time.sleep(max(0.0, min(seconds, 60.0)))
     return f"blocked {seconds} s"
+
+
+@server.tool
+def blob(size: Annotated[int, "Characters in the answer"]) -> str:
+    """A large answer to a small request."""
+    return "b" * size
 
 
 @server.tool
@@ -94,6 +108,6 @@ def flood(count: Annotated[int, "How many notifications"]) -> int:
     return count
 
 
-@server.resource(FEED, name="feed", description="A resource that changes whenever flood is called", mime_type="text/plain")
+@server.resource(FEED, name="feed", description="Changes whenever flood is called", mime_type="text/plain")
 def feed() -> str:
     return "feed"
