@@ -129,6 +129,8 @@ class _HttpSession:
         self.last_seen = time.monotonic()
         self.active = 0  # connections currently open on this session
         self.owner: str | None = None  # with auth: the subject whose token opened the session
+        self.shared_state: dict[str, Any] | None = None  # shared stores: what was saved last
+        self.synced = 0.0  # shared stores: when the stored copy was last saved or touched
         self._seq = 0
         self.closed = False
 
@@ -235,6 +237,8 @@ class McpHttpApp(AuthRoutes):
         self.session_store = server.stores.sessions if shared else None
         if shared:
             server._listen_bus()
+            # another process changed or ended a session this one also serves
+            server.stores.bus.subscribe("session", self._session_news)
         self.legacy_sse = legacy_sse
         self.sse_path = sse_path
         self.messages_path = messages_path
@@ -247,6 +251,8 @@ class McpHttpApp(AuthRoutes):
         self._drain_scheduled = False
         self._sweeper_loop: asyncio.AbstractEventLoop | None = None
         self._sweep_every = min(60.0, max(0.5, session_idle_timeout / 4))
+        #: shared stores: how often a session served here renews its stored copy's TTL
+        self._touch_every = min(60.0, max(1.0, session_idle_timeout / 4))
         self._closed = False
 
     def from_worker(self, hs: _HttpSession, messages: list[Outgoing]) -> None:
@@ -439,13 +445,17 @@ class McpHttpApp(AuthRoutes):
 
     def _end(self, session_id: str) -> None:
         if self.session_store is not None:
-            self.session_store.delete(session_id)
+            try:
+                self.session_store.delete(session_id)
+                self.server.stores.bus.publish("session", {"id": session_id, "ended": True})
+            except Exception as exc:  # noqa: BLE001 - the store is down: its TTL ends it there
+                log.warning("could not end shared session %s: %s", session_id, exc)
         hs = self.sessions.pop(session_id, None)
         if hs is not None:
             stream_ids = [f"{session_id}.{n}" for n in range(1, hs._seq + 1)] + [f"{session_id}.get"]
             hs.close()
             if self.loop is not None:
-                self.loop.create_task(self.event_store.drop(stream_ids))
+                self.loop.create_task(self._drop_events(self.event_store, stream_ids))
 
     def _restore(self, session_id: str, hs: _HttpSession | None = None) -> _HttpSession | None:
         """A shared session, as the session store has it: served here, whichever process
@@ -458,6 +468,7 @@ class McpHttpApp(AuthRoutes):
         if hs is not None:
             hs.session.log_level = state.get("log_level")
             hs.session.subscriptions = set(state.get("subscriptions") or ())
+            hs.shared_state, hs.synced = state, time.monotonic()
             return hs
         while len(self.sessions) >= self.max_sessions:
             self._forget(next(iter(self.sessions)))
@@ -471,6 +482,7 @@ class McpHttpApp(AuthRoutes):
         hs.session.log_level = state.get("log_level")
         hs.session.subscriptions = set(state.get("subscriptions") or ())
         hs.owner = state.get("owner")
+        hs.shared_state, hs.synced = state, time.monotonic()
         self.server._session_started(hs.session)  # it gets this process's notifications now
         self.sessions[session_id] = hs
         return hs
@@ -493,7 +505,7 @@ class McpHttpApp(AuthRoutes):
             log.warning("could not share session %s: %s", hs.id, exc)
 
     def _save_state(self, hs: _HttpSession, engine: Any) -> None:
-        self.session_store.save(hs.id, {  # type: ignore[union-attr]
+        state = {
             "revision": engine.revision.version,
             "initialized": engine.initialized,
             "client_info": engine.client_info,
@@ -501,7 +513,33 @@ class McpHttpApp(AuthRoutes):
             "log_level": hs.session.log_level,
             "subscriptions": sorted(hs.session.subscriptions),
             "owner": hs.owner,
-        }, self.session_idle_timeout)
+        }
+        if state == hs.shared_state:
+            return  # unchanged: most requests (tool calls) cost the store nothing
+        self.session_store.save(hs.id, state, self.session_idle_timeout)  # type: ignore[union-attr]
+        hs.shared_state = state
+        hs.synced = time.monotonic()
+        self.server.stores.bus.publish("session", {"id": hs.id})  # the other copies refresh
+
+    def _session_news(self, message: dict[str, Any]) -> None:
+        """On the bus thread: another process saved or ended a session; refresh or drop ours."""
+        session_id = message.get("id")
+        if not isinstance(session_id, str) or self.loop is None or session_id not in self.sessions:
+            return
+
+        def apply() -> None:
+            hs = self.sessions.get(session_id)
+            if hs is None:
+                return
+            if message.get("ended"):
+                self._forget(session_id)
+                return
+            try:
+                self._restore(session_id, hs)
+            except Exception:  # noqa: BLE001 - the store is down: keep what is known here
+                log.warning("could not refresh shared session %s", session_id, exc_info=True)
+
+        self.loop.call_soon_threadsafe(apply)
 
     def _periodic_sweep(self, loop: asyncio.AbstractEventLoop) -> None:
         """Runs on a timer, so abandoned sessions go even when no new client comes."""
@@ -526,14 +564,21 @@ class McpHttpApp(AuthRoutes):
         if sid is None:
             return None, 400, "Missing Mcp-Session-Id header: send initialize first, then the id it returned."
         hs = self.sessions.get(sid.decode("latin-1"))
-        if self.session_store is not None:
-            # shared: another process may have changed the session (log level, subscriptions)
-            try:
-                hs = self._restore(sid.decode("latin-1"), hs)
-            except Exception as exc:  # noqa: BLE001 - the shared store is down (StoreUnavailable)
-                log.warning("session store unavailable: %s", exc)
-                return None, 503, "The session store is unavailable; retry in a few seconds."
         now = time.monotonic()
+        if self.session_store is not None:
+            try:
+                if hs is None:  # opened by another process: served here from now on too
+                    hs = self._restore(sid.decode("latin-1"))
+                elif now - hs.synced > self._touch_every:
+                    # keep the shared copy alive while this process is the one serving it
+                    hs.synced = now
+                    if not self.session_store.touch(hs.id, self.session_idle_timeout):
+                        self._forget(hs.id)  # type: ignore[arg-type]  # ended or expired elsewhere
+                        hs = None
+            except Exception as exc:  # noqa: BLE001 - the shared store is down (StoreUnavailable)
+                if hs is None:
+                    log.warning("session store unavailable: %s", exc)
+                    return None, 503, "The session store is unavailable; retry in a few seconds."
         if hs is not None and hs.active == 0 and now - hs.last_seen > self.session_idle_timeout:
             self._end(hs.id)  # type: ignore[arg-type]  # idle too long: expired, whether swept yet or not
             hs = None
@@ -780,7 +825,7 @@ class McpHttpApp(AuthRoutes):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 if ended and store is not None:
                     # delivered to the end on a live connection: nothing left to resume
-                    await store.drop([stream.id])
+                    await self._drop_events(store, [stream.id])
         except OSError:
             pass  # the client went away mid-write; the stream stays resumable
         finally:
@@ -793,6 +838,13 @@ class McpHttpApp(AuthRoutes):
                 # shared stores: the client may resume on another process, so what this stream
                 # still says goes to the event store without a reader
                 asyncio.ensure_future(self._drain_to_store(hs, stream, store))
+
+    @staticmethod
+    async def _drop_events(store: Any, stream_ids: list[str]) -> None:
+        try:
+            await store.drop(stream_ids)
+        except Exception as exc:  # noqa: BLE001 - a shared store that is down: the TTL drops them
+            log.warning("event store unavailable; old events expire by themselves: %s", exc)
 
     async def _stored(self, store: Any, stream_id: str, item: bytes) -> str | None:
         """The event id under which ``item`` can be resumed, or None when the store is down:
