@@ -183,10 +183,21 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
 
     import uvicorn
 
+    import socket
+
+    from uvicorn.supervisors import Multiprocess
+
     os.environ["MCPKIT_SERVE_ARGV"] = json.dumps(sys.argv[1:] if args.argv is None else args.argv)
-    uvicorn.run("mcpkit.cli:worker_app", factory=True, host=host, port=port, workers=args.workers,
-                log_level="warning", access_log=False, lifespan="on",
-                timeout_graceful_shutdown=args.shutdown_timeout)
+    config = uvicorn.Config("mcpkit.cli:worker_app", factory=True, host=host, port=port, workers=args.workers,
+                            log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=args.shutdown_timeout)
+    sock = config.bind_socket()
+    # The workers' connections are accepted from this socket; uvicorn makes it with protocol 0,
+    # so asyncio does not switch Nagle off on them and every answer waits ~40 ms for a delayed
+    # ACK. On Linux an accepted socket inherits TCP_NODELAY from its listening socket.
+    if sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    Multiprocess(config, sockets=[sock]).run()
     return 0
 
 
