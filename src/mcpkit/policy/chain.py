@@ -33,7 +33,7 @@ from ..protocol.errors import (
 )
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
 from ..server.rounds import InputRequired
-from ..server.schema import BindError, _identity
+from ..server.schema import BindError, _identity, _to_json
 from ..server.session import SyncCall, new_correlation_id
 from ..server.tools import OutputSchemaError, shape_for_revision
 from ..server.validation import format_errors
@@ -260,7 +260,7 @@ class _Call:
                     # what needs checking, against the result schema inside the advertised one
                     tool.check_result(value)
                 else:
-                    value = _plain(value)
+                    value = _to_json(value)  # an action's own value, as JSON
                 ms = self.ms()
                 result = envelope.success(tool.name, self.action, self.cid, ms, value, summary)
                 owned = True
@@ -353,12 +353,6 @@ class _Call:
                 raise limiter.limit_error(tool.name, wait, settings.rate or limiter.default)
         if settings.max_argument_bytes:
             limits.check_argument_size(self.arguments, settings.max_argument_bytes, tool.name)
-
-
-def _plain(value: Any) -> Any:
-    from ..server.schema import _to_json
-
-    return _to_json(value)
 
 
 # -------------------------------------------------------------------------- entry points

@@ -132,9 +132,9 @@ class Policy:
         from .sandbox import Sandbox
 
         env = os.environ if environ is None else environ
-        sandbox = Sandbox(root if root is None or isinstance(root, list) else [root])
         if root is None and env.get("MCPKIT_ROOT"):
-            sandbox = Sandbox([p for p in env["MCPKIT_ROOT"].split(os.pathsep) if p])
+            root = [p for p in env["MCPKIT_ROOT"].split(os.pathsep) if p]
+        sandbox = Sandbox(root if root is None or isinstance(root, list) else [root])
         audit_log = None
         if audit is True:
             audit_log = _default_audit(env, sandbox)

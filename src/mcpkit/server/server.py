@@ -175,33 +175,6 @@ class Server:
         else:
             tool.set_output_schema(tool.base_output_schema)
 
-    def policed(self, tool: Tool) -> bool:
-        """Whether calls of ``tool`` go through the policy chain (policy/chain.py)."""
-        return self._policy is not None or tool.options is not None or tool.actions is not None
-
-    def tool_refusal(self, tool: Tool) -> Any:
-        """A ToolError saying why ``tool`` may not run now, or None (gates, then bridges)."""
-        gates = self.gates
-        if gates is not None and tool.actions is None:
-            reason = gates.refusal(tool.annotations)
-            if reason is not None:
-                from ..protocol.errors import E_PERMISSION_DENIED, ToolError
-
-                return ToolError(f"Tool {tool.name!r} is not available: {reason}.", code=E_PERMISSION_DENIED,
-                                 details={"tool": tool.name},
-                                 suggested_fix="Use another tool, or ask the operator to enable this one.")
-        if tool.actions is not None and not tool.visible:  # type: ignore[attr-defined]
-            from ..protocol.errors import E_PERMISSION_DENIED, ToolError
-
-            return ToolError(f"Tool {tool.name!r} is not available: none of its actions is permitted.",
-                             code=E_PERMISSION_DENIED, details={"tool": tool.name},
-                             suggested_fix="Ask the operator to enable the actions this tool needs.")
-        if tool.options is not None:
-            for bridge in tool.options.requires:
-                if not bridge.up:
-                    return bridge.not_connected_error()  # E_NOT_CONNECTED, retryable
-        return None
-
     def tool_visible(self, tool: Tool) -> bool:
         """Listed in tools/list: the gates permit it and every bridge it needs is up."""
         if self._policy is None and tool.options is None and tool.actions is None:
