@@ -35,7 +35,7 @@ def test_config_prints_an_entry_that_serves_the_file(tmp_path):
 
 def test_config_for_claude_code_also_prints_the_claude_mcp_add_line(tmp_path):
     server = tmp_path / "notes.py"
-    server.write_text("")
+    server.write_text("from mcpkit import Server\nserver = Server('notes')\n")
     done = run("config", "claude-code", str(server), "--name", "my-notes")
     assert done.returncode == 0
     assert f"claude mcp add my-notes -- {sys.executable} -m mcpkit serve {server}" in done.stdout
@@ -60,7 +60,8 @@ def test_config_write_merges_into_the_existing_file_and_keeps_a_backup(tmp_path)
 def test_config_write_refuses_a_broken_file(tmp_path):
     config = tmp_path / "mcp.json"
     config.write_text("{not json")
-    done = run("config", "cursor", "srv.py", "--write", "--file", str(config))
+    (tmp_path / "srv.py").write_text("from mcpkit import Server\nserver = Server('srv')\n")
+    done = run("config", "cursor", str(tmp_path / "srv.py"), "--write", "--file", str(config))
     assert done.returncode != 0 and "not valid JSON" in done.stderr
     assert config.read_text() == "{not json"
 
@@ -89,8 +90,8 @@ def test_call_parses_values_as_json_and_reports_tool_errors_in_the_exit_code():
     echoed = run("call", REFERENCE, "echo", "text=not json")
     assert echoed.stdout == "not json\n"
     failed = run("call", REFERENCE, "test_error_handling")
-    assert failed.returncode == 1
-    assert "This tool intentionally returns an error for testing" in failed.stdout
+    assert failed.returncode == 1  # errors on stderr, results on stdout
+    assert "This tool intentionally returns an error for testing" in failed.stderr and failed.stdout == ""
     unknown = run("call", REFERENCE, "nope")
     assert unknown.returncode == 1 and "Unknown tool: nope" in unknown.stderr
 
@@ -112,8 +113,8 @@ def test_docs_writes_a_reference_and_check_catches_a_stale_one(tmp_path):
     assert run("docs", str(server), "--output", str(out)).returncode == 0
     text = out.read_text()
     assert text.startswith("# notes\n\nVersion 2.0.\n\n## Tools\n\n### `find`\n\nFind notes.\n\n*read-only*\n")
-    assert "| `text` | string | yes | what to look for. |" in text
-    assert "| `limit` | integer | no |  |" in text
+    assert "| `text` | string | yes |  |  | what to look for. |" in text
+    assert "| `limit` | integer | no | `10` |  |  |" in text  # the default is documented
     assert run("docs", str(server), "--check", str(out)).returncode == 0
     server.write_text(server.read_text().replace("Find notes.", "Find notes by text."))
     stale = run("docs", str(server), "--check", str(out))

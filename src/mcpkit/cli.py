@@ -3,70 +3,27 @@
     mcpkit serve                      the bundled reference server, on stdio
     mcpkit serve path/to/server.py    a user's server (the Server found in the file)
     mcpkit serve package.module:app   a Server attribute of an importable module
-    mcpkit list|call|docs TARGET      talk to any server (commands.py)
-    mcpkit config CLIENT SERVER       the MCP client configuration entry for a server
+    mcpkit dev TARGET                 HTTP on loopback plus a browser inspector (dev/)
+    mcpkit list|call|read|prompt|docs TARGET   talk to any server (commands.py)
+    mcpkit install CLIENT TARGET      the MCP client configuration entry for a server (alias: config)
     mcpkit doctor [TARGET]            check this installation and a server's start-up
     mcpkit check TARGET               the compliance checker (check/)
+
+TARGET is the same everywhere (targets.py). A user's mistake is one line on stderr and exit code
+2; ``-v`` shows the traceback (errors.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
+import logging
 import os
 import sys
 from typing import Any
 
+from .targets import load_server
+
 __all__ = ["main", "load_server"]
-
-_PREFERRED = ("server", "mcp", "app")
-
-
-def _find_server(namespace: dict[str, Any], attribute: str | None, origin: str) -> Any:
-    from .server.server import Server
-
-    if attribute:
-        obj = namespace.get(attribute)
-        if obj is None:
-            raise SystemExit(f"mcpkit: {origin} has no attribute {attribute!r}")
-        if callable(obj) and not isinstance(obj, Server):
-            obj = obj()  # a factory
-        if not isinstance(obj, Server):
-            raise SystemExit(f"mcpkit: {origin}:{attribute} is a {type(obj).__name__}, not an mcpkit Server")
-        return obj
-    found = {k: v for k, v in namespace.items() if isinstance(v, Server)}
-    for name in _PREFERRED:
-        if name in found:
-            return found[name]
-    if len(found) == 1:
-        return next(iter(found.values()))
-    if not found:
-        raise SystemExit(f"mcpkit: no mcpkit Server instance found in {origin}; name one with {origin}:ATTRIBUTE")
-    raise SystemExit(f"mcpkit: several Servers in {origin} ({', '.join(sorted(found))}); name one with :ATTRIBUTE")
-
-
-def load_server(target: str | None) -> Any:
-    """Resolve TARGET (a .py file, ``module:attr`` or a module) to a Server."""
-    if not target:
-        from .reference import server
-
-        return server
-    path, sep, attribute = target.partition(":")
-    if path.endswith(".py") or os.sep in path or os.path.isfile(path):
-        if not os.path.isfile(path):
-            raise SystemExit(f"mcpkit: no such file: {path}")
-        full = os.path.abspath(path)
-        sys.path.insert(0, os.path.dirname(full))
-        spec = importlib.util.spec_from_file_location("__mcpkit_target__", full)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return _find_server(vars(module), attribute or None, path)
-    sys.path.insert(0, os.getcwd())
-    module = importlib.import_module(path)
-    return _find_server(vars(module), attribute or None, path)
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -94,10 +51,6 @@ def _auth(args: argparse.Namespace) -> Any:
     """The ResourceServer the --auth options describe (docs/auth.md), or None."""
     if not args.auth:
         return None
-    if args.http is None:
-        raise SystemExit(
-            "mcpkit: --auth is for --http; a stdio server takes its credentials from the environment (AU-01)"
-        )
     from .auth import IntrospectionVerifier, JWTVerifier, StaticTokens
     from .auth.resource import ResourceServer
 
@@ -132,28 +85,85 @@ def _auth(args: argparse.Namespace) -> Any:
                           scopes_supported=args.scope or (), required_scopes=args.required_scope or ())
 
 
+#: serve options that only mean something over HTTP, with their "not given" value
+_HTTP_ONLY = {"json": False, "stateless": False, "allow_host": None, "allow_origin": None, "cors_origin": None,
+              "max_sessions": None, "workers": None, "shutdown_timeout": None, "session_idle_timeout": None,
+              "auth": None, "root_path": None}
+
+
+def _refuse_misplaced(args: argparse.Namespace) -> None:
+    """Options that do not apply to the chosen transport are refused, not silently ignored."""
+    if args.http is not None:
+        return
+    for dest, unset in _HTTP_ONLY.items():
+        if getattr(args, dest, unset) != unset:
+            flag = "--" + dest.replace("_", "-")
+            if dest == "auth":
+                raise SystemExit("mcpkit: --auth is for --http; a stdio server takes its credentials from the "
+                                 "environment (AU-01)")
+            raise SystemExit(f"mcpkit: {flag} applies to HTTP only; add --http HOST:PORT or drop {flag}")
+
+
+def _announce(line: str, args: argparse.Namespace) -> None:
+    if _log_level(args) <= logging.WARNING:
+        print(line, file=sys.stderr, flush=True)
+
+
 def _serve(args: argparse.Namespace) -> int:
+    _refuse_misplaced(args)
     _policy_env(args)
     auth = _auth(args)
+    from .startup import startup_line, stdio_terminal_hint
+    from .targets import resolve
+
+    target = resolve(args.target)
+    if target.loadable() is None:
+        raise SystemExit(f"mcpkit: serve runs an mcpkit server (a .py file or package.module:ATTR); "
+                         f"{args.target!r} is {'a URL' if target.is_url else 'another command'}: run it as it is, "
+                         f"or talk to it with: mcpkit list {args.target!r}")
     if args.http is None:
         from .transports.stdio import guard_stdout, run_stdio
 
         # ST-02: guard fd 1 before the user's module runs, so even output at import time
         # goes to stderr
         out_fd = guard_stdout()
-        server = load_server(args.target)
+        server = target.load()
         options: dict[str, Any] = {}
         if args.max_message_bytes:
             options["max_message_bytes"] = args.max_message_bytes
+        _announce(startup_line(server, "stdio"), args)
+        hint = stdio_terminal_hint(target.text)
+        if hint:
+            print(hint, file=sys.stderr, flush=True)
         run_stdio(server, out_fd=out_fd, **options)
         return 0
     host, port = args.http
-    if args.workers > 1:
+    if (args.workers or 1) > 1:
         return _serve_workers(args, host, port)
-    server = load_server(args.target)
-    serve_options = {"timeout_graceful_shutdown": args.shutdown_timeout}
-    server.run("http", host=host, port=port, **serve_options, **_http_options(args, auth))
+    server = target.load()
+    from .transports.serve import serve_http
+
+    http_options = _http_options(args, auth)
+    app = server.http_app(**http_options)
+    path = (args.root_path or "") + app_path(app)
+
+    def ready(base: str) -> None:
+        _announce(startup_line(server, "http", base + path), args)
+
+    serve_http(server, host=host, port=port, timeout_graceful_shutdown=_shutdown_timeout(args), app=app,
+               on_ready=ready)
     return 0
+
+
+def app_path(app: Any) -> str:
+    """The MCP endpoint's path of an app from ``http_app()`` (through any middleware)."""
+    while not hasattr(app, "path") and hasattr(app, "app"):
+        app = app.app
+    return getattr(app, "path", "/mcp")
+
+
+def _shutdown_timeout(args: argparse.Namespace) -> float:
+    return 30.0 if args.shutdown_timeout is None else args.shutdown_timeout
 
 
 def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
@@ -162,6 +172,10 @@ def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
         http_options["allowed_hosts"] = args.allow_host
     if args.allow_origin:
         http_options["allowed_origins"] = args.allow_origin
+    if args.cors_origin:
+        http_options["cors_origins"] = args.cors_origin
+    if args.root_path:
+        http_options["root_path"] = args.root_path
     if args.max_message_bytes:
         http_options["max_body_bytes"] = args.max_message_bytes
     if args.max_sessions:
@@ -190,7 +204,7 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
     os.environ["MCPKIT_SERVE_ARGV"] = json.dumps(sys.argv[1:] if args.argv is None else args.argv)
     config = uvicorn.Config("mcpkit.cli:worker_app", factory=True, host=host, port=port, workers=args.workers,
                             log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=args.shutdown_timeout)
+                            timeout_graceful_shutdown=_shutdown_timeout(args))
     sock = config.bind_socket()
     # The workers' connections are accepted from this socket; uvicorn makes it with protocol 0,
     # so asyncio does not switch Nagle off on them and every answer waits ~40 ms for a delayed
@@ -211,28 +225,81 @@ def worker_app() -> Any:
     return load_server(args.target).http_app(**_http_options(args, _auth(args)))
 
 
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def _log_level(args: argparse.Namespace) -> int:
+    if getattr(args, "verbose", False):
+        return logging.DEBUG
+    return _LEVELS[getattr(args, "log_level", None) or "warning"]
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``mcpkit`` command; the exit code: 0 done, 1 a failure reported by the command,
+    2 a usage or configuration mistake (one line on stderr; ``-v`` for the traceback)."""
     parser = _parser(argv)
     args = parser.parse_args(argv)
     args.argv = argv
-    return int(args.func(args) or 0)
+    level = _log_level(args)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("mcpkit").setLevel(level)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            print(exc.code if exc.code.startswith("mcpkit") else f"mcpkit: {exc.code}", file=sys.stderr)
+            return 2
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user sees one line; -v shows the traceback
+        if level <= logging.DEBUG:
+            raise
+        from .errors_cli import describe_unexpected, explain
+
+        line = explain(exc)
+        if line is not None:
+            print(f"mcpkit: {line}  (run with -v for the traceback)", file=sys.stderr)
+            return 2
+        print(f"mcpkit: unexpected error: {describe_unexpected(exc)}  (run with -v for the traceback)",
+              file=sys.stderr)
+        return 1
+
+
+def _add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """-v and --log-level, accepted before or after the subcommand."""
+    default: Any = None if top else argparse.SUPPRESS
+    parser.add_argument("-v", "--verbose", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="debug logging, and tracebacks for errors")
+    parser.add_argument("--log-level", choices=sorted(_LEVELS, key=_LEVELS.__getitem__), default=default,
+                        help="stderr logging level (default warning; error also hides the start-up line)")
 
 
 def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="mcpkit", description="Build, serve and check MCP servers.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"mcpkit {__version__}")
+    _add_common(parser, top=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = sub.add_parser("serve", help="serve an MCP server (default: the bundled reference server)")
-    serve.add_argument("target", nargs="?", help="path/to/server.py[:ATTR] or package.module[:ATTR]")
+    serve.add_argument("target", nargs="?", help="path/to/server.py[:ATTR], package.module[:ATTR], or a command "
+                       "line running one, e.g. \"python server.py\" (default: the bundled reference server)")
     serve.add_argument("--max-message-bytes", type=int, default=None, help="largest accepted message (bytes)")
     serve.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="serve Streamable HTTP (and legacy SSE) instead of stdio")
     serve.add_argument("--json", action="store_true", help="HTTP: answer POSTs with one JSON body instead of an SSE stream")
     serve.add_argument("--stateless", action="store_true", help="HTTP: no sessions; every POST stands alone")
     serve.add_argument("--allow-host", action="append", metavar="HOST", help="HTTP: also accept this Host (repeatable; '*' for any)")
     serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="HTTP: also accept this Origin (repeatable)")
+    serve.add_argument("--cors-origin", action="append", metavar="ORIGIN",
+                       help="HTTP: let browser pages from this origin call the server (CORS; repeatable; '*' for any)")
+    serve.add_argument("--root-path", metavar="PREFIX",
+                       help="HTTP: the path prefix a reverse proxy serves this app under, e.g. /api")
     serve.add_argument("--max-sessions", type=int, default=None, help="HTTP: most sessions kept (default 1000)")
-    serve.add_argument("--workers", type=int, default=1, metavar="N",
+    serve.add_argument("--workers", type=int, default=None, metavar="N",
                        help="HTTP: N worker processes on one port (needs MCPKIT_STORE=redis://...)")
-    serve.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
+    serve.add_argument("--shutdown-timeout", type=float, default=None, metavar="SECONDS",
                        help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
     serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
                        help="HTTP: end sessions idle this long (default 1800)")
@@ -268,8 +335,15 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     words = sys.argv[1:] if argv is None else argv
     if not words or words[0] != "serve":  # serving stays light: the client commands load only when asked
         from .commands import register
+        from .dev import register as register_dev
 
+        register_dev(sub)
         register(sub)
+    seen: set[int] = set()
+    for command in sub.choices.values():
+        if id(command) not in seen:
+            seen.add(id(command))
+            _add_common(command)
     return parser
 
 

@@ -1,22 +1,26 @@
-"""The client-side commands of the ``mcpkit`` CLI: list, call, docs, config and doctor.
+"""The client-side commands of the ``mcpkit`` CLI: list, call, read, prompt, docs and doctor
+(``install``/``config`` live in install.py, ``dev`` in dev/, ``check`` in check/).
 
-TARGET is a server to talk to: a URL (Streamable HTTP, or legacy SSE with ``--sse``), a command
-line in quotes (stdio), or, for ``docs``, also a Python file or module with a Server (driven
-in-process). Imported only when one of these commands runs.
+TARGET is a server to talk to, in any of the forms targets.py reads: a ``.py`` file or
+``package.module:ATTR`` (launched as ``python -m mcpkit serve``), a command line in quotes (stdio),
+or a URL (Streamable HTTP, or legacy SSE with ``--sse``). Imported only when one of these commands
+runs. Results go to stdout; progress, log messages and errors to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
-import os
 import shlex
 import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from .reference_docs import first_line as _first_line
 
 __all__ = ["register"]
 
@@ -25,13 +29,12 @@ __all__ = ["register"]
 
 
 def _target(args: argparse.Namespace) -> tuple[Any, str]:
-    """(target for mcpkit.client.Client, transport) from TARGET: a URL or a quoted command line."""
-    target = args.target
-    if not target:
-        raise SystemExit("mcpkit: give a TARGET: a URL, or a command line in quotes")
-    if target.startswith(("http://", "https://")):
-        return target, "sse" if getattr(args, "sse", False) else "http"
-    return shlex.split(target), "stdio"
+    """(target for mcpkit.client.Client, transport) from TARGET (targets.py)."""
+    from .targets import resolve
+
+    if not args.target:
+        raise SystemExit("mcpkit: give a TARGET: server.py, package.module:ATTR, a command line in quotes, or a URL")
+    return resolve(args.target).client_target(sse=getattr(args, "sse", False))
 
 
 def _headers(args: argparse.Namespace) -> dict[str, str]:
@@ -44,18 +47,46 @@ def _headers(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
-def _client(args: argparse.Namespace, target: Any = None, transport: str | None = None) -> Any:
+def _print_log(params: dict[str, Any]) -> None:
+    """A notifications/message from the server, on stderr."""
+    data = params.get("data")
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    logger = f" {params['logger']}" if params.get("logger") else ""
+    print(f"[{params.get('level', 'info')}{logger}] {text}", file=sys.stderr, flush=True)
+
+
+def _client(args: argparse.Namespace, target: Any = None, transport: str | None = None, **options: Any) -> Any:
     from .client import Client
 
     if target is None:
         target, transport = _target(args)
-    return Client(target, transport=transport or "auto", headers=_headers(args) or None,
-                  protocol_version=getattr(args, "protocol_version", None), timeout=args.timeout)
+    return _Closing(Client(target, transport=transport or "auto", headers=_headers(args) or None,
+                           protocol_version=getattr(args, "protocol_version", None), timeout=args.timeout,
+                           **options))
+
+
+class _Closing:
+    """The client as a context manager that says once when closing a stdio server took the
+    5 s EOF grace period because it did not exit when its stdin closed (ST-07)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def __aenter__(self) -> Any:
+        await self.client.__aenter__()
+        return self.client
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.client.__aexit__(*exc)
+        if getattr(self.client.transport, "ignored_eof", False):
+            print("mcpkit: note: the server did not exit when its stdin closed; it was stopped after a "
+                  "5 s wait (a stdio server should exit on EOF, ST-07)", file=sys.stderr)
 
 
 def _add_target(parser: argparse.ArgumentParser, *, sse: bool = True, optional: bool = False) -> None:
-    parser.add_argument("target", nargs="?" if optional else None,
-                        help="a URL, or a command line in quotes, e.g. \"python server.py\"")
+    parser.add_argument("target", nargs="?" if optional else None, metavar="TARGET",
+                        help="server.py, package.module:ATTR, a command line in quotes (\"node build/index.js\"), "
+                        "or a URL")
     parser.add_argument("--header", action="append", metavar="'NAME: VALUE'", help="an HTTP header (repeatable)")
     parser.add_argument("--protocol-version", metavar="V", help="the revision to offer (default: the newest)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each answer")
@@ -74,11 +105,6 @@ def _run(coro: Any) -> int:
 
 
 # ------------------------------------------------------------------------------------------ list
-
-
-def _first_line(text: str | None, width: int = 70) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _params(schema: dict[str, Any]) -> str:
@@ -100,22 +126,36 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
     return "\n".join(out)
 
 
-async def _listing(client: Any) -> dict[str, list[dict[str, Any]]]:
+async def _listing(client: Any) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """Every list the server's capabilities announce, and the methods that failed (by name): a
+    server without resources/templates/list still gets its tools listed."""
+    from .client import RpcError
+
     caps = client.server_capabilities
     out: dict[str, list[dict[str, Any]]] = {"tools": [], "resources": [], "resourceTemplates": [], "prompts": []}
-    if "tools" in caps:
-        out["tools"] = await client.list_tools()
-    if "resources" in caps:
-        out["resources"] = await client.list_resources()
-        out["resourceTemplates"] = await client.list_resource_templates()
-    if "prompts" in caps:
-        out["prompts"] = await client.list_prompts()
-    return out
+    failures: dict[str, str] = {}
+    wanted = [("tools", "tools/list", client.list_tools), ("resources", "resources/list", client.list_resources),
+              ("resourceTemplates", "resources/templates/list", client.list_resource_templates),
+              ("prompts", "prompts/list", client.list_prompts)]
+    for key, method, call in wanted:
+        if method.split("/")[0] not in caps:
+            continue
+        try:
+            out[key] = await call()
+        except RpcError as exc:
+            failures[method] = str(exc)
+    return out, failures
+
+
+def _report_failures(failures: dict[str, str]) -> None:
+    for method, why in failures.items():
+        print(f"mcpkit: {method} failed: {why}; showing the rest", file=sys.stderr)
 
 
 async def _list(args: argparse.Namespace) -> int:
     async with _client(args) as client:
-        found = await _listing(client)
+        found, failures = await _listing(client)
+    _report_failures(failures)
     if args.json:
         print(json.dumps(found, indent=2, ensure_ascii=False))
         return 0
@@ -136,94 +176,203 @@ async def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------------------ call
+# ------------------------------------------------------------------------------------------ call, read, prompt
 
 
-def _value(text: str) -> Any:
-    """A key=value value: JSON when it parses (numbers, booleans, objects), else the string."""
+def _schema_types(schema: Any) -> set[str]:
+    """The JSON types a schema admits (an unconstrained one: every type)."""
+    if not isinstance(schema, dict):
+        return set()
+    if isinstance(schema.get("type"), str):
+        return {schema["type"]}
+    if isinstance(schema.get("type"), list):
+        return {t for t in schema["type"] if isinstance(t, str)}
+    values = schema["enum"] if isinstance(schema.get("enum"), list) else (
+        [schema["const"]] if "const" in schema else None)
+    if values is not None:
+        return {_json_type(v) for v in values}
+    found: set[str] = set()
+    for key in ("anyOf", "oneOf"):
+        for branch in schema.get(key) or ():
+            found |= _schema_types(branch)
+    return found
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _convert(text: str, schema: Any) -> Any:
+    """A key=value value, read by the parameter's schema: a string parameter keeps the text as it
+    is (``city=2024`` stays "2024"); other types take the JSON the text spells (``days=3``,
+    ``tags='["a"]'``); with no schema, JSON when the text parses, else the text."""
+    types = _schema_types(schema)
+    if types == {"string"}:
+        return text
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except ValueError:
         return text
+    if not types:
+        return value
+    kind = _json_type(value)
+    if kind in types or (kind == "integer" and "number" in types):
+        return value
+    return text if "string" in types else value  # a wrong type: the server names the field
+
+
+def _arguments(args: argparse.Namespace, schema: dict[str, Any] | None) -> dict[str, Any]:
+    arguments: dict[str, Any] = {}
+    if args.json_args is not None:
+        raw = sys.stdin.read() if args.json_args == "-" else args.json_args
+        try:
+            arguments = json.loads(raw)
+        except ValueError as exc:
+            raise SystemExit(f"mcpkit: --json wants a JSON object ({exc})") from None
+        if not isinstance(arguments, dict):
+            raise SystemExit("mcpkit: --json wants a JSON object, e.g. --json '{\"city\": \"Paris\"}'")
+    props = (schema or {}).get("properties") or {}
+    for pair in args.arguments:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"mcpkit: arguments are key=value, got {pair!r}")
+        arguments[key] = _convert(value, props.get(key)) if schema is not None else _convert(value, None)
+    return arguments
+
+
+class _Progress:
+    """Progress notifications shown live on stderr: rewritten in place on a terminal, one line each
+    otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, progress: Any, total: Any = None, message: Any = None) -> None:
+        amount = f"{progress}/{total}" if total is not None else f"{progress}"
+        line = f"progress {amount}" + (f" {message}" if message else "")
+        if self.tty:
+            print("\r\x1b[2K" + line, end="", file=sys.stderr, flush=True)
+            self.shown = True
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.shown:
+            print(file=sys.stderr)
+
+
+def _print_content(blocks: Any, stream: Any) -> None:
+    for block in blocks or ():
+        kind = block.get("type")
+        if kind == "text":
+            print(block["text"], file=stream)
+        elif kind == "resource" and "text" in (block.get("resource") or {}):
+            print(block["resource"]["text"], file=stream)
+        else:
+            mime = block.get("mimeType") or (block.get("resource") or {}).get("mimeType")
+            size = f", {len(block['data']) * 3 // 4} bytes" if isinstance(block.get("data"), str) else ""
+            print(f"[{kind} content{' ' + mime if mime else ''}{size}]", file=stream)
 
 
 async def _call(args: argparse.Namespace) -> int:
-    arguments: dict[str, Any] = {}
-    for pair in args.arguments:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"mcpkit: arguments are key=value, got {pair!r}")
-        arguments[key] = _value(value)
-    async with _client(args) as client:
-        result = await client.call_tool(args.tool, arguments)
-    if args.json:
+    from .client import RpcError
+
+    progress = _Progress()
+    async with _client(args, on_log=_print_log) as client:
+        schema = None
+        with contextlib.suppress(RpcError):
+            for tool in await client.list_tools():
+                if tool.get("name") == args.tool:
+                    schema = tool.get("inputSchema") or {}
+        arguments = _arguments(args, schema)
+        try:
+            result = await client.call_tool(args.tool, arguments, progress=progress)
+        finally:
+            progress.done()
+        stderr = client.stderr if result.get("isError") else ""
+    if args.raw:
         print(json.dumps(result, indent=2, ensure_ascii=False))
-    elif "structuredContent" in result and not result.get("isError"):
+    elif result.get("isError"):
+        _print_content(result.get("content"), sys.stderr)
+    elif "structuredContent" in result:
         print(json.dumps(result["structuredContent"], indent=2, ensure_ascii=False))
     else:
-        for block in result.get("content") or ():
-            if block.get("type") == "text":
-                print(block["text"])
-            else:
-                print(f"[{block.get('type')} content{' ' + block['mimeType'] if 'mimeType' in block else ''}]")
+        _print_content(result.get("content"), sys.stdout)
+    if stderr.strip():
+        tail = "\n".join(stderr.strip().splitlines()[-20:])
+        print(f"--- the server's stderr ---\n{tail}", file=sys.stderr)
     return 1 if result.get("isError") else 0
+
+
+async def _read(args: argparse.Namespace) -> int:
+    async with _client(args, on_log=_print_log) as client:
+        result = await client.read_resource(args.uri)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 0
+    for item in result.get("contents") or ():
+        if "text" in item:
+            sys.stdout.write(item["text"] if item["text"].endswith("\n") else item["text"] + "\n")
+        elif args.output:
+            import base64
+
+            Path(args.output).write_bytes(base64.b64decode(item.get("blob", "")))
+            print(f"wrote {item.get('uri')} ({item.get('mimeType', 'binary')}) to {args.output}", file=sys.stderr)
+        else:
+            print(f"[binary {item.get('mimeType', '')} content of {item.get('uri')}, "
+                  f"{len(item.get('blob', '')) * 3 // 4} bytes: use --output FILE or --json]")
+    return 0
+
+
+async def _prompt(args: argparse.Namespace) -> int:
+    arguments: dict[str, str] = {}
+    for pair in args.arguments:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"mcpkit: prompt arguments are key=value, got {pair!r}")
+        arguments[key] = value  # prompt arguments are strings by the spec
+    async with _client(args, on_log=_print_log) as client:
+        result = await client.get_prompt(args.name, arguments)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 0
+    if result.get("description"):
+        print(f"# {result['description']}\n")
+    for message in result.get("messages") or ():
+        print(f"{message.get('role', '?')}:")
+        _print_content([message.get("content") or {}], sys.stdout)
+    return 0
 
 
 # ------------------------------------------------------------------------------------------ docs
 
 
-def _docs_markdown(info: dict[str, Any], found: dict[str, list[dict[str, Any]]]) -> str:
-    name = info.get("title") or info.get("name", "server")
-    out = [f"# {name}", ""]
-    if info.get("version"):
-        out += [f"Version {info['version']}.", ""]
-    if found["tools"]:
-        out += ["## Tools", ""]
-        for tool in found["tools"]:
-            out += [f"### `{tool['name']}`", ""]
-            if tool.get("description"):
-                out += [tool["description"].strip(), ""]
-            ann = tool.get("annotations") or {}
-            hints = [h for h, k in (("read-only", "readOnlyHint"), ("destructive", "destructiveHint"),
-                                    ("idempotent", "idempotentHint"), ("open-world", "openWorldHint")) if ann.get(k)]
-            if hints:
-                out += [f"*{', '.join(hints)}*", ""]
-            schema = tool.get("inputSchema") or {}
-            props = schema.get("properties") or {}
-            if props:
-                required = set(schema.get("required") or ())
-                out += ["| parameter | type | required | description |", "|---|---|---|---|"]
-                for pname, prop in props.items():
-                    kind = prop.get("type", "") if isinstance(prop, dict) else ""
-                    kind = " \\| ".join(kind) if isinstance(kind, list) else kind
-                    desc = _first_line(prop.get("description"), 200) if isinstance(prop, dict) else ""
-                    out.append(f"| `{pname}` | {kind} | {'yes' if pname in required else 'no'} | {desc} |")
-                out.append("")
-    if found["resources"] or found["resourceTemplates"]:
-        out += ["## Resources", ""]
-        for res in found["resources"]:
-            about = _first_line(res.get("description") or res.get("name"), 200)
-            out.append(f"- `{res['uri']}` ({res.get('mimeType', 'no mime type')}): {about}")
-        for tpl in found["resourceTemplates"]:
-            about = _first_line(tpl.get("description") or tpl.get("name"), 200)
-            out.append(f"- `{tpl['uriTemplate']}` (template): {about}")
-        out.append("")
-    if found["prompts"]:
-        out += ["## Prompts", ""]
-        for prompt in found["prompts"]:
-            args_ = ", ".join(f"`{a['name']}`" + ("" if a.get("required") else " (optional)")
-                              for a in prompt.get("arguments") or ())
-            about = _first_line(prompt.get("description"), 200)
-            out.append(f"- `{prompt['name']}`{': ' + args_ if args_ else ''}: {about}")
-        out.append("")
-    return "\n".join(out).rstrip() + "\n"
-
-
 async def _docs(args: argparse.Namespace) -> int:
-    target, transport = _docs_target(args)
-    async with _client(args, target, transport) as client:
-        found = await _listing(client)
-        text = _docs_markdown(client.server_info, found)
+    from .reference_docs import markdown, server_listing
+    from .targets import resolve
+
+    target = resolve(args.target)
+    loadable = target.loadable() if not target.is_url else None
+    if loadable is not None:
+        # in-process: every tool is documented, the ones the gates hide included and marked
+        info, found = server_listing(loadable.load())
+        text = markdown(info, found)
+    else:
+        async with _client(args) as client:
+            found, failures = await _listing(client)
+            text = markdown(client.server_info, found, failures)
+        _report_failures(failures)
     if args.check:
         path = Path(args.check)
         current = path.read_text(encoding="utf-8") if path.exists() else None
@@ -235,72 +384,6 @@ async def _docs(args: argparse.Namespace) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
-    return 0
-
-
-def _docs_target(args: argparse.Namespace) -> tuple[Any, str]:
-    """A Python file or module with a Server is driven in-process; anything else as for list."""
-    target = args.target or ""
-    if not target.startswith(("http://", "https://")) and (
-            target.endswith(".py") or ":" in target or (target and " " not in target and not shutil.which(target))):
-        from .cli import load_server
-
-        return load_server(target), "memory"
-    return _target(args)
-
-
-# ------------------------------------------------------------------------------------------ config
-
-
-def _config_entry(args: argparse.Namespace) -> dict[str, Any]:
-    server = args.server
-    if server.startswith(("http://", "https://")):
-        entry: dict[str, Any] = {"url": server} if args.client != "claude-code" else {"type": "http", "url": server}
-    else:
-        path = os.path.abspath(server) if os.path.exists(server) else server
-        entry = {"command": sys.executable, "args": ["-m", "mcpkit", "serve", path, *args.serve_arg]}
-    if args.env:
-        entry["env"] = dict(item.split("=", 1) for item in args.env)
-    return entry
-
-
-def _config_path(client: str) -> Path:
-    home = Path.home()
-    if client == "claude-code":
-        return Path.cwd() / ".mcp.json"  # the project's shared MCP configuration
-    if client == "cursor":
-        return home / ".cursor" / "mcp.json"
-    if sys.platform == "darwin":
-        return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
-    if os.name == "nt":
-        return Path(os.environ.get("APPDATA", home)) / "Claude" / "claude_desktop_config.json"
-    return home / ".config" / "Claude" / "claude_desktop_config.json"
-
-
-def _config(args: argparse.Namespace) -> int:
-    name = args.name or Path(args.server.rstrip("/")).stem or "mcp-server"
-    entry = _config_entry(args)
-    if not args.write:
-        print(json.dumps({"mcpServers": {name: entry}}, indent=2))
-        if args.client == "claude-code" and "command" in entry:
-            command = shlex.join([entry["command"], *entry["args"]])
-            print(f"\n# or: claude mcp add {shlex.quote(name)} -- {command}")
-        return 0
-    path = Path(args.file) if args.file else _config_path(args.client)
-    config: dict[str, Any] = {}
-    if path.exists():
-        try:
-            config = json.loads(path.read_text(encoding="utf-8") or "{}")
-        except ValueError as exc:
-            raise SystemExit(f"mcpkit: {path} is not valid JSON ({exc}); fix or move it first") from None
-        shutil.copy2(path, path.with_name(path.name + ".bak"))
-    servers = config.setdefault("mcpServers", {})
-    if name in servers and servers[name] != entry and not args.force:
-        raise SystemExit(f"mcpkit: {path} already has a server named {name!r}; pass --force to replace it")
-    servers[name] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote server {name!r} to {path}")
     return 0
 
 
@@ -319,16 +402,19 @@ def _version(module: str) -> str | None:
 async def _doctor_server(args: argparse.Namespace, problems: list[str]) -> None:
     target, transport = _target(args)
     print(f"\nserver: {target if isinstance(target, str) else shlex.join(target)}")
+    if transport in ("http", "sse") and _version("httpx") is None:
+        problems.append("talking to an HTTP server needs httpx: pip install 'mcpkit[client]'")
+        return
     started = time.perf_counter()
     client = _client(args, target, transport)
     try:
-        async with client:
+        async with client as connected:
             print(f"  answered initialize in {(time.perf_counter() - started) * 1000:.0f} ms, "
-                  f"protocol {client.protocol_version}, {client.server_info.get('name')} "
-                  f"{client.server_info.get('version', '')}".rstrip())
-            await client.ping()
+                  f"protocol {connected.protocol_version}, {connected.server_info.get('name')} "
+                  f"{connected.server_info.get('version', '')}".rstrip())
+            await connected.ping()
             print("  ping: ok")
-            noise = list(getattr(client, "stdout_noise", ()))
+            noise = list(getattr(connected, "stdout_noise", ()))
     except Exception as exc:  # noqa: BLE001 - every failure is a finding here
         problems.append(f"the server did not start or answer: {exc}")
         return
@@ -338,17 +424,53 @@ async def _doctor_server(args: argparse.Namespace, problems: list[str]) -> None:
         print("  stdout: only protocol messages")
 
 
+#: (distribution, import name, what needs it, extra)
+_PACKAGES = (("orjson", "orjson", "core", "core"), ("jsonschema-rs", "jsonschema_rs", "core", "core"),
+             ("uvicorn", "uvicorn", "serve --http, dev", "http"), ("httpx", "httpx", "URL targets", "client"),
+             ("cryptography", "cryptography", "--auth jwt", "auth"), ("PyJWT", "jwt", "--auth jwt", "auth"),
+             ("redis", "redis", "MCPKIT_STORE=redis://", "redis"), ("pydantic", "pydantic", "pydantic models", "pydantic"),
+             ("watchfiles", "watchfiles", "dev --reload", "dev"))
+
+
+def _needed(args: argparse.Namespace) -> set[str]:
+    """The optional packages the server and this environment use (import names)."""
+    import os
+
+    from .targets import resolve
+
+    needed = set()
+    if os.environ.get("MCPKIT_STORE", "").startswith(("redis://", "rediss://", "unix://")):
+        needed.add("redis")
+    if (os.environ.get("MCPKIT_AUTH") or "").startswith("jwt"):
+        needed |= {"jwt", "cryptography"}
+    if args.target:
+        target = resolve(args.target)
+        if target.is_url:
+            needed.add("httpx")
+        elif target.kind == "file":
+            text = Path(target.location).read_text(encoding="utf-8", errors="replace")
+            needed |= {name for name in ("pydantic", "redis", "httpx") if f"import {name}" in text or
+                       f"from {name}" in text}
+            if '"http"' in text or "'http'" in text or "http_app(" in text:
+                needed.add("uvicorn")
+    return needed
+
+
 def _doctor(args: argparse.Namespace) -> int:
     problems: list[str] = []
     print(f"python {sys.version.split()[0]} ({sys.executable})")
     if sys.version_info < (3, 11):
         problems.append("mcpkit needs Python 3.11 or newer")
-    for package, need in (("mcpkit", "core"), ("orjson", "core"), ("jsonschema-rs", "core"), ("uvicorn", "http"),
-                          ("httpx", "client"), ("cryptography", "auth"), ("PyJWT", "auth"), ("redis", "redis")):
-        version = _version(package)
+    needed = _needed(args)
+    import importlib.util
+
+    for package, module, need, extra in _PACKAGES:
+        version = _version(package) if importlib.util.find_spec(module) is not None else None
         print(f"  {package:14} {version or 'not installed':16} ({need})")
-        if version is None and need == "core":
-            problems.append(f"{package} is missing: pip install mcpkit")
+        if version is None and (extra == "core" or module in needed):
+            fix = "pip install mcpkit" if extra == "core" else f"pip install 'mcpkit[{extra}]'"
+            problems.append(f"{package} is missing and {'mcpkit' if extra == 'core' else 'this server'} needs it "
+                            f"({need}): {fix}")
     node = shutil.which("node")
     print(f"node {'found at ' + node if node else 'not found'} (needed only by mcpkit check --conformance)")
     if args.target:
@@ -363,7 +485,8 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add list, call, docs, config, check and doctor to the ``mcpkit`` subparsers."""
+    """Add list, call, read, prompt, docs, install (config), check and doctor to the ``mcpkit``
+    subparsers."""
     p = sub.add_parser("list", help="list a server's tools, resources, templates and prompts")
     _add_target(p)
     p.add_argument("--json", action="store_true", help="print the raw lists as JSON")
@@ -372,9 +495,26 @@ def register(sub: Any) -> None:
     p = sub.add_parser("call", help="call a tool: mcpkit call TARGET TOOL key=value ...")
     _add_target(p)
     p.add_argument("tool", help="the tool's name")
-    p.add_argument("arguments", nargs="*", metavar="KEY=VALUE", help="an argument; the value is JSON when it parses")
-    p.add_argument("--json", action="store_true", help="print the whole CallToolResult as JSON")
+    p.add_argument("arguments", nargs="*", metavar="KEY=VALUE",
+                   help="an argument, read by the tool's schema: a string parameter keeps the text, others are JSON")
+    p.add_argument("--json", dest="json_args", metavar="OBJECT",
+                   help="the arguments as one JSON object ('-' reads it from stdin); key=value pairs add to it")
+    p.add_argument("--raw", action="store_true", help="print the whole CallToolResult as JSON")
     p.set_defaults(func=lambda a: _run(_call(a)))
+
+    p = sub.add_parser("read", help="read a resource: mcpkit read TARGET URI")
+    _add_target(p)
+    p.add_argument("uri", help="the resource's URI")
+    p.add_argument("--json", action="store_true", help="print the whole ReadResourceResult as JSON")
+    p.add_argument("--output", metavar="FILE", help="write a binary resource's bytes to FILE")
+    p.set_defaults(func=lambda a: _run(_read(a)))
+
+    p = sub.add_parser("prompt", help="get a prompt: mcpkit prompt TARGET NAME key=value ...")
+    _add_target(p)
+    p.add_argument("name", help="the prompt's name")
+    p.add_argument("arguments", nargs="*", metavar="KEY=VALUE", help="a prompt argument (a string)")
+    p.add_argument("--json", action="store_true", help="print the whole GetPromptResult as JSON")
+    p.set_defaults(func=lambda a: _run(_prompt(a)))
 
     p = sub.add_parser("docs", help="write a Markdown reference of a server's tools, resources and prompts")
     _add_target(p)
@@ -382,16 +522,9 @@ def register(sub: Any) -> None:
     p.add_argument("--check", metavar="FILE", help="exit 1 when FILE differs from what would be written")
     p.set_defaults(func=lambda a: _run(_docs(a)))
 
-    p = sub.add_parser("config", help="the MCP client configuration entry for a server")
-    p.add_argument("client", choices=["claude-code", "claude-desktop", "cursor"])
-    p.add_argument("server", help="a server file or module for mcpkit serve, or a URL")
-    p.add_argument("--name", help="the server's name in the configuration (default: the file's stem)")
-    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="an environment variable")
-    p.add_argument("--serve-arg", action="append", default=[], metavar="ARG", help="an extra mcpkit serve argument")
-    p.add_argument("--write", action="store_true", help="merge it into the client's configuration file")
-    p.add_argument("--file", help="with --write: this configuration file instead of the client's default")
-    p.add_argument("--force", action="store_true", help="with --write: replace an entry of the same name")
-    p.set_defaults(func=_config)
+    from .install import add_parser as add_install
+
+    add_install(sub)
 
     p = sub.add_parser("check", help="check any MCP server's compliance, rule by rule (exit 1 on errors)")
     from .check.cli import add_arguments, run as run_check

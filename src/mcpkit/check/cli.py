@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import os
-import shlex
 import sys
 from typing import Any
 
@@ -15,7 +14,8 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", nargs="+", metavar="TARGET",
-                        help="the server: a command line (stdio; quote it or put it after --) or an http(s):// URL")
+                        help="the server: server.py, package.module:ATTR, a command line (stdio; quote it or put "
+                        "it after --), or an http(s):// URL")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     parser.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML to FILE")
     parser.add_argument("--call-read-only", action="store_true",
@@ -43,9 +43,12 @@ def _headers(values: list[str]) -> dict[str, str]:
 
 
 def _target(parts: list[str]) -> Any:
+    """TARGET as every mcpkit command reads it (mcpkit.targets): a server.py or package.module:ATTR
+    (run as ``python -m mcpkit serve``), a command line, or a URL."""
     if len(parts) == 1:
-        one = parts[0]
-        return one if one.startswith(("http://", "https://")) else shlex.split(one)
+        from ..targets import resolve
+
+        return resolve(parts[0]).client_target()[0]
     return parts
 
 

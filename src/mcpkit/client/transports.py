@@ -47,6 +47,8 @@ class Transport:
     closes_to_cancel = False
     stderr: str = ""
     returncode: int | None = None
+    #: stdio: the child did not exit when its stdin closed and had to be terminated (ST-07)
+    ignored_eof = False
 
     def __init__(self) -> None:
         self.stdout_noise: list[bytes] = []
@@ -184,6 +186,8 @@ class StdioTransport(Transport):
                 await proc.stdin.wait_closed()
         for step in (None, proc.terminate, proc.kill):
             if step is not None and proc.returncode is None:
+                #: the child outlived the EOF grace period (ST-07): callers may say so
+                self.ignored_eof = True
                 with contextlib.suppress(ProcessLookupError):
                     step()
             try:

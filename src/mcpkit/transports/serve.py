@@ -3,26 +3,64 @@
 from __future__ import annotations
 
 import logging
+import socket
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..server.server import Server
 
-__all__ = ["serve_http"]
+__all__ = ["serve_http", "bind"]
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket for HOST:PORT (port 0: any free port). Bound here rather than by
+    uvicorn so that a taken port is one clear line, and the real port is known before serving."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise SystemExit(f"mcpkit: cannot resolve host {host!r} ({exc.strerror}); give an address such as "
+                         "127.0.0.1:8000") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        hint = f"pick another port, e.g. --http {host}:{port + 1}" if port else "check the address"
+        raise SystemExit(f"mcpkit: cannot listen on {host}:{port} ({exc.strerror}); {hint}") from None
+    if family in (socket.AF_INET, socket.AF_INET6):
+        # accepted connections inherit it on Linux: no answer waits ~40 ms for a delayed ACK
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
-               timeout_graceful_shutdown: float | None = 30.0, **options: Any) -> None:
+               timeout_graceful_shutdown: float | None = 30.0, app: Any = None,
+               on_ready: Callable[[str], None] | None = None, **options: Any) -> None:
     """Serve until SIGTERM/SIGINT; then stop accepting connections, let the requests in flight
-    finish for at most ``timeout_graceful_shutdown`` seconds, and end the sessions."""
+    finish for at most ``timeout_graceful_shutdown`` seconds, and end the sessions.
+
+    ``app`` replaces ``server.http_app(**options)`` (e.g. with more routes around it);
+    ``on_ready(base_url)`` is called once the socket listens, with e.g. ``http://127.0.0.1:8000``."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - depends on the environment
         raise SystemExit("mcpkit: serving HTTP needs uvicorn: pip install 'mcpkit[http]'") from None
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    app = server.http_app(**options)
+    if app is None:
+        app = server.http_app(**options)
+    sock = bind(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     # access_log off: a log line per request costs more than the request itself
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on",
-                timeout_graceful_shutdown=timeout_graceful_shutdown)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=timeout_graceful_shutdown)
+    if on_ready is not None:
+        on_ready(f"http://{shown}:{bound_port}")
+    uvicorn.Server(config).run(sockets=[sock])
