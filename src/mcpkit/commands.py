@@ -456,16 +456,25 @@ def _needed(args: argparse.Namespace) -> set[str]:
     return needed
 
 
+def _imports(module: str) -> bool:
+    """Whether ``module`` imports here (installed metadata alone can belong to a broken install)."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
 def _doctor(args: argparse.Namespace) -> int:
     problems: list[str] = []
     print(f"python {sys.version.split()[0]} ({sys.executable})")
     if sys.version_info < (3, 11):
         problems.append("mcpkit needs Python 3.11 or newer")
     needed = _needed(args)
-    import importlib.util
-
     for package, module, need, extra in _PACKAGES:
-        version = _version(package) if importlib.util.find_spec(module) is not None else None
+        version = _version(package) if _imports(module) else None
         print(f"  {package:14} {version or 'not installed':16} ({need})")
         if version is None and (extra == "core" or module in needed):
             fix = "pip install mcpkit" if extra == "core" else f"pip install 'mcpkit[{extra}]'"
