@@ -572,7 +572,8 @@ async def test_duplicate_tool_names_are_refused_unless_replace(wire):
 @pytest.mark.asyncio
 @pytest.mark.req("TL-13", "RS-09", "PM-07")
 async def test_every_registry_change_sends_list_changed_to_every_session(wire):
-    server = Server("t")
+    # every feature declared up front, so that sessions opened while it is empty are told of them
+    server = Server("t", advertise=("tools", "resources", "prompts"))
     async with connect(server, wire) as a, connect(server, wire, "2024-11-05") as b:
         server.add_tool("t1", lambda x: "", input_schema={"type": "object"})
         server.add_tool("t1", lambda x: "", input_schema={"type": "object"}, replace=True)
@@ -603,7 +604,7 @@ async def test_every_registry_change_sends_list_changed_to_every_session(wire):
 @pytest.mark.asyncio
 @pytest.mark.req("TL-13")
 async def test_lists_reflect_changes_and_closed_sessions_get_nothing(wire):
-    server = Server("t")
+    server = Server("t", advertise=("tools",))
     async with connect(server, wire) as a:
         server.add_tool("one", lambda x: "", input_schema={"type": "object"})
         assert [t["name"] for t in await _tools(a)] == ["one"]
@@ -655,6 +656,9 @@ def test_duplicate_resources_templates_and_prompts_are_refused_unless_replace():
 @pytest.mark.parametrize("version", REVISIONS)
 async def test_capabilities_declare_every_feature_served(wire, version):
     server = Server("caps", "2.0", instructions="Use the tools.")
+    server.add_tool("t", lambda args: "", input_schema={"type": "object"})
+    server.add_resource("res://one", lambda: "1", name="one")
+    server.prompt(name="p")(lambda: "hi")
     async with connect(server, wire, version) as h:
         result = h.initialize_result
     expected = {
@@ -915,3 +919,48 @@ def test_public_api_exports():
             "resource_link", "user", "assistant"} <= set(dir(mcpkit))
     with pytest.raises(AttributeError):
         mcpkit.does_not_exist  # noqa: B018
+
+
+@pytest.mark.asyncio
+@pytest.mark.req("LC-06", "TL-01", "RS-01", "PM-01", "CP-01", "LG-01")
+@pytest.mark.parametrize("version", REVISIONS)
+async def test_a_tools_only_server_declares_no_resources_prompts_or_completions(wire, version):
+    server = Server("tools-only")
+    server.add_tool("t", lambda args: "", input_schema={"type": "object"})
+    async with connect(server, wire, version) as h:
+        assert h.initialize_result["capabilities"] == {"tools": {"listChanged": True}, "logging": {}}
+        for method in ("resources/list", "prompts/list", "resources/templates/list"):
+            with pytest.raises(RpcError) as err:
+                await h.request(method)
+            assert err.value.code == -32601  # not declared, so not served
+    templated = Server("templated")
+    templated.resource_template("res://items/{id}")(lambda id: id)
+    async with connect(templated, wire, version) as h:
+        caps = h.initialize_result["capabilities"]
+        assert set(caps) == ({"resources", "logging", "completions"} if version != "2024-11-05"
+                             else {"resources", "logging"})
+
+
+@pytest.mark.asyncio
+@pytest.mark.req("LC-05", "LC-06", "PM-01")
+async def test_a_feature_added_at_run_time_reaches_new_sessions_only(wire):
+    server = Server("grows")
+    server.add_tool("t", lambda args: "", input_schema={"type": "object"})
+    async with connect(server, wire) as early:
+        server.prompt(name="later")(lambda: "hi")
+        server.add_tool("t2", lambda args: "", input_schema={"type": "object"})
+        await early.wait_notification("notifications/tools/list_changed")
+        await early.settle()
+        # the early session negotiated no prompts: it is not sent their changes, nor served them
+        assert [n["method"] for n in early.notifications] == ["notifications/tools/list_changed"]
+        with pytest.raises(RpcError) as err:
+            await early.request("prompts/list")
+        assert err.value.code == -32601
+        async with connect(server, wire) as late:
+            assert "prompts" in late.initialize_result["capabilities"]
+            assert [p["name"] for p in (await late.request("prompts/list"))["prompts"]] == ["later"]
+
+
+def test_advertise_names_only_known_features():
+    with pytest.raises(ValueError, match="advertise"):
+        Server("x", advertise=("tool",))

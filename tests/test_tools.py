@@ -112,6 +112,7 @@ async def test_a_blocked_sync_handler_delays_neither_ping_nor_other_calls(wire):
 @pytest.mark.parametrize("version", REVISIONS)
 async def test_unknown_tool_is_invalid_params_in_every_revision(wire, version):
     server = Server("t")
+    server.add_tool("known", lambda args: "", input_schema={"type": "object"})  # a server with tools
     async with connect(server, wire, version) as h:
         with pytest.raises(RpcError) as err:
             await call(h, "nope", {})

@@ -20,6 +20,7 @@ from ..protocol.meta import check_icons
 from ..protocol.revisions import Revision
 from .context import Context
 from .dispatch import METHODS
+from .features import FEATURE_OF_KIND, FEATURES
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
 from .schema import function_description, input_spec, output_spec
@@ -76,6 +77,7 @@ class Server:
         task_ttl_ms: int = 300_000,
         policy: Any = None,
         stores: Any = None,
+        advertise: Sequence[str] = (),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -122,6 +124,12 @@ class Server:
         self._tool_limiter: Any = None
         self._logs_guarded = False
         self.policy = policy
+        unknown = set(advertise) - FEATURES
+        if unknown:
+            raise ValueError(f"advertise= takes {sorted(FEATURES)}, not {sorted(unknown)}")
+        #: features declared even while nothing of them is registered (LC-06): a server that adds
+        #: tools, resources or prompts at run time names them here so early sessions know of them
+        self._advertise = frozenset(advertise)
 
     # ------------------------------------------------------------------ policy (mcpkit.policy)
 
@@ -276,19 +284,39 @@ class Server:
         """LC-06 / VN-04: every feature served is declared, and each declared one is backed by
         methods. In 2026-07-28 change notifications travel on subscriptions/listen streams (SB-07)."""
         # both eras deliver changes: to the session (handshake) or to listen streams (2026-07-28)
-        caps: dict[str, Any] = {
-            "tools": {"listChanged": True},
-            "resources": {"subscribe": True, "listChanged": True},
-            "prompts": {"listChanged": True},
-            "logging": {},
-        }
-        if rev.completions_capability:
+        # Only what this server serves (LC-06 both ways): a tools-only server declares no
+        # resources, prompts or completions. features() says which.
+        features = self.features()
+        caps: dict[str, Any] = {}
+        if "tools" in features:
+            caps["tools"] = {"listChanged": True}
+        if "resources" in features:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if "prompts" in features:
+            caps["prompts"] = {"listChanged": True}
+        caps["logging"] = {}
+        if rev.completions_capability and "completions" in features:
             caps["completions"] = {}
         if rev.era == "modern":
             from .tasks import EXTENSION
 
             caps["extensions"] = {EXTENSION: {}}  # TX-01; there is no v1 "tasks" capability
         return caps
+
+    def features(self) -> frozenset[str]:
+        """The features served now: those with something registered, plus those declared with
+        ``advertise=`` for a server that registers them later. Completions come with prompts or
+        resource templates (their arguments are what is completed) or a completion handler."""
+        found = set(self._advertise)
+        if self._tools:
+            found.add("tools")
+        if self._resources or self._templates:
+            found.add("resources")
+        if self._prompts:
+            found.add("prompts")
+        if self._prompts or self._templates or self._completer is not None:
+            found.add("completions")
+        return frozenset(found)
 
     def result_meta(self) -> dict[str, Any]:
         """MT-06: the _meta every 2026-07-28 result carries: who answered."""
@@ -396,11 +424,13 @@ class Server:
         for key in [k for k in self._cache if k[0] == kind]:
             del self._cache[key]
         method = _CHANGED[kind]
+        feature = FEATURE_OF_KIND[kind]
         for target in [*self._sessions, *self._listeners]:
             try:
                 if target in self._listeners:
                     target.changed(method)  # SB-01, SB-07: only listen streams that asked
-                else:
+                elif getattr(target, "features", None) is None or feature in target.features:
+                    # LC-05: a session that was not told of the feature is not sent its changes
                     target.notify(method)
             except Exception:  # noqa: BLE001 - one broken session must not starve the others
                 log.exception("could not notify a session of %s", method)
@@ -855,11 +885,21 @@ class Server:
 
         Options (see :class:`mcpkit.transports.http.McpHttpApp`): ``path``, ``json_response``,
         ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``,
-        ``max_sessions``, ``session_idle_timeout``, ``event_store``, ``legacy_sse``, ``cors_origins``.
+        ``max_sessions``, ``session_idle_timeout``, ``event_store``, ``legacy_sse``, ``cors_origins``
+        (browser pages that may call it: transports/cors.py). Mounted under a prefix
+        (``Mount("/api", app)``) it serves ``/api/mcp`` (transports/mount.py).
         """
         from ..transports.http import McpHttpApp
 
-        return McpHttpApp(self, **options)
+        cors = options.pop("cors_origins", None)
+        options.pop("root_path", None)  # the prefix arrives in each request's scope (transports/mount.py)
+        if not cors:
+            return McpHttpApp(self, **options)
+        from ..transports.cors import CorsMiddleware
+
+        # a page's origin that may call the server must also pass the DNS-rebinding check (HS-02)
+        options["allowed_origins"] = [*(options.get("allowed_origins") or ()), *cors]
+        return CorsMiddleware(McpHttpApp(self, **options), cors)
 
     def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
         """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn).

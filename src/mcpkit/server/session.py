@@ -33,6 +33,7 @@ from ..protocol.engine import (
     SessionStarted,
 )
 from ..protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
+from .features import FEATURE_OF_METHOD
 from ..protocol.revisions import Revision
 from .context import ClientRequestError, ClientTimeoutError, Context, level_rank
 
@@ -101,7 +102,10 @@ class ServerSession:
         # stdio never pays for it (start-up time).
         self._loop = loop
         self._loop_factory = loop_factory
-        self.engine = Engine(describe=server.describe, result_meta=server.result_meta())
+        self.engine = Engine(describe=self._describe, result_meta=server.result_meta())
+        #: LC-05/LC-06: the features this session's InitializeResult declared; the session is held
+        #: to them even if the server gains a feature later (None: not known, use the server's)
+        self.features: frozenset[str] | None = None
         self._send = send
         self._lock = threading.RLock()
         #: request id -> the future running it (async handlers and worker-thread calls)
@@ -198,9 +202,17 @@ class ServerSession:
 
     # ------------------------------------------------------------------ requests
 
+    def _describe(self, rev: Any, params: dict[str, Any]) -> dict[str, Any]:
+        result = self.server.describe(rev, params)
+        self.features = frozenset(result["capabilities"])
+        return result
+
     def _on_request(self, ev: RequestReceived) -> None:
         handler = self.server._methods.get(ev.method) if ev.method in ev.revision.methods else None
         rid = ev.id
+        feature = FEATURE_OF_METHOD.get(ev.method)
+        if feature is not None and handler is not None and not self.serves(feature, ev.revision):
+            handler = None  # HM-13, LC-05: a method of a capability not declared is not found
         if handler is None:
             self._reply_error(
                 rid, McpError(METHOD_NOT_FOUND, f"Method not found: {ev.method}", {"method": ev.method}), flush=False
@@ -400,6 +412,14 @@ class ServerSession:
             sent = self.engine.notify(method, params, related=request_id)
         if sent:
             self._flush_soon()
+
+    def serves(self, feature: str, rev: Any) -> bool:
+        """Whether this session may use ``feature`` (a capability name) under ``rev``."""
+        if feature == "completions" and not rev.completions_capability:
+            return True  # CP-01: 2024-11-05 has no flag; the method exists
+        if rev.era == "modern" or self.features is None:
+            return feature in self.server.features()
+        return feature in self.features
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """A session-wide notification (list_changed, resources/updated), from any thread."""

@@ -33,6 +33,7 @@ from ..protocol.errors import McpError
 from ..server.session import ServerSession
 from .http_auth import AuthRoutes
 from .http_modern import check_headers, modern_version, status_for
+from .mount import public_path, route_path
 from ..stores.memory import MemoryEventStore
 
 if TYPE_CHECKING:
@@ -307,7 +308,7 @@ class McpHttpApp(AuthRoutes):
         if refused is not None:
             await self._plain(send, 403, _error_body(INVALID_REQUEST, refused), headers)
             return
-        path = scope["path"]
+        path = route_path(scope)  # below the mount point when mounted under a prefix
         method = scope["method"]
         if method == "OPTIONS" and self.cors_origins:
             await self._preflight(send, headers)
@@ -331,7 +332,7 @@ class McpHttpApp(AuthRoutes):
                 await self._plain(send, 405, _error_body(INVALID_REQUEST, "Method not allowed."), headers, [(b"allow", b"GET, POST, DELETE")])
             return
         if self.legacy_sse and path == self.sse_path and method == "GET":
-            await self._legacy_get(receive, send, headers)
+            await self._legacy_get(receive, send, headers, public_path(scope, self.messages_path))
             return
         if self.legacy_sse and path == self.messages_path and method == "POST":
             await self._legacy_post(scope, receive, send, headers)
@@ -943,7 +944,7 @@ class McpHttpApp(AuthRoutes):
 
     # ------------------------------------------------------------------ legacy HTTP+SSE (2024-11-05)
 
-    async def _legacy_get(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
+    async def _legacy_get(self, receive: Any, send: Any, headers: dict[bytes, bytes], messages_url: str) -> None:
         session_id = os.urandom(16).hex()
         hs = _HttpSession(self, session_id)
         self._bind(hs)
@@ -951,7 +952,7 @@ class McpHttpApp(AuthRoutes):
         hs.get_stream = stream
         self.legacy[session_id] = hs
         # HX-02: the first event names the URI for the client's POSTs; HX-03: then message events
-        endpoint = f"{self.messages_path}?session_id={session_id}".encode()
+        endpoint = f"{messages_url}?session_id={session_id}".encode()
         try:
             await self._write_sse(
                 send, receive, hs, stream, headers, [], replay=None, resumable=False,
