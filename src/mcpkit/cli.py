@@ -241,9 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv
     level = _log_level(args)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("mcpkit").setLevel(level)
+    if getattr(args, "verbose", False) or getattr(args, "log_level", None):
+        logging.getLogger("mcpkit").setLevel(level)
+    if args.command not in ("serve", "dev") and not logging.getLogger().handlers:
+        # a server's own module configures logging as it likes: serve leaves the root to it
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

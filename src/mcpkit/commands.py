@@ -429,7 +429,7 @@ _PACKAGES = (("orjson", "orjson", "core", "core"), ("jsonschema-rs", "jsonschema
              ("uvicorn", "uvicorn", "serve --http, dev", "http"), ("httpx", "httpx", "URL targets", "client"),
              ("cryptography", "cryptography", "--auth jwt", "auth"), ("PyJWT", "jwt", "--auth jwt", "auth"),
              ("redis", "redis", "MCPKIT_STORE=redis://", "redis"), ("pydantic", "pydantic", "pydantic models", "pydantic"),
-             ("watchfiles", "watchfiles", "dev --reload", "dev"))
+             ("watchfiles", "watchfiles", "dev --reload", "reload"))
 
 
 def _needed(args: argparse.Namespace) -> set[str]:

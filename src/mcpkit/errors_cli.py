@@ -19,7 +19,7 @@ OPTIONAL_DEPENDENCIES: dict[str, tuple[str, str]] = {
     "jwt": ("--auth jwt", "auth"),
     "cryptography": ("--auth jwt", "auth"),
     "pydantic": ("a tool parameter typed with a pydantic model", "pydantic"),
-    "watchfiles": ("mcpkit dev --reload", "dev"),
+    "watchfiles": ("mcpkit dev --reload", "reload"),
 }
 
 

@@ -1,6 +1,113 @@
-"""The ``mcpkit dev`` subcommand (filled in by dev/)."""
+"""``mcpkit dev TARGET [--port N] [--reload]``: serve an mcpkit server over Streamable HTTP on
+loopback with the inspector page next to it; ``--reload`` restarts it when its files change
+(watchfiles, the ``reload`` extra, imported only then)."""
+
 from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
 from typing import Any
 
+__all__ = ["add_parser", "DEFAULT_PORT"]
+
+#: the port tried first; when it is taken (and none was asked for) any free port is used
+DEFAULT_PORT = 6280
+
+
 def add_parser(sub: Any) -> None:
-    pass
+    p = sub.add_parser("dev", help="serve a server on loopback HTTP with a browser inspector (--reload to restart "
+                       "on changes)")
+    p.add_argument("target", nargs="?", metavar="TARGET",
+                   help="server.py, package.module:ATTR, or a command line running one (default: the reference "
+                   "server)")
+    p.add_argument("--port", type=int, default=None, help=f"the port on 127.0.0.1 (default {DEFAULT_PORT}, or a free "
+                   "one when that is taken)")
+    p.add_argument("--reload", action="store_true", help="restart the server when a .py file under its folder changes")
+    p.add_argument("--open", action="store_true", help="open the inspector in the default web browser")
+    p.add_argument("--root", action="append", metavar="DIR", help="policy: a sandbox root (as for serve)")
+    p.add_argument("--read-only", action="store_true", help="policy: only read-only tools (as for serve)")
+    p.add_argument("--policy", action="store_true", help="turn on the secure-by-default policy (as for serve)")
+    p.set_defaults(func=_run)
+
+
+def _port(args: argparse.Namespace) -> int:
+    if args.port is not None:
+        return args.port
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", DEFAULT_PORT))
+        except OSError:
+            return 0
+    return DEFAULT_PORT
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..cli import _policy_env
+    from ..targets import resolve
+
+    target = resolve(args.target)
+    if target.loadable() is None:
+        raise SystemExit(f"mcpkit: dev serves an mcpkit server (a .py file or package.module:ATTR); for "
+                         f"{args.target!r} use: mcpkit list {shlex.quote(args.target)}, or the MCP Inspector")
+    port = _port(args)
+    if args.reload:
+        return _reload(args, target, port)
+    _policy_env(args)
+    server = target.load()
+    from ..startup import startup_line
+    from ..transports.serve import serve_http
+    from .app import DevApp
+
+    mcp_app = server.http_app()
+    app = DevApp(server, mcp_app, reload=bool(os.environ.get("MCPKIT_DEV_RELOADING")))
+
+    def ready(base: str) -> None:
+        print(startup_line(server, "http", base + mcp_app.path), file=sys.stderr)
+        print(f"mcpkit dev: inspector at {base}/  (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        if args.open:
+            import webbrowser
+
+            webbrowser.open(base + "/")
+
+    serve_http(server, host="127.0.0.1", port=port, timeout_graceful_shutdown=1.0, app=app, on_ready=ready)
+    return 0
+
+
+def _reload(args: argparse.Namespace, target: Any, port: int) -> int:
+    try:
+        import watchfiles
+    except ModuleNotFoundError:
+        raise SystemExit("mcpkit: dev --reload needs watchfiles: pip install 'mcpkit[reload]'") from None
+    if port == 0:
+        from ..transports.serve import bind
+
+        sock = bind("127.0.0.1", 0)  # one port for every restart, so the page keeps working
+        port = sock.getsockname()[1]
+        sock.close()
+    loadable = target.loadable()
+    watched = os.path.dirname(loadable.location) if loadable.kind == "file" else os.getcwd()
+    command = [sys.executable, "-m", "mcpkit", "dev", *([target.text] if target.text else []), "--port", str(port)]
+    for flag, on in (("--read-only", args.read_only), ("--policy", args.policy)):
+        if on:
+            command.append(flag)
+    for root in args.root or ():
+        command += ["--root", root]
+    print(f"mcpkit dev: watching {watched} for changes to .py files", file=sys.stderr, flush=True)
+    os.environ["MCPKIT_DEV_RELOADING"] = "1"
+    if args.open:  # once, not at every restart
+        import threading
+        import webbrowser
+
+        threading.Timer(1.5, webbrowser.open, [f"http://127.0.0.1:{port}/"]).start()
+
+    def restarted(changes: set[Any]) -> None:
+        names = sorted({os.path.relpath(path, watched) for _, path in changes})
+        print(f"mcpkit dev: {', '.join(names)} changed; restarting", file=sys.stderr, flush=True)
+
+    watchfiles.run_process(watched, target=shlex.join(command), target_type="command",
+                           watch_filter=watchfiles.PythonFilter(), callback=restarted)
+    return 0

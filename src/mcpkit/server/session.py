@@ -20,6 +20,7 @@ import logging
 import itertools
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +103,7 @@ class ServerSession:
         # stdio never pays for it (start-up time).
         self._loop = loop
         self._loop_factory = loop_factory
-        self.engine = Engine(describe=self._describe, result_meta=server.result_meta())
+        self.engine = Engine(describe=_recording_describe(server, weakref.ref(self)), result_meta=server.result_meta())
         #: LC-05/LC-06: the features this session's InitializeResult declared; the session is held
         #: to them even if the server gains a feature later (None: not known, use the server's)
         self.features: frozenset[str] | None = None
@@ -201,11 +202,6 @@ class ServerSession:
             self.flush()
 
     # ------------------------------------------------------------------ requests
-
-    def _describe(self, rev: Any, params: dict[str, Any]) -> dict[str, Any]:
-        result = self.server.describe(rev, params)
-        self.features = frozenset(result["capabilities"])
-        return result
 
     def _on_request(self, ev: RequestReceived) -> None:
         handler = self.server._methods.get(ev.method) if ev.method in ev.revision.methods else None
@@ -486,3 +482,17 @@ class ServerSession:
         with self._lock:
             self.closed = True
         self.server._session_closed(self)
+
+
+def _recording_describe(server: Any, session: Any) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
+    """server.describe, recording on the session (held weakly: an ended session must be freed by
+    reference counting alone) the features its InitializeResult declared."""
+
+    def describe(rev: Any, params: dict[str, Any]) -> dict[str, Any]:
+        result = server.describe(rev, params)
+        owner = session()
+        if owner is not None:
+            owner.features = frozenset(result["capabilities"])
+        return result
+
+    return describe

@@ -1,0 +1,69 @@
+"""The ASGI app of ``mcpkit dev``: the inspector page (static files shipped in this package) at
+``/``, a small JSON description of the server at ``/dev/info.json``, and the server's own MCP app
+(Streamable HTTP at ``/mcp``, legacy SSE at ``/sse``) for everything else.
+
+The page speaks MCP to ``/mcp`` from the browser like any client does, on the same origin, so the
+server's Host and Origin checks (HS-01/HS-02) stay on as they are in production.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+__all__ = ["DevApp", "STATIC_FILES"]
+
+#: file name -> content type; nothing else is served from the package
+STATIC_FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+_HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"),
+            (b"content-security-policy",
+             b"default-src 'self'; img-src 'self' data:; media-src 'self' data:; style-src 'self'; "
+             b"script-src 'self'; connect-src 'self'; frame-ancestors 'none'")]
+
+
+def _static(name: str) -> bytes:
+    return resources.files("mcpkit.dev").joinpath("static", name).read_bytes()
+
+
+class DevApp:
+    """The inspector page around ``mcp_app`` (from ``server.http_app()``)."""
+
+    def __init__(self, server: Any, mcp_app: Any, *, reload: bool = False) -> None:
+        from ..protocol.revisions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+
+        self.mcp_app = mcp_app
+        self.info = json.dumps({
+            "name": server.name, "version": server.version, "title": server.title,
+            "endpoint": getattr(mcp_app, "path", "/mcp"),
+            "revisions": [*HANDSHAKE_VERSIONS, *MODERN_VERSIONS], "modern": list(MODERN_VERSIONS),
+            "latest": HANDSHAKE_VERSIONS[-1], "reload": reload,
+        }).encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            path = scope["path"]
+            if path in ("/", "/index.html"):
+                await self._send(send, 200, STATIC_FILES["index.html"], _static("index.html"))
+                return
+            if path.startswith("/static/") and path[len("/static/"):] in STATIC_FILES:
+                name = path[len("/static/"):]
+                await self._send(send, 200, STATIC_FILES[name], _static(name))
+                return
+            if path == "/dev/info.json":
+                await self._send(send, 200, "application/json", self.info)
+                return
+            if path == "/favicon.ico":
+                await self._send(send, 204, "text/plain", b"")
+                return
+        await self.mcp_app(scope, receive, send)
+
+    @staticmethod
+    async def _send(send: Any, status: int, content_type: str, body: bytes) -> None:
+        headers = [(b"content-type", content_type.encode()), *_HEADERS]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
