@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run_stdio", "StdioServer", "guard_stdout", "DEFAULT_MAX_MESSAGE_BYTES"]
 
+
 log = logging.getLogger("mcpkit")
 
 #: The default largest line accepted (bytes); a larger line gets -32600 and is discarded.
@@ -94,6 +95,8 @@ class StdioServer:
         self._capacity = threading.Condition()
         self._capacity_waiters = 0
         self._broken = False
+        #: requests whose notifications went out and whose response has not (see _write_yielding)
+        self._notified: set[Any] | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -116,7 +119,39 @@ class StdioServer:
         """Called under the session lock: write the messages, in order, as lines."""
         if self._broken:
             return
-        data = b"\n".join([m.payload for m in messages]) + b"\n"
+        if self._notified is None and (messages[0].answers if len(messages) == 1 else all(m.answers for m in messages)):
+            # the common case: only responses, after no notification of theirs
+            self._write_bytes(b"\n".join([m.payload for m in messages]) + b"\n")
+            return
+        self._write_yielding(messages)
+
+    def _write_yielding(self, messages: list[Outgoing]) -> None:
+        """Let the client read a request's notifications before its response (docs/interop.md).
+
+        The TypeScript SDK client (1.x) handles a notification one microtask after the read that
+        brought it, but a response at once: a request's last progress read together with its
+        response is dropped ("unknown token"). So a response that follows notifications of its
+        own request is written after yielding the CPU, which lets a client waiting on the pipe
+        read what is already there first. Only such responses pay for it (one sched_yield)."""
+        notified = self._notified if self._notified is not None else set()
+        start = 0
+        for index, message in enumerate(messages):
+            if not message.answers:
+                if message.related is not None:
+                    notified.add(message.related)
+            elif notified and not notified.isdisjoint(message.answers):
+                if index > start:
+                    self._write_bytes(b"\n".join([m.payload for m in messages[start:index]]) + b"\n")
+                    start = index
+                os.sched_yield()
+                notified.difference_update(message.answers)
+        # requests that never answer (cancelled) must not make this grow without bound
+        self._notified = notified if notified and len(notified) < 4096 else None
+        self._write_bytes(b"\n".join([m.payload for m in messages[start:]]) + b"\n")
+
+    def _write_bytes(self, data: bytes) -> None:
+        if self._broken:
+            return
         view = memoryview(data)
         try:
             while view:

@@ -1,0 +1,97 @@
+"""`mcpkit dev`: the page and the MCP endpoint on one loopback port, and --reload."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import mcpkit_command
+
+SERVER = '''
+from mcpkit import Server
+server = Server("live", "1.0")
+
+@server.tool(read_only=True, open_world=False)
+def first() -> str:
+    return "one"
+'''
+
+
+def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(mcpkit_command("dev", *args), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    for _ in range(20):
+        line = proc.stderr.readline()
+        found = re.search(r"inspector at (http://127\.0\.0\.1:\d+)/", line)
+        if found:
+            return proc, found.group(1)
+    proc.kill()
+    raise AssertionError("mcpkit dev did not start")
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Path:
+    path = tmp_path / "live.py"
+    path.write_text(SERVER)
+    return path
+
+
+@pytest.fixture
+def stop() -> Iterator[list[subprocess.Popen[str]]]:
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_dev_serves_the_page_and_the_server_on_one_port(live, stop):
+    proc, base = _start(str(live), "--port", "0")
+    stop.append(proc)
+    page = httpx.get(base + "/")
+    assert page.status_code == 200 and "<script src=\"/static/app.js\"" in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]  # no CDN, nothing remote
+    assert httpx.get(base + "/static/app.js").headers["content-type"].startswith("text/javascript")
+    assert httpx.get(base + "/static/../cli.py").status_code == 404
+    info = httpx.get(base + "/dev/info.json").json()
+    assert info["name"] == "live" and info["endpoint"] == "/mcp" and "2026-07-28" in info["revisions"]
+    listed = subprocess.run(mcpkit_command("list", base + "/mcp", "--json"), capture_output=True, text=True,
+                            timeout=60)
+    assert [t["name"] for t in json.loads(listed.stdout)["tools"]] == ["first"]
+
+
+def test_dev_reload_restarts_the_server_when_its_file_changes(live, stop):
+    proc, base = _start(str(live), "--port", "0", "--reload")
+    stop.append(proc)
+    live.write_text(SERVER + '''
+@server.tool(read_only=True, open_world=False)
+def second() -> str:
+    return "two"
+''')
+    deadline = time.monotonic() + 60
+    names: list[str] = []
+    while time.monotonic() < deadline:
+        listed = subprocess.run(mcpkit_command("list", base + "/mcp", "--json"), capture_output=True, text=True,
+                                timeout=60)
+        if listed.returncode == 0:
+            names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
+            if names == ["first", "second"]:
+                break
+        time.sleep(0.3)
+    assert names == ["first", "second"]
+
+
+def test_dev_refuses_a_server_it_cannot_load(tmp_path):
+    done = subprocess.run(mcpkit_command("dev", "node build/index.js"), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "dev serves an mcpkit server" in done.stderr and "Traceback" not in done.stderr
