@@ -311,3 +311,52 @@ def test_doctor_reports_a_missing_optional_dependency_the_server_uses(tmp_path):
     done = run("doctor", env=env)
     assert "redis" in done.stderr and "pip install 'mcpkit[redis]'" in done.stderr
     assert done.returncode == 1
+
+
+# ------------------------------------------------------------------------------------------ docs
+
+
+def test_every_environment_switch_the_code_reads_is_in_the_one_table():
+    import re
+
+    src = Path(__file__).resolve().parent.parent / "src" / "mcpkit"
+    read = set()
+    for path in src.rglob("*.py"):
+        read |= set(re.findall(r"\b(MCPKIT_[A-Z][A-Z_]*[A-Z])\b", path.read_text()))
+    read -= {"MCPKIT_AUTH_", "MCPKIT_IMPORT"}  # a prefix in a help text; a private regex's name
+    table = (Path(__file__).resolve().parent.parent / "docs" / "environment.md").read_text()
+    documented = set(re.findall(r"^\| `(MCPKIT_[A-Z_]+)` \|", table, re.MULTILINE))
+    assert read == documented, (read - documented, documented - read)
+
+
+def test_docs_documents_gated_tools_defaults_enums_and_manager_actions(tmp_path):
+    server = tmp_path / "files.py"
+    server.write_text(
+        "from typing import Literal\n"
+        "from mcpkit import Server\n"
+        "from mcpkit.policy import Policy\n"
+        "server = Server('files', policy=Policy.secure())\n"
+        "@server.tool(destructive=True, open_world=False)\n"
+        "def wipe(confirm: bool = False) -> str:\n"
+        "    '''Delete everything.'''\n"
+        "    return ''\n"
+        "files = server.manager('files', description='Manage files.')\n"
+        "@files.action(read_only=True, open_world=False)\n"
+        "def read(path: str, mode: Literal['text', 'bytes'] = 'text') -> str:\n"
+        "    '''Read a file.'''\n"
+        "    return ''\n"
+        "@files.action(destructive=True, open_world=False)\n"
+        "def delete(path: str) -> None:\n"
+        "    '''Delete a file.'''\n"
+    )
+    listed = run("list", str(server), "--json")
+    assert [t["name"] for t in json.loads(listed.stdout)["tools"]] == ["files"]  # the gates hide wipe
+    docs = run("docs", str(server))
+    assert docs.returncode == 0, docs.stderr
+    text = docs.stdout
+    assert "### `wipe`" in text and "> **Gated:**" in text and "MCPKIT_ALLOW_DESTRUCTIVE=1" in text
+    assert "| `confirm` | boolean | no | `false` |  |  |" in text
+    assert "#### `files` action `read`" in text and "#### `files` action `delete`" in text
+    assert '| `mode` | string | no | `"text"` | `"text"`, `"bytes"` |  |' in text
+    delete = text.split("#### `files` action `delete`")[1]
+    assert "> **Gated:**" in delete and "| `path` | string | yes |" in delete

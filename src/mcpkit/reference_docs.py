@@ -143,11 +143,11 @@ def _tool(tool: dict[str, Any]) -> list[str]:
         out += [f"> **Gated:** not listed or callable in the current configuration: {tool['x-mcpkit-hidden']}", ""]
     if tool.get("description"):
         out += [tool["description"].strip(), ""]
-    out += _hints(tool.get("annotations"))
     schema = tool.get("inputSchema") or {}
     actions = tool.get("x-mcpkit-actions") or _actions_from_schema(schema)
     if not actions:
-        return out + _parameters(schema)
+        return out + _hints(tool.get("annotations")) + _parameters(schema)
+    # a manager's own hints summarise the actions the gates let through: each action says its own
     out += ["Actions (pass `action` and that action's parameters):", ""]
     for act in actions:
         out += [f"#### `{tool['name']}` action `{act['name']}`", ""]
