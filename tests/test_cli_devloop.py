@@ -271,6 +271,7 @@ def test_http_options_on_stdio_are_refused(weather, option):
     ("ok", ["serve", "weather.py", "--policy"], {"MCPKIT_READ_ONLY": "maybe"}, "MCPKIT_READ_ONLY"),
     ("tokens", ["serve", "weather.py", "--http", "127.0.0.1:0", "--auth", "tokens:tokens.txt"], {}, "tokens.txt"),
     ("ok", ["call", "weather.py", "forecast", "city"], {}, "arguments are key=value"),
+    ("ok", ["serve", "weather.py", "--policy", "--root", "no-such-dir"], {}, "sandbox root"),
 ])
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path, setup, args, env, expected):
     if setup:
@@ -360,3 +361,45 @@ def test_docs_documents_gated_tools_defaults_enums_and_manager_actions(tmp_path)
     assert '| `mode` | string | no | `"text"` | `"text"`, `"bytes"` |  |' in text
     delete = text.split("#### `files` action `delete`")[1]
     assert "> **Gated:**" in delete and "| `path` | string | yes |" in delete
+
+
+# ------------------------------------------------------------------------------------------ servers we did not write
+
+PARTIAL = r"""
+import json, sys
+# a stdio server that declares resources but has no resources/templates/list, and ignores EOF
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg["method"]
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "serverInfo": {"name": "partial", "version": "1"},
+                  "capabilities": {"tools": {}, "resources": {}}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]}
+    elif method == "resources/list":
+        result = {"resources": [{"uri": "mem://a", "name": "a"}]}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "Method not found"}}),
+              flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+import time
+time.sleep(60)  # ignores EOF
+"""
+
+
+def test_list_and_docs_show_what_they_got_and_name_the_method_that_failed(tmp_path):
+    script = tmp_path / "partial.py"
+    script.write_text(PARTIAL)
+    target = f"{sys.executable} {script}"
+    listed = run("list", target)
+    assert listed.returncode == 0, listed.stderr
+    assert "hello" in listed.stdout and "mem://a" in listed.stdout
+    assert "resources/templates/list failed: -32601: Method not found" in listed.stderr
+    # the server ignored EOF: the 5 s it took to stop it are said, once
+    assert listed.stderr.count("did not exit when its stdin closed") == 1
+    docs = run("docs", target)
+    assert docs.returncode == 0 and "### `hello`" in docs.stdout
+    assert "## Not documented" in docs.stdout and "`resources/templates/list` failed" in docs.stdout
