@@ -403,3 +403,30 @@ def test_list_and_docs_show_what_they_got_and_name_the_method_that_failed(tmp_pa
     docs = run("docs", target)
     assert docs.returncode == 0 and "### `hello`" in docs.stdout
     assert "## Not documented" in docs.stdout and "`resources/templates/list` failed" in docs.stdout
+
+
+OFFICIAL_SDK_SERVER = '''
+from mcp.server import MCPServer
+
+mcp = MCPServer("official", log_level="WARNING")
+
+@mcp.tool()
+def shout(text: str) -> str:
+    return text.upper()
+
+if __name__ == "__main__":
+    mcp.run()
+'''
+
+
+def test_a_file_built_on_the_official_sdk_runs_as_itself(tmp_path):
+    server = tmp_path / "official.py"
+    server.write_text(OFFICIAL_SDK_SERVER)
+    called = run("call", str(server), "shout", "text=2024")  # not wrapped in mcpkit serve
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout) == {"result": "2024"}  # the string field kept "2024" a string
+    docs = run("docs", str(server))
+    assert docs.returncode == 0, docs.stderr
+    assert "### `shout`" in docs.stdout
+    entry = json.loads(run("install", "cursor", str(server)).stdout)["mcpServers"]["official"]
+    assert entry == {"command": sys.executable, "args": [str(server)]}

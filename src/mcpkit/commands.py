@@ -364,7 +364,7 @@ async def _docs(args: argparse.Namespace) -> int:
 
     target = resolve(args.target)
     loadable = target.loadable() if not target.is_url else None
-    if loadable is not None:
+    if loadable is not None and loadable.is_mcpkit():
         # in-process: every tool is documented, the ones the gates hide included and marked
         info, found = server_listing(loadable.load())
         text = markdown(info, found)

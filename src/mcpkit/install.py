@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -27,17 +26,6 @@ __all__ = ["CLIENTS", "config_entry", "add_parser"]
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode")
 #: the stdio bridge Claude Desktop's configuration uses for a remote server
 MCP_REMOTE = "mcp-remote"
-_MCPKIT_IMPORT = re.compile(r"^\s*(from\s+mcpkit[\s.]|import\s+mcpkit\b)", re.MULTILINE)
-
-
-def _is_mcpkit_file(path: str) -> bool:
-    """Whether a Python file builds an mcpkit server (read, not run: installing must not execute it)."""
-    try:
-        return bool(_MCPKIT_IMPORT.search(Path(path).read_text(encoding="utf-8", errors="replace")))
-    except OSError:
-        return False
-
-
 def _absolute(argv: list[str]) -> list[str]:
     """Paths made absolute: a client starts the server from a directory of its own choosing."""
     out = [shutil.which(argv[0]) or argv[0]] if argv else []
@@ -66,8 +54,7 @@ def config_entry(client: str, text: str, *, sse: bool = False, serve_args: list[
         if serve_args:
             raise SystemExit("mcpkit: --serve-arg is for a server mcpkit serves, not a URL")
     else:
-        if target.kind == "module" or target.kind == "reference" or (
-                target.kind == "file" and _is_mcpkit_file(target.location)):
+        if target.is_mcpkit():
             served = [] if target.kind == "reference" else [
                 target.location + (f":{target.attribute}" if target.attribute else "")
                 if target.kind == "file" else target.text]

@@ -19,13 +19,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import shlex
 import shutil
 import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Target", "TargetError", "resolve", "load_server"]
+__all__ = ["Target", "TargetError", "resolve", "load_server", "is_mcpkit_file"]
 
 Kind = Literal["reference", "file", "module", "command", "url"]
 
@@ -75,9 +76,14 @@ class Target:
         if rest[:3] == ["-m", "mcpkit", "serve"]:
             served = [a for a in rest[3:] if not a.startswith("-")]
             return resolve(served[0]) if served else Target("reference", "")
-        if rest and rest[0].endswith(".py") and os.path.isfile(rest[0]):
+        if rest and rest[0].endswith(".py") and os.path.isfile(rest[0]) and is_mcpkit_file(rest[0]):
             return resolve(rest[0])
         return None
+
+    def is_mcpkit(self) -> bool:
+        """Whether this names an mcpkit server: the reference server, a module (``module:ATTR``
+        names a Server), or a file that imports mcpkit (read, never run, to tell)."""
+        return self.kind in ("reference", "module") or (self.kind == "file" and is_mcpkit_file(self.location))
 
     @property
     def label(self) -> str:
@@ -99,6 +105,8 @@ class Target:
             raise TargetError(f"{self.text} is a URL, not a command")
         if self.kind == "command":
             return list(self.argv)
+        if self.kind == "file" and not self.is_mcpkit():
+            return [sys.executable, self.location]  # a server built on another SDK runs as itself
         served = [] if self.kind == "reference" else [self.text]
         return [sys.executable, "-m", "mcpkit", "serve", *served]
 
@@ -160,6 +168,18 @@ def _importable(module: str) -> bool:
     try:
         return importlib.util.find_spec(top) is not None
     except (ImportError, ValueError):
+        return False
+
+
+_MCPKIT_IMPORT = re.compile(r"^\s*(from\s+mcpkit[\s.]|import\s+mcpkit\b)", re.MULTILINE)
+
+
+def is_mcpkit_file(path: str) -> bool:
+    """Whether a Python file imports mcpkit (read, not run: looking must not execute it)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return bool(_MCPKIT_IMPORT.search(file.read()))
+    except OSError:
         return False
 
 
