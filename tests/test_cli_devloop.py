@@ -217,7 +217,7 @@ def test_stdio_serve_on_a_terminal_says_it_waits_and_how_to_try_it(weather):
         seen = ""
         while "mcpkit dev" not in seen and time.monotonic() < deadline:
             seen += proc.stderr.readline()
-        assert "waiting for an MCP client" in seen and f"mcpkit list 'mcpkit serve {weather}'" in seen
+        assert "waiting for an MCP client" in seen and f"mcpkit list {weather}" in seen
     finally:
         proc.kill()
         proc.wait()
@@ -430,3 +430,9 @@ def test_a_file_built_on_the_official_sdk_runs_as_itself(tmp_path):
     assert "### `shout`" in docs.stdout
     entry = json.loads(run("install", "cursor", str(server)).stdout)["mcpServers"]["official"]
     assert entry == {"command": sys.executable, "args": [str(server)]}
+
+
+def test_a_server_run_from_python_says_where_it_is_too(weather):
+    done = subprocess.run([sys.executable, str(weather)], capture_output=True, text=True, timeout=60, input="")
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr.startswith("mcpkit: serving weather 1.0 on stdio | ")

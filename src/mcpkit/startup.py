@@ -77,7 +77,7 @@ def stdio_terminal_hint(target_text: str) -> str | None:
         return None
     import shlex
 
-    served = shlex.join(["mcpkit", "serve", *([target_text] if target_text else [])])
+    listed = shlex.join(["mcpkit", "list", target_text]) if target_text else "mcpkit list 'mcpkit serve'"
     dev = shlex.join(["mcpkit", "dev", *([target_text] if target_text else [])])
     return (f"mcpkit: waiting for an MCP client on stdin (Ctrl-D or Ctrl-C to stop). To try it: "
-            f"mcpkit list {shlex.quote(served)}   or   {dev}")
+            f"{listed}   or   {dev}")

@@ -906,13 +906,21 @@ class Server:
 
         HTTP binds to 127.0.0.1 unless told otherwise (HS-03).
         """
+        import sys
+
+        from ..startup import startup_line
+
         if transport == "stdio":
             from ..transports.stdio import run_stdio
 
+            print(startup_line(self, "stdio"), file=sys.stderr, flush=True)  # stderr: stdout is the wire
             run_stdio(self, **options)
         elif transport == "http":
             from ..transports.serve import serve_http
 
+            path = options.get("path", "/mcp")
+            options.setdefault("on_ready", lambda base: print(startup_line(self, "http", base + path), file=sys.stderr,
+                                                                flush=True))
             serve_http(self, host=host, port=port, **options)
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
