@@ -436,3 +436,8 @@ def test_a_server_run_from_python_says_where_it_is_too(weather):
     done = subprocess.run([sys.executable, str(weather)], capture_output=True, text=True, timeout=60, input="")
     assert done.returncode == 0 and done.stdout == ""
     assert done.stderr.startswith("mcpkit: serving weather 1.0 on stdio | ")
+
+
+def test_url_options_with_a_stdio_target_are_refused(weather):
+    done = run("list", str(weather), "--sse")
+    assert done.returncode == 2 and "--sse applies to a URL target only" in done.stderr

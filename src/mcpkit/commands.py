@@ -34,7 +34,13 @@ def _target(args: argparse.Namespace) -> tuple[Any, str]:
 
     if not args.target:
         raise SystemExit("mcpkit: give a TARGET: server.py, package.module:ATTR, a command line in quotes, or a URL")
-    return resolve(args.target).client_target(sse=getattr(args, "sse", False))
+    target = resolve(args.target)
+    if not target.is_url:
+        # options that do not apply to a stdio server are refused, not ignored
+        for flag, given in (("--sse", getattr(args, "sse", False)), ("--header", getattr(args, "header", None))):
+            if given:
+                raise SystemExit(f"mcpkit: {flag} applies to a URL target only; {args.target!r} runs on stdio")
+    return target.client_target(sse=getattr(args, "sse", False))
 
 
 def _headers(args: argparse.Namespace) -> dict[str, str]:
