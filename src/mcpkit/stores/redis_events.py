@@ -103,11 +103,17 @@ class RedisEventStore:
             events.append((f"{stream_id}_{seq}", fields[b"p"]))
         return stream_id, events
 
-    async def drop(self, stream_ids: Iterable[str]) -> None:
+    async def drop(self, stream_ids: Iterable[str], grace: float = 0.0) -> None:
+        """Forget these streams: now, or ``grace`` seconds from now (see RESUME_GRACE)."""
         keys = [self.key(sid) for sid in stream_ids]
         if not keys:
             return
         try:
+            if grace > 0:
+                ms = max(1, int(grace * 1000))
+                for key in keys:  # PEXPIRE is one key a command; on a cluster they may differ in slot
+                    await self._client.pexpire(key, ms)
+                return
             await self._client.delete(*keys)
         except self._down as exc:
             raise unavailable("dropping SSE streams", exc) from exc

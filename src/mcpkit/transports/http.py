@@ -51,6 +51,9 @@ _SSE_HEADERS = [
 ]
 _JSON = (b"content-type", b"application/json")
 _END = None
+#: seconds a stream's events stay resumable after it was delivered to its end (HL-14): behind a
+#: reverse proxy the server cannot tell that the proxy, not the client, read the end
+RESUME_GRACE = 30.0
 _DISCONNECTED = object()
 
 
@@ -132,12 +135,19 @@ class _HttpSession:
         self.shared_state: dict[str, Any] | None = None  # shared stores: what was saved last
         self.synced = 0.0  # shared stores: when the stored copy was last saved or touched
         self._seq = 0
+        # this process's copy of the session numbers its streams with a tag of its own: with
+        # shared stores, other processes serve the same session and must never mint the same
+        # stream id (one stream's events would be replayed as another's, HL-14)
+        self._tag = os.urandom(3).hex()
         self.closed = False
 
+    def stream_ids(self) -> list[str]:
+        """Every stream id this copy of the session minted, and the GET stream's."""
+        return [f"{self.id}.{self._tag}{n}" for n in range(1, self._seq + 1)] + [f"{self.id}.get"]
 
     def next_stream_id(self) -> str:
         self._seq += 1
-        return f"{self.id or 'x'}.{self._seq}"
+        return f"{self.id or 'x'}.{self._tag}{self._seq}"
 
     def _send(self, messages: list[Outgoing]) -> None:
         # called under the session lock, possibly from a worker thread
@@ -452,7 +462,7 @@ class McpHttpApp(AuthRoutes):
                 log.warning("could not end shared session %s: %s", session_id, exc)
         hs = self.sessions.pop(session_id, None)
         if hs is not None:
-            stream_ids = [f"{session_id}.{n}" for n in range(1, hs._seq + 1)] + [f"{session_id}.get"]
+            stream_ids = hs.stream_ids()
             hs.close()
             if self.loop is not None:
                 self.loop.create_task(self._drop_events(self.event_store, stream_ids))
@@ -824,8 +834,10 @@ class McpHttpApp(AuthRoutes):
             if not gone.is_set():
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 if ended and store is not None:
-                    # delivered to the end on a live connection: nothing left to resume
-                    await self._drop_events(store, [stream.id])
+                    # delivered to the end on a live connection: nothing left to resume, unless
+                    # a reverse proxy read it for a client that had gone (HAProxy and nginx
+                    # drain an answer whatever the client does): kept RESUME_GRACE more seconds
+                    await self._drop_events(store, [stream.id], RESUME_GRACE)
         except OSError:
             pass  # the client went away mid-write; the stream stays resumable
         finally:
@@ -840,9 +852,9 @@ class McpHttpApp(AuthRoutes):
                 asyncio.ensure_future(self._drain_to_store(hs, stream, store))
 
     @staticmethod
-    async def _drop_events(store: Any, stream_ids: list[str]) -> None:
+    async def _drop_events(store: Any, stream_ids: list[str], grace: float = 0.0) -> None:
         try:
-            await store.drop(stream_ids)
+            await store.drop(stream_ids, grace) if grace else await store.drop(stream_ids)
         except Exception as exc:  # noqa: BLE001 - a shared store that is down: the TTL drops them
             log.warning("event store unavailable; old events expire by themselves: %s", exc)
 
