@@ -215,8 +215,14 @@ class McpHttpApp(AuthRoutes):
         messages_path: str = "/messages/",
         cors_origins: list[str] | None = None,
         auth: Any = None,
+        server_card: bool = True,
+        card_name: str | None = None,
     ) -> None:
         self.server = server
+        #: SEP-2127: the Server Card at <path>/server-card and the MCP Catalog (transports/discovery.py)
+        self.card_name = card_name
+        self._discovery = {path.rstrip("/") + "/server-card": "card",
+                           "/.well-known/mcp/catalog.json": "catalog"} if server_card else {}
         #: a mcpkit.auth.ResourceServer: every MCP request must carry a valid bearer token
         self.auth = auth
         self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
@@ -303,6 +309,17 @@ class McpHttpApp(AuthRoutes):
 
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers = dict(scope["headers"])
+        which = self._discovery.get(scope["path"]) if self._discovery else None
+        if which is not None and scope["method"] == "GET":
+            # public metadata for any origin and without a token; the Host guard still applies
+            host = headers.get(b"host", b"").decode("latin-1")
+            if not self._host_allowed(host):
+                await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
+                return
+            from .discovery import serve
+
+            await serve(self, scope, send, headers, which)
+            return
         refused = self._refuse(headers)
         if refused is not None:
             await self._plain(send, 403, _error_body(INVALID_REQUEST, refused), headers)
