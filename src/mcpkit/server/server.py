@@ -106,6 +106,8 @@ class Server:
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
         self._apps: set[str] = set()  # URIs of the MCP App views (server/apps.py)
+        #: what watches every request and notification (mcpkit.observe: traces, metrics); None: nothing
+        self.observer: Any = None
         self._templates: list[ResourceTemplate] = []
         self._prompts: dict[str, Prompt] = {}
         self._completer: Callable[..., Any] | None = None
@@ -923,6 +925,19 @@ class Server:
         return out
 
     # ------------------------------------------------------------------ running
+
+    def observe(self, *observers: Any) -> None:
+        """Watch every request and notification: ``server.observe(OpenTelemetry())`` for spans
+        and metrics per the MCP semantic conventions, ``PrometheusMetrics()`` for a /metrics
+        page (mcpkit.observe). Each call replaces the previous observers; none: stop watching."""
+        if not observers:
+            self.observer = None
+        elif len(observers) == 1:
+            self.observer = observers[0]
+        else:
+            from .observer import Observers
+
+            self.observer = Observers(observers)
 
     def http_app(self, **options: Any) -> Any:
         """This server as an ASGI app: Streamable HTTP at ``/mcp`` plus legacy SSE at ``/sse``.

@@ -123,6 +123,7 @@ class _HttpSession:
         self.app = app
         self.loop = app.loop
         self.session = ServerSession(app.server, self._send, self.loop, inline_sync=False)
+        self.session.session_id = session_id
         self.by_request: dict[Any, _Stream] = {}
         self.get_stream: _Stream | None = None
         self.streams: dict[str, _Stream] = {}
@@ -217,8 +218,15 @@ class McpHttpApp(AuthRoutes):
         auth: Any = None,
         server_card: bool = True,
         card_name: str | None = None,
+        metrics: Any = None,
     ) -> None:
         self.server = server
+        #: --metrics: a mcpkit.observe.PrometheusMetrics whose page GET /metrics serves
+        self.metrics = None
+        if metrics:
+            from ..observe.metrics import PrometheusMetrics
+
+            self.metrics = (metrics if isinstance(metrics, PrometheusMetrics) else PrometheusMetrics()).attach(server)
         #: SEP-2127: the Server Card at <path>/server-card and the MCP Catalog (transports/discovery.py)
         self.card_name = card_name
         self._discovery = {path.rstrip("/") + "/server-card": "card",
@@ -309,6 +317,9 @@ class McpHttpApp(AuthRoutes):
 
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers = dict(scope["headers"])
+        if self.metrics is not None and scope["path"] == "/metrics" and scope["method"] == "GET":
+            await self._metrics_page(send, headers)
+            return
         which = self._discovery.get(scope["path"]) if self._discovery else None
         if which is not None and scope["method"] == "GET":
             # public metadata for any origin and without a token; the Host guard still applies
@@ -333,6 +344,19 @@ class McpHttpApp(AuthRoutes):
             await self._authenticated(scope, receive, send, headers, path, method)
             return
         await self._route(scope, receive, send, headers, path, method)
+
+    async def _metrics_page(self, send: Any, headers: dict[bytes, bytes]) -> None:
+        """Prometheus text for a scraper: behind the Host guard like everything else."""
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self._host_allowed(host):
+            await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
+            return
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        body = self.metrics.render()  # type: ignore[union-attr]
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", CONTENT_TYPE_LATEST.encode())]})
+        await send({"type": "http.response.body", "body": body})
 
     async def _route(
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes], path: str, method: str
