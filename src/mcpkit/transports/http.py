@@ -126,6 +126,7 @@ class _HttpSession:
         self.app = app
         self.loop = app.loop
         self.session = ServerSession(app.server, self._send, self.loop, inline_sync=False)
+        self.session.session_id = session_id
         self.by_request: dict[Any, _Stream] = {}
         self.get_stream: _Stream | None = None
         self.streams: dict[str, _Stream] = {}
@@ -225,8 +226,21 @@ class McpHttpApp(AuthRoutes):
         messages_path: str = "/messages/",
         cors_origins: list[str] | None = None,
         auth: Any = None,
+        server_card: bool = True,
+        card_name: str | None = None,
+        metrics: Any = None,
     ) -> None:
         self.server = server
+        #: --metrics: a mcpkit.observe.PrometheusMetrics whose page GET /metrics serves
+        self.metrics = None
+        if metrics:
+            from ..observe.metrics import PrometheusMetrics
+
+            self.metrics = (metrics if isinstance(metrics, PrometheusMetrics) else PrometheusMetrics()).attach(server)
+        #: SEP-2127: the Server Card at <path>/server-card and the MCP Catalog (transports/discovery.py)
+        self.card_name = card_name
+        self._discovery = {path.rstrip("/") + "/server-card": "card",
+                           "/.well-known/mcp/catalog.json": "catalog"} if server_card else {}
         #: a mcpkit.auth.ResourceServer: every MCP request must carry a valid bearer token
         self.auth = auth
         self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
@@ -313,6 +327,20 @@ class McpHttpApp(AuthRoutes):
 
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers = dict(scope["headers"])
+        if self.metrics is not None and scope["path"] == "/metrics" and scope["method"] == "GET":
+            await self._metrics_page(send, headers)
+            return
+        which = self._discovery.get(scope["path"]) if self._discovery else None
+        if which is not None and scope["method"] == "GET":
+            # public metadata for any origin and without a token; the Host guard still applies
+            host = headers.get(b"host", b"").decode("latin-1")
+            if not self._host_allowed(host):
+                await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
+                return
+            from .discovery import serve
+
+            await serve(self, scope, send, headers, which)
+            return
         refused = self._refuse(headers)
         if refused is not None:
             await self._plain(send, 403, _error_body(INVALID_REQUEST, refused), headers)
@@ -326,6 +354,19 @@ class McpHttpApp(AuthRoutes):
             await self._authenticated(scope, receive, send, headers, path, method)
             return
         await self._route(scope, receive, send, headers, path, method)
+
+    async def _metrics_page(self, send: Any, headers: dict[bytes, bytes]) -> None:
+        """Prometheus text for a scraper: behind the Host guard like everything else."""
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self._host_allowed(host):
+            await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
+            return
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        body = self.metrics.render()  # type: ignore[union-attr]
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", CONTENT_TYPE_LATEST.encode())]})
+        await send({"type": "http.response.body", "body": body})
 
     async def _route(
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes], path: str, method: str
