@@ -541,6 +541,10 @@ def register(sub: Any) -> None:
 
     add_install(sub)
 
+    from .publish import add_parser as add_registry
+
+    add_registry(sub)
+
     p = sub.add_parser("check", help="check any MCP server's compliance, rule by rule (exit 1 on errors)")
     from .check.cli import add_arguments, run as run_check
 

@@ -3,8 +3,8 @@ selenium) opens the inspector page, fills a tool's form, calls it, and reads the
 the raw exchange, resources and prompts, and switches revision.
 
 Each view is photographed; with MCPKIT_UPDATE_SCREENSHOTS=1 the pictures replace docs/img/dev-*.png
-(shown in README.md). Install the browser with tools/install-browser.sh; without it this test
-fails, it does not skip.
+(shown in README.md). The browser comes from `tools/install-debian.sh chromium chromium-driver`
+(.ci/run); without it this test fails, it does not skip.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def inspector() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "chromium and chromedriver are needed: bash tools/install-browser.sh"
+    assert chromium and driver, "chromium and chromedriver are needed: bash tools/install-debian.sh chromium chromium-driver"
     options = Options()
     options.binary_location = chromium
     for arg in CHROMIUM_ARGS:

@@ -121,7 +121,7 @@ class StdioServer:
             return
         if self._notified is None and (messages[0].answers if len(messages) == 1 else all(m.answers for m in messages)):
             # the common case: only responses, after no notification of theirs
-            self._write_bytes(b"\n".join([m.payload for m in messages]) + b"\n")
+            self._write_bytes(_encoded(messages))
             return
         self._write_yielding(messages)
 
@@ -141,13 +141,13 @@ class StdioServer:
                     notified.add(message.related)
             elif notified and not notified.isdisjoint(message.answers):
                 if index > start:
-                    self._write_bytes(b"\n".join([m.payload for m in messages[start:index]]) + b"\n")
+                    self._write_bytes(_encoded(messages[start:index]))
                     start = index
                 os.sched_yield()
                 notified.difference_update(message.answers)
         # requests that never answer (cancelled) must not make this grow without bound
         self._notified = notified if notified and len(notified) < 4096 else None
-        self._write_bytes(b"\n".join([m.payload for m in messages[start:]]) + b"\n")
+        self._write_bytes(_encoded(messages[start:]))
 
     def _write_bytes(self, data: bytes) -> None:
         if self._broken:
@@ -316,11 +316,15 @@ class StdioServer:
         limit = self.max_message_bytes
         with self._rlock:
             buf = self._partial
-            buf += chunk
             start = 0
+            # the held part has no newline: look only at what arrived, or a line of many chunks
+            # is searched again from its start on every read
+            scan = len(buf)
+            buf += chunk
             lines = self._lines
             while True:
-                nl = buf.find(b"\n", start)
+                nl = buf.find(b"\n", scan)
+                scan = nl + 1
                 if nl < 0:
                     break
                 if self._discarding:
@@ -378,3 +382,8 @@ def run_stdio(server: Server, *, out_fd: int | None = None, **options: Any) -> N
     finally:
         if server._executor is not None:
             server._executor.shutdown()
+
+
+def _encoded(messages: list[Outgoing]) -> bytes:
+    # one copy of the payloads, not two (a join, then a concatenation for the last newline)
+    return b"\n".join([*[m.payload for m in messages], b""])
