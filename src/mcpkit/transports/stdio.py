@@ -88,6 +88,9 @@ class StdioServer:
         self._rlock = threading.Lock()
         self._gen = 0  # the thread whose generation equals _gen is the reader
         self._busy_since: float | None = None
+        #: lines taken by a reader and not yet fed through: a request whose handler is still
+        #: being prepared (its arguments validated) is not in the session's in-flight count yet
+        self._feeding = 0
         self._lines: collections.deque[bytes] = collections.deque()
         self._partial = bytearray()
         self._discarding = False
@@ -186,6 +189,9 @@ class StdioServer:
             while not self._stop.wait(0.5):
                 pass
             log.debug("stdio: shutting down (%s)", self.stop_reason)
+            # ST-07: a line read before EOF is answered even when its reader was handed off
+            # while preparing it (the new reader saw EOF first): wait until every line is fed
+            self._wait_fed(self.drain_timeout)
             # nothing more can come from the client: handlers waiting for its answers stop waiting
             session.abandon_client_requests(f"the client closed the connection ({self.stop_reason})")
             session.end_listens()
@@ -202,6 +208,15 @@ class StdioServer:
                 self._settle_tasks()
                 self.loop.call_soon_threadsafe(self.loop.stop)
                 self._loop_thread.join(timeout=2)
+
+    def _wait_fed(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._rlock:
+                if not self._feeding and not self._lines:
+                    return
+            time.sleep(0.002)
+        log.warning("stdio: lines still being read after %.1f s; exiting anyway", timeout)
 
     def _settle_tasks(self, timeout: float = 2.0) -> None:
         """Before the loop stops: let cancelled handlers see their CancelledError and run their
@@ -264,11 +279,16 @@ class StdioServer:
                         break  # handed off: another thread reads now
                     line = lines.popleft() if lines else None
                     self._busy_since = time.monotonic() if line is not None else None
+                    if line is not None:
+                        self._feeding += 1
                 if line is not None:
                     try:
                         session.feed(line)
                     except Exception:  # noqa: BLE001 - one bad line must never end the server
                         self._internal_error()
+                    finally:
+                        with self._rlock:
+                            self._feeding -= 1
                     outbox = session.engine.outbox
                     if outbox and (len(outbox) >= 256 or len(outbox[-1].payload) >= 65536):
                         # big or many answers go out now rather than after the whole read: memory
