@@ -9,10 +9,12 @@ from the revision table, and cached per revision until the next change.
 from __future__ import annotations
 
 import base64
+import contextlib
 import inspect
 import logging
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypedDict, TypeVar, Unpack
 
 from ..protocol.errors import INVALID_PARAMS, McpError
@@ -121,6 +123,8 @@ class Server:
         self._bridges: dict[int, Any] = {}
         self._tool_limiter: Any = None
         self._logs_guarded = False
+        self._batch: tuple[int, set[str]] | None = None  # (thread, kinds) of batch_changes
+        self._batch_lock = threading.RLock()
         self.policy = policy
 
     # ------------------------------------------------------------------ policy (mcpkit.policy)
@@ -387,8 +391,40 @@ class Server:
         return deco
 
     def _changed(self, kind: str) -> None:
+        batch = self._batch
+        if batch is not None and batch[0] == threading.get_ident():
+            batch[1].add(kind)  # one notification per kind when the batch ends
+            return
         self._deliver_changed(kind)
         self._announce("changed", {"kind": kind})
+
+    @contextlib.contextmanager
+    def batch_changes(self, *, notify: bool = True) -> Iterator[None]:
+        """Make many registry changes, then send one ``list_changed`` per kind changed (TL-13):
+        what a mirror of a backend's tool list needs, so a client re-lists once, not per tool.
+        ``notify=False`` only drops the cached lists (for changes clients cannot see yet, e.g.
+        tools of a bridge that is down: its coming up announces them). Changes made by other
+        threads meanwhile are announced as usual."""
+        with self._batch_lock:
+            self._batch = (threading.get_ident(), set())
+            try:
+                yield
+            finally:
+                kinds = self._batch[1]
+                self._batch = None
+                for kind in sorted(kinds):
+                    if notify:
+                        self._changed(kind)
+                    else:
+                        for key in [k for k in self._cache if k[0] == kind]:
+                            del self._cache[key]
+
+    def mirror(self, bridge: Any, **options: Any) -> Any:
+        """Keep this server's tools (and resources) equal to what ``bridge``'s backend
+        publishes; see :class:`mcpkit.bridge.Mirror` for the options."""
+        from ..bridge.mirror import Mirror
+
+        return Mirror(self, bridge, **options)
 
     def _deliver_changed(self, kind: str) -> None:
         if kind not in _CHANGED:
