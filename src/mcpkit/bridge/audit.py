@@ -9,7 +9,8 @@ action, arguments, ``outcome``, ``code``, ``durationMs``; secrets redacted by
 
 1. the project named by the call's ``project`` argument (the same lookup tools use);
 2. else the project the call picked (:meth:`Projects.pick` remembers it for the call);
-3. else the only project of the allowed roots;
+3. else ``default`` (e.g. the project an editor bridge is attached to), else the only project
+   of the allowed roots;
 4. else ``fallback`` (an AuditLog, e.g. the server's own), or the line is logged as lost.
 
 An entry of a call whose ``project`` argument names no valid project (refused calls) goes to the
@@ -41,12 +42,13 @@ class ProjectAudit:
     """
 
     def __init__(self, projects: Projects, path: str = ".mcpkit/audit.log", *, fallback: AuditLog | None = None,
-                 argument: str = "project", **options: Any) -> None:
+                 default: Project | None = None, argument: str = "project", **options: Any) -> None:
         if os.path.isabs(path) or ".." in path.replace("\\", "/").split("/"):
             raise ValueError(f"audit path {path!r} must be relative to the project and stay inside it")
         self.projects = projects
         self.path = path
         self.fallback = fallback
+        self.default = default
         self.argument = argument
         self._options = options
         self._logs: dict[str, AuditLog] = {}
@@ -69,7 +71,7 @@ class ProjectAudit:
                 return self.projects.find(named)
             except ToolError:
                 return None
-        return CURRENT_PROJECT.get() or self.projects.default()
+        return CURRENT_PROJECT.get() or self.default or self.projects.default()
 
     def record(self, entry: Mapping[str, Any]) -> None:
         project = self._project_of(entry)
