@@ -100,6 +100,8 @@ class Mirror:
         self.tool_options = {"requires": bridge, **tool_options}
         #: set after the first successful sync
         self.synced = threading.Event()
+        #: set once the bridge is up after a sync: the mirrored tools are listed
+        self.ready = threading.Event()
         #: how many syncs changed something (each sent at most one list_changed per kind)
         self.changes = 0
         self._tools: dict[str, str] = {}  # local name -> canonical JSON of what was registered
@@ -108,6 +110,7 @@ class Mirror:
         bridge.on_connect(self._on_connect)
         bridge.on_notification(self._on_notification)
         bridge.on_schema_change(lambda version: self._resync_soon())
+        bridge.on_change(lambda up: self.ready.set() if up and self.synced.is_set() else None)
         self._wrap_list()
 
     @property
@@ -266,14 +269,14 @@ class Mirror:
         mirror = self
 
         def tools_list(session: Any, req: Any) -> Any:
-            if mirror.synced.is_set() or mirror.first_sync_timeout == 0:
+            if mirror.ready.is_set() or mirror.first_sync_timeout == 0:
                 return plain(session, req)
 
             async def after_first_sync() -> Any:
                 deadline = asyncio.get_running_loop().time() + mirror.first_sync_timeout
-                while not mirror.synced.is_set() and asyncio.get_running_loop().time() < deadline:
+                while not mirror.ready.is_set() and asyncio.get_running_loop().time() < deadline:
                     await asyncio.sleep(0.05)
-                if not mirror.synced.is_set():
+                if not mirror.ready.is_set():
                     reason = mirror.bridge.last_error or "no answer yet"
                     print(f"mcpkit: tools/list answered before the first sync with {mirror.bridge.name} "
                           f"(waited {mirror.first_sync_timeout:g} s; {reason}); its tools are listed "
