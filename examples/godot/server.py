@@ -79,9 +79,9 @@ async def save(path: str) -> dict:
     return await godot.request("scene.save", {"path": scene_path(path)})
 
 
-@scene.action(read_only=True, open_world=False)
+@scene.action(destructive=True, open_world=False)
 async def close(path: str) -> dict:
-    """Forget an open scene's unsaved changes."""
+    """Close an open scene, discarding its unsaved changes."""
     return await godot.request("scene.close", {"path": scene_path(path)})
 
 

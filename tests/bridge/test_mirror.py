@@ -90,6 +90,7 @@ async def test_without_a_backend_the_first_list_times_out_and_says_so_on_stderr(
         bridge.stop()
 
 
+@pytest.mark.req("TL-13", "JS-02")
 @pytest.mark.asyncio
 async def test_a_change_is_diffed_and_announced_once(backend: Backend, wire: Any) -> None:
     server = Server("mirror")
@@ -149,6 +150,7 @@ async def test_a_schema_version_bump_resyncs_without_a_notification(backend: Bac
         bridge.stop()
 
 
+@pytest.mark.req("TL-13")
 @pytest.mark.asyncio
 async def test_tools_hide_while_the_backend_is_away_and_return_with_one_notification(wire: Any) -> None:
     backend = Backend().start()
@@ -170,9 +172,10 @@ async def test_tools_hide_while_the_backend_is_away_and_return_with_one_notifica
             result = await h.request("tools/call", {"name": "double", "arguments": {"x": 1}})
             assert result["isError"] is True
             assert result["_meta"]["dev.mcpkit/error"]["code"] == E_NOT_CONNECTED
-            again = Backend(port=port).start()
-            again.tools = [tool("double")]
+            again = Backend(port=port)
+            again.tools = [tool("double")]  # published before it listens
             again.handlers["double"] = lambda a: a["x"] * 2
+            again.start()
             await h.wait_notification(CHANGED, n + 2)
             assert names(await h.request("tools/list")) == ["double"]
             await asyncio.sleep(0.5)  # several probe rounds
@@ -212,6 +215,37 @@ async def test_legacy_descriptors_are_adapted_and_resources_mirrored(backend: Ba
         bridge.stop()
 
 
+@pytest.mark.req("CN-01")
+@pytest.mark.asyncio
+async def test_a_client_cancelling_a_mirrored_call_cancels_it_at_the_backend(backend: Backend, wire: Any) -> None:
+    async def slow(arguments: dict[str, Any]) -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    backend.tools = [tool("slow")]
+    backend.handlers["slow"] = slow
+    server = Server("mirror")
+    bridge = bridge_for(backend)
+    server.mirror(bridge)
+    bridge.start()
+    try:
+        assert await bridge.wait_up(20)
+        async with connect(server, wire) as h:
+            rid, answer = h.send_request("tools/call", {"name": "slow", "arguments": {"x": 1}})
+            await h.eventually(lambda: any(m.get("method") == "tools/call" for m in backend.received))
+            backend_id = next(m["id"] for m in backend.received if m.get("method") == "tools/call")
+            h.cancel(rid, "the user changed their mind")
+            await h.eventually(lambda: backend_id in backend.cancelled)
+            assert bridge.up  # a cancelled call is no link failure
+            backend.handlers["slow"] = lambda a: "quick now"
+            result = await h.request("tools/call", {"name": "slow", "arguments": {"x": 2}})
+            assert result["content"][0]["text"] == "quick now"
+            assert not answer.done()  # CN-01: no answer to the cancelled request
+    finally:
+        bridge.stop()
+
+
+@pytest.mark.req("TL-13")
 def test_batch_changes_sends_one_notification_per_kind() -> None:
     server = Server("batch")
     sent: list[str] = []

@@ -27,6 +27,7 @@ def godot_project(base: Path, name: str) -> Path:
     return root
 
 
+@pytest.mark.req("TL-11", "RT-03")
 def test_res_and_user_paths_map_into_the_project_and_escapes_are_refused(tmp_path: Path) -> None:
     root = godot_project(tmp_path, "game")
     (tmp_path / "secret.txt").write_text("x")
@@ -70,6 +71,7 @@ def test_unity_assets_paths(tmp_path: Path) -> None:
     assert info.value.code == E_SCHEMA_VALIDATION
 
 
+@pytest.mark.req("RT-01", "RT-03")
 @pytest.mark.asyncio
 async def test_projects_are_picked_per_call_from_allowed_roots_or_the_clients_roots(tmp_path: Path, wire: Any) -> None:
     allowed = tmp_path / "games"
@@ -141,6 +143,7 @@ def test_project_audit_paths_must_stay_in_the_project(tmp_path: Path) -> None:
         ProjectAudit(projects, "../audit.log")
 
 
+@pytest.mark.req("TL-11")
 @pytest.mark.asyncio
 async def test_run_tool_is_gated(tmp_path: Path) -> None:
     with pytest.raises(ToolError) as info:

@@ -182,7 +182,7 @@ async def test_gates_leave_read_only_actions_and_refuse_deletes(monkeypatch: pyt
         async with connect(example.server, wire) as h:
             tools = {t["name"]: t for t in (await h.request("tools/list"))["tools"]}
             assert set(tools) == {"scene", "engine"}  # node has no read-only action
-            assert tools["scene"]["inputSchema"]["properties"]["action"]["enum"] == ["open", "tree", "close"]
+            assert tools["scene"]["inputSchema"]["properties"]["action"]["enum"] == ["open", "tree"]
             refused = await call(h, "scene", action="create", path="res://a.tscn")
             assert refused["ok"] is False and refused["error"]["code"] == E_PERMISSION_DENIED
             assert "read-only" in refused["error"]["message"]
@@ -191,6 +191,7 @@ async def test_gates_leave_read_only_actions_and_refuse_deletes(monkeypatch: pyt
         example.godot.stop()
 
 
+@pytest.mark.req("TL-13")
 @pytest.mark.asyncio
 async def test_killing_godot_mid_call_then_bringing_it_back(monkeypatch: pytest.MonkeyPatch, godot: Godot,
                                                             wire: Any) -> None:

@@ -32,9 +32,9 @@ SCENE_COMMANDS = [
 ]
 
 
-def editor(port: int = 0) -> Backend:
-    fake = Backend(token=TOKEN, framing=LengthPrefixed(), port=port).start()
-    fake.tools = list(SCENE_COMMANDS)
+def editor(port: int = 0, tools: list[dict[str, Any]] = SCENE_COMMANDS) -> Backend:
+    fake = Backend(token=TOKEN, framing=LengthPrefixed(), port=port)
+    fake.tools = list(tools)  # published before it listens: a bridge may connect at once
     objects: list[str] = ["Main Camera"]
     fake.handlers["get_hierarchy"] = lambda a: {"objects": list(objects)}
 
@@ -45,7 +45,7 @@ def editor(port: int = 0) -> Backend:
         return {"created": a["name"]}
 
     fake.handlers["create_gameobject"] = create
-    return fake
+    return fake.start()
 
 
 @pytest.fixture
@@ -139,8 +139,7 @@ async def test_the_editor_closes_and_reopens(monkeypatch: pytest.MonkeyPatch, wi
             assert names(await h.request("tools/list")) == set()
             down = await h.request("tools/call", {"name": "get_hierarchy", "arguments": {}})
             assert down["_meta"]["dev.mcpkit/error"]["code"] == E_NOT_CONNECTED
-            second = editor(port)  # reopened, with one command fewer
-            second.tools = SCENE_COMMANDS[:1]
+            second = editor(port, SCENE_COMMANDS[:1])  # reopened, with one command fewer
             await h.wait_notification(CHANGED, n + 2, timeout=30)
             assert names(await h.request("tools/list")) == {"get_hierarchy"}
             await asyncio.sleep(0.6)

@@ -113,6 +113,9 @@ class Server:
         self._notification_handlers: dict[str, Callable[..., Any]] = {}
         self._methods = dict(METHODS)
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        # bumped on every registry change: a list built while another thread changed the
+        # registries (a bridge's mirror) is answered but not cached
+        self._cache_gen = 0
         self._sessions: set[Any] = set()
         self._listeners: set[Any] = set()  # open subscriptions/listen streams (2026-07-28)
         self._warmed = False
@@ -416,6 +419,7 @@ class Server:
                     if notify:
                         self._changed(kind)
                     else:
+                        self._cache_gen += 1
                         for key in [k for k in self._cache if k[0] == kind]:
                             del self._cache[key]
 
@@ -429,6 +433,7 @@ class Server:
     def _deliver_changed(self, kind: str) -> None:
         if kind not in _CHANGED:
             return
+        self._cache_gen += 1
         for key in [k for k in self._cache if k[0] == kind]:
             del self._cache[key]
         method = _CHANGED[kind]
@@ -841,9 +846,10 @@ class Server:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        gen = self._cache_gen
         if kind == "tools":
             items = []
-            for tool in self._tools.values():
+            for tool in list(self._tools.values()):  # a copy: another thread may register tools
                 if not self.tool_visible(tool):
                     continue  # gated, or its bridge is down: hidden here and refused when called
                 d = _pick(tool.describe(), rev.tool_keys)
@@ -852,7 +858,7 @@ class Server:
                     d["annotations"] = {"title": tool.title, **(d.get("annotations") or {})}
                 items.append(d)
         elif kind == "resources":
-            items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in self._resources.values()]
+            items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in list(self._resources.values())]
         elif kind == "resourceTemplates":
             items = [_pick_annotated(t.describe(), rev.template_keys, rev) for t in self._templates]
         else:
@@ -862,7 +868,8 @@ class Server:
                 if "arguments" in d:
                     d["arguments"] = [_pick(a, rev.prompt_argument_keys) for a in d["arguments"]]
                 items.append(d)
-        self._cache[key] = items
+        if gen == self._cache_gen:
+            self._cache[key] = items
         return items
 
     def list_page(self, kind: str, rev: Revision, cursor: Any) -> dict[str, Any]:
