@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import logging
 import threading
@@ -351,6 +352,9 @@ class RpcBridge(Bridge):
             loop, thread = self._loop, self._loop_thread
             self._loop = self._loop_thread = None
         if loop is not None and thread is not None:
+            # let the reader tasks finish their cancellation before the loop goes away
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(timeout)
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
             if not thread.is_alive():
@@ -442,3 +446,9 @@ class RpcBridge(Bridge):
         if self._conn is rpc:  # only the live link's end matters
             self.mark_down(f"{reason} ({self.endpoint.describe()})")
 
+
+async def _cancel_all() -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
