@@ -184,6 +184,26 @@ async def test_backend_errors_are_mapped_by_the_declared_table(backend: Backend)
         bridge.stop()
 
 
+@pytest.mark.asyncio
+async def test_sync_tools_call_from_worker_threads_and_the_backend_cannot_call_us(backend: Backend) -> None:
+    backend.handlers["add"] = lambda p: p["a"] + p["b"]
+    bridge = make(backend)
+    bridge.start()
+    try:
+        assert await bridge.wait_up(10)
+        loop = asyncio.get_running_loop()
+        results = await asyncio.gather(*(loop.run_in_executor(None, lambda i=i: bridge.request_sync("add", {"a": i, "b": 1}))
+                                         for i in range(5)))
+        assert results == [1, 2, 3, 4, 5]
+        with pytest.raises(ToolError) as info:
+            await loop.run_in_executor(None, lambda: bridge.request_sync("missing"))
+        assert info.value.code == "E_UNSUPPORTED"  # -32601 by the default table
+        bridge.notify("editor/log", {"line": "hello"})
+        await eventually(lambda: any(m.get("method") == "editor/log" for m in backend.received))
+    finally:
+        bridge.stop()
+
+
 def test_an_error_table_naming_an_unknown_code_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown codes"):
         RpcBridge("x", Tcp("127.0.0.1", 1), errors={1: "E_NOPE"})
