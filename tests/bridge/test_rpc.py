@@ -204,6 +204,26 @@ async def test_sync_tools_call_from_worker_threads_and_the_backend_cannot_call_u
         bridge.stop()
 
 
+@pytest.mark.asyncio
+async def test_a_hung_backend_fails_its_probe_and_the_link_is_replaced(backend: Backend) -> None:
+    bridge = make(backend, probe_timeout=0.3)
+    seen: list[bool] = []
+    bridge.on_change(seen.append)
+    bridge.start()
+    try:
+        assert await bridge.wait_up(10)
+        hellos = backend.hellos
+        backend.silent = {"ping"}  # still connected, no longer answering
+        await eventually(lambda: seen == [True, False])
+        assert bridge.last_error == "BackendTimeout: no answer to ping within 0.3 s"
+        await eventually(lambda: backend.hellos > hellos)  # it keeps trying new links
+        backend.silent = set()
+        assert await bridge.wait_up(10)
+        assert seen == [True, False, True]
+    finally:
+        bridge.stop()
+
+
 def test_an_error_table_naming_an_unknown_code_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown codes"):
         RpcBridge("x", Tcp("127.0.0.1", 1), errors={1: "E_NOPE"})

@@ -69,8 +69,8 @@ DEFAULT_ERRORS: dict[int | str, str] = {
 Call = Callable[..., Awaitable[Any]]
 
 
-class _CallTimeout(Exception):
-    pass
+class BackendTimeout(TimeoutError):
+    """The backend did not answer a request in time (the link may still be fine)."""
 
 
 class _Rpc:
@@ -138,7 +138,7 @@ class _Rpc:
             return await asyncio.wait_for(future, timeout)  # type: ignore[no-any-return]
         except TimeoutError:
             self._forget(rid, "timed out")
-            raise _CallTimeout(method) from None
+            raise BackendTimeout(f"no answer to {method} within {timeout:g} s") from None
         except asyncio.CancelledError:
             self._forget(rid, "cancelled by the client")
             raise
@@ -189,7 +189,8 @@ class RpcBridge(Bridge):
     ``endpoint``: :class:`~mcpkit.bridge.Tcp`, :class:`~mcpkit.bridge.Unix` or
     :class:`~mcpkit.bridge.Subprocess`. ``framing``: :class:`NdJson` (default) or
     :class:`LengthPrefixed`. ``token``: sent in ``hello`` (None: no handshake token);
-    ``hello=None`` skips the handshake for backends that have none. ``errors``: backend error
+    ``hello=None`` skips the handshake for backends that have none; ``probe_timeout`` bounds
+    the ``ping`` that tells a hung backend from a busy one. ``errors``: backend error
     code (int) or ``data.kind`` (str) -> contract code, merged over :data:`DEFAULT_ERRORS`.
     The remaining keyword arguments are :class:`mcpkit.policy.Bridge`'s (probe interval,
     backoff, breaker).
@@ -207,11 +208,12 @@ class RpcBridge(Bridge):
         probe_method: str = "ping",
         call_timeout: float = 30.0,
         connect_timeout: float = 10.0,
+        probe_timeout: float = 10.0,
         errors: Mapping[int | str, str] | None = None,
         **supervision: Any,
     ) -> None:
-        if call_timeout <= 0 or connect_timeout <= 0:
-            raise ValueError("call_timeout and connect_timeout must be > 0 seconds")
+        if call_timeout <= 0 or connect_timeout <= 0 or probe_timeout <= 0:
+            raise ValueError("call_timeout, connect_timeout and probe_timeout must be > 0 seconds")
         table = {**DEFAULT_ERRORS, **(errors or {})}
         unknown = {k: v for k, v in table.items() if v not in TOOL_ERROR_CODES}
         if unknown:
@@ -223,6 +225,8 @@ class RpcBridge(Bridge):
         self.protocol_version = protocol_version
         self.call_timeout = float(call_timeout)
         self.connect_timeout = float(connect_timeout)
+        #: a backend that does not answer a ping within this is hung: the link is replaced
+        self.probe_timeout = float(probe_timeout)
         self.errors: dict[int | str, str] = table
         #: what the backend said in its hello answer (name, version, schemaVersion, ...)
         self.peer: dict[str, Any] = {}
@@ -272,7 +276,7 @@ class RpcBridge(Bridge):
         except asyncio.CancelledError:
             future.cancel()  # cancels the call on the bridge loop, which tells the backend
             raise
-        except _CallTimeout:
+        except BackendTimeout:
             raise self._timeout_error(method, timeout or self.call_timeout) from None
         except self.call_errors as exc:
             raise self._call_failed(exc, gen) from exc
@@ -290,7 +294,7 @@ class RpcBridge(Bridge):
         future = asyncio.run_coroutine_threadsafe(conn.call(method, params, wait), loop)
         try:
             message = future.result(wait + 5.0)  # the call times itself out; this is a backstop
-        except (_CallTimeout, concurrent.futures.TimeoutError):
+        except (BackendTimeout, concurrent.futures.TimeoutError):
             future.cancel()
             raise self._timeout_error(method, wait) from None
         except self.call_errors as exc:
@@ -365,6 +369,8 @@ class RpcBridge(Bridge):
         future = asyncio.run_coroutine_threadsafe(coro, self._ensure_loop())
         try:
             return future.result(timeout)
+        except BackendTimeout:
+            raise  # the call's own timeout (a TimeoutError too, since 3.11)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise TimeoutError(f"no answer within {timeout:g} s") from None
@@ -395,7 +401,7 @@ class RpcBridge(Bridge):
     async def _call_on(self, rpc: _Rpc, method: str, params: Any = None) -> Any:
         try:
             message = await rpc.call(method, params, self.call_timeout)
-        except _CallTimeout:
+        except BackendTimeout:
             raise self._timeout_error(method, self.call_timeout) from None
         if "error" in message:
             raise self.backend_error(message["error"], method)
@@ -412,7 +418,8 @@ class RpcBridge(Bridge):
         self.schema_version = answer.get("schemaVersion")
 
     def _probe_sync(self, conn: _Rpc) -> bool:
-        answer = self._await(conn.call(self._probe_method, None, self.call_timeout), self.call_timeout + 1.0)
+        # the inner timeout decides; the outer one is a backstop for a starved loop thread
+        answer = self._await(conn.call(self._probe_method, None, self.probe_timeout), self.probe_timeout * 2 + 5.0)
         result = answer.get("result") if isinstance(answer, dict) else None
         version = result.get("schemaVersion") if isinstance(result, dict) else None
         if version is not None and version != self.schema_version:

@@ -107,6 +107,7 @@ class Mirror:
         self._tools: dict[str, str] = {}  # local name -> canonical JSON of what was registered
         self._resources: dict[str, str] = {}
         self._lock: asyncio.Lock | None = None  # made on the bridge loop, where every sync runs
+        self._tasks: set[asyncio.Task[Any]] = set()  # resyncs in flight (the loop keeps weak refs)
         bridge.on_connect(self._on_connect)
         bridge.on_notification(self._on_notification)
         bridge.on_schema_change(lambda version: self._resync_soon())
@@ -130,7 +131,13 @@ class Mirror:
 
     def _resync_soon(self) -> None:
         loop = self.bridge._ensure_loop()
-        loop.call_soon_threadsafe(lambda: loop.create_task(self.resync()))
+
+        def start() -> None:
+            task = loop.create_task(self.resync())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        loop.call_soon_threadsafe(start)
 
     async def resync(self) -> bool:
         """Read the backend's lists again and apply the difference; False if it could not."""
