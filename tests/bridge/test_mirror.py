@@ -266,6 +266,43 @@ def test_batch_changes_sends_one_notification_per_kind() -> None:
     assert "t1" not in [t["name"] for t in server._items("tools", _latest())]
 
 
+def test_nested_batches_announce_once_at_the_outer_end() -> None:
+    server = Server("batch")
+    sent: list[str] = []
+
+    class Session:
+        def notify(self, method: str, params: Any = None) -> None:
+            sent.append(method)
+
+    server._sessions.add(Session())
+    with server.batch_changes():
+        server.add_tool("a", lambda a: "x", input_schema={"type": "object"})
+        with server.batch_changes():
+            server.add_tool("b", lambda a: "x", input_schema={"type": "object"})
+        assert sent == []
+    assert sent == [CHANGED]
+
+
+def test_a_list_built_while_the_registry_changed_is_not_cached() -> None:
+    """A mirror registers tools from the bridge's thread while a client lists them: a list that
+    saw only part of a change must not be served from the cache afterwards."""
+    server = Server("race")
+    server.add_tool("a", lambda a: "x", input_schema={"type": "object"})
+    visible = server.tool_visible
+    landed: list[str] = []
+
+    def visible_while_another_thread_changes_things(tool: Any) -> bool:
+        if not landed:
+            landed.append("b")
+            server.add_tool("b", lambda a: "x", input_schema={"type": "object"})  # lands mid-listing
+        return visible(tool)
+
+    server.tool_visible = visible_while_another_thread_changes_things  # type: ignore[method-assign]
+    first = server._items("tools", _latest())
+    assert [t["name"] for t in first] == ["a"]  # built before b existed
+    assert [t["name"] for t in server._items("tools", _latest())] == ["a", "b"]  # not the stale list
+
+
 def _latest() -> Any:
     from mcpkit.protocol.revisions import get
 

@@ -408,6 +408,10 @@ class Server:
         ``notify=False`` only drops the cached lists (for changes clients cannot see yet, e.g.
         tools of a bridge that is down: its coming up announces them). Changes made by other
         threads meanwhile are announced as usual."""
+        batch = self._batch
+        if batch is not None and batch[0] == threading.get_ident():
+            yield  # nested: the outer batch announces
+            return
         with self._batch_lock:
             self._batch = (threading.get_ident(), set())
             try:
