@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -87,7 +86,7 @@ class Subprocess:
 
     async def open(self, limit: int) -> Link:
         proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=sys.stderr,
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,  # inherits fd 2
             cwd=self.cwd, env=dict(self.env) if self.env is not None else None, limit=limit,
             start_new_session=True,
         )
