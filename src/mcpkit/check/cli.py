@@ -91,9 +91,10 @@ def _fail(message: str) -> int:
 
 
 def _emit(text: str, output: str | None) -> None:
+    text = text.rstrip("\n")
     if output:
         with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
+            fh.write(text + "\n")
     else:
         print(text)
 

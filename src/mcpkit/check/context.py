@@ -36,6 +36,10 @@ class Options:
     timeout: float = RULE_TIMEOUT
     #: the transport argument the Client gets ("auto", "stdio", "http", "sse", "memory")
     client_transport: str = "auto"
+    #: set once the first connection has answered: how long a later handshake may take, and how
+    #: long a process gets to exit at EOF (both scale with the server's start-up on this machine)
+    handshake_floor: float = 0.0
+    eof_grace: float = 5.0
     #: the tools the rules called: {"tool", "revision", "why"} (the report lists them)
     tools_called: list[dict[str, Any]] = field(default_factory=list)
 
@@ -63,6 +67,10 @@ class Probe:
     #: stdio: seconds the server took to exit once its stdin was closed; None when it had not
     #: exited after the grace period (and was terminated); unset (-1) when not measured
     eof_exit: float | None = -1.0
+    #: the grace period eof_exit was measured against
+    eof_grace: float = 0.0
+    #: seconds from the start of the connection to the handshake's answer
+    handshake_time: float | None = None
 
     @property
     def accepted(self) -> bool:

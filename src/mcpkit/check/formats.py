@@ -8,7 +8,7 @@ import os
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from .model import FRAMEWORKS, Report, Rule
+from .model import FRAMEWORKS, Report, Rule, severity_of
 from .registry import all_rules
 
 __all__ = ["junit_xml", "write_junit", "sarif", "rules_listing", "rules_markdown", "SARIF_SCHEMA"]
@@ -189,13 +189,14 @@ def rules_markdown() -> str:
     ]
     for r in rules:
         keyword = r.keyword + "".join(f", {k} in {v}" for v, k in r.keywords.items())
-        out.append(f"| [`{r.id}`](#{r.id.replace('.', '')}) | {r.severity} | {keyword} | "
+        severity = severity_of(r.keyword) + "".join(f", {severity_of(k)} in {v}" for v, k in r.keywords.items())
+        out.append(f"| [`{r.id}`](#{r.id.replace('.', '')}) | {severity} | {keyword} | "
                    f"{', '.join(r.requirements)} | {_revisions(r)} |")
     for r in rules:
         out += ["", f"## {r.id}", "", r.title[0].upper() + r.title[1:] + ".", ""]
         keyword = r.keyword + "".join(f" ({k} in {v})" for v, k in r.keywords.items())
-        out.append(f"- **Keyword:** {keyword}; a failure is {'an' if r.severity == 'error' else 'a'} "
-                   f"{r.severity}" + "".join(f" ({_severity_word(k)} in {v})" for v, k in r.keywords.items()) + ".")
+        base = severity_of(r.keyword)
+        out.append(f"- **Keyword:** {keyword}; a failure is {'an' if base == 'error' else 'a'} {base}" + "".join(f" ({_severity_word(k)} in {v})" for v, k in r.keywords.items()) + ".")
         out.append(f"- **Requirements:** {', '.join(r.requirements)}.")
         out.append(f"- **Revisions:** {_revisions(r)}.")
         if r.transports:
@@ -215,7 +216,5 @@ def rules_markdown() -> str:
 
 
 def _severity_word(keyword: str) -> str:
-    from .model import severity_of
-
     return f"{'an' if severity_of(keyword) == 'error' else 'a'} {severity_of(keyword)}"
 

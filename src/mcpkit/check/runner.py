@@ -33,9 +33,11 @@ UNKNOWN_VERSION = "2000-01-01"
 #: how long a legacy-only server gets to answer the server/discover probe
 MODERN_PROBE_TIMEOUT = 5.0
 #: ST-07: how long a stdio server gets to exit once its stdin is closed before it is terminated
-EOF_GRACE = 3.0
+EOF_GRACE = 5.0
+#: a first handshake slower than this (seconds) makes the later connections run one at a time
+SLOW_START = 2.0
 #: how many connections run at once after the first (a server that cannot run twice: jobs=1)
-JOBS = 3
+JOBS = 2
 #: the rules that run only when asked for: rule id -> the run_checks option
 OPTIONAL = {"tools.read-only-output": "call_read_only", "conformance.suite": "conformance"}
 
@@ -151,6 +153,7 @@ async def _handshake(client: Any, limit: float) -> Any:
 
 async def _connection(
     options: Options, version: str, rules: list[Rule], progress: Progress, closing: list[asyncio.Future[None]],
+    patience: float = 1.0,
 ) -> tuple[Probe, list[Finding], dict[str, Any] | None]:
     from ..client import Client, RpcError
 
@@ -158,11 +161,13 @@ async def _connection(
     findings: list[Finding] = []
     client = Client(options.target, transport=options.client_transport, protocol_version=version,
                     headers=options.headers or None, timeout=options.timeout)
-    limit = min(MODERN_PROBE_TIMEOUT if version in revision_table.MODERN_VERSIONS else options.timeout,
-                options.timeout)
+    limit = patience * max(options.handshake_floor, min(
+        MODERN_PROBE_TIMEOUT if version in revision_table.MODERN_VERSIONS else options.timeout, options.timeout))
+    started = time.monotonic()
     try:
         try:
             probe.result = await _handshake(client, limit)
+            probe.handshake_time = time.monotonic() - started
         except RpcError as exc:
             probe.error, probe.code, probe.exception = describe(exc), exc.code, exc
             return probe, findings, None
@@ -191,21 +196,22 @@ async def _connection(
         return probe, findings, dict(client.server_info or {})
     finally:
         # closed in the background: a server slow to exit at EOF must not hold up the next connection
-        closing.append(asyncio.ensure_future(_close(client, probe)))
+        closing.append(asyncio.ensure_future(_close(client, probe, options)))
 
 
-async def _close(client: Any, probe: Probe) -> None:
+async def _close(client: Any, probe: Probe, options: Options) -> None:
     """Close the connection. On stdio: close stdin and time how long the server takes to exit
-    (ST-07), terminating it after EOF_GRACE seconds."""
+    (ST-07), terminating it after the grace period (EOF_GRACE, more for a slow starter)."""
     transport = client.transport
     proc = getattr(transport, "proc", None)
     try:
         if proc is not None and proc.returncode is None and proc.stdin is not None:
             started = time.monotonic()
+            grace = probe.eof_grace = options.eof_grace
             with contextlib.suppress(Exception):
                 proc.stdin.close()
             try:
-                await asyncio.wait_for(proc.wait(), EOF_GRACE)
+                await asyncio.wait_for(proc.wait(), grace)
                 probe.eof_exit = time.monotonic() - started
             except asyncio.TimeoutError:
                 probe.eof_exit = None
@@ -222,6 +228,12 @@ async def _close(client: Any, probe: Probe) -> None:
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
+
+
+def _silent(probe: Probe) -> bool:
+    """The handshake got no answer at all (not an error, not a counter-offer, not noise)."""
+    return (probe.error is not None and probe.code is None and probe.answered is None and not probe.unreachable
+            and not probe.noise)
 
 
 def _plan(revisions: list[str] | tuple[str, ...] | None, quick: bool) -> list[str]:
@@ -304,10 +316,10 @@ async def run_checks(
     closing: list[asyncio.Future[None]] = []
     gate = asyncio.Semaphore(max(1, jobs))
 
-    async def one(version: str) -> None:
+    async def one(version: str, patience: float = 1.0) -> None:
         async with gate:
             rules_here = [] if version == UNKNOWN_VERSION else per_connection
-            done[version] = await _connection(options, version, rules_here, bar, closing)
+            done[version] = await _connection(options, version, rules_here, bar, closing, patience)
 
     def left() -> float | None:
         return None if ends is None else max(0.0, ends - time.monotonic())
@@ -318,6 +330,13 @@ async def run_checks(
             tasks = [asyncio.ensure_future(one(first))]
             await asyncio.wait(tasks, timeout=left())
             probe = done[first][0] if first in done else None
+            if probe is not None and probe.handshake_time is not None:
+                # a server slow to start (a big import, a loaded machine) is given time in
+                # proportion, and started one at a time: its start-up is CPU-bound
+                options.handshake_floor = 3 * probe.handshake_time
+                options.eof_grace = max(EOF_GRACE, 2 * probe.handshake_time)
+                if probe.handshake_time > SLOW_START:
+                    gate = asyncio.Semaphore(1)
             if probe is not None and probe.unreachable:
                 report.error = probe.error
                 rest = []
@@ -329,6 +348,14 @@ async def run_checks(
             if first in done:
                 tasks += [asyncio.ensure_future(one(v)) for v in rest]
                 await asyncio.wait(tasks, timeout=left())
+                # a start-up slowed down by the others (a loaded machine) is not the server's fault:
+                # a handshake that got no answer while the first one did is tried again, alone
+                if probe is not None and probe.accepted:
+                    for version in [v for v in rest if v in done and _silent(done[v][0])]:
+                        gate = asyncio.Semaphore(1)
+                        retry = asyncio.ensure_future(one(version, patience=2.0))
+                        tasks.append(retry)
+                        await asyncio.wait([retry], timeout=left())
             pending = [t for t in tasks if not t.done()]
             if pending:
                 report.incomplete = f"the --deadline of {deadline:g} s ran out"
@@ -342,7 +369,7 @@ async def run_checks(
             if grace is None:
                 await waited
             else:
-                await asyncio.wait({asyncio.ensure_future(waited)}, timeout=grace + EOF_GRACE + 1.5)
+                await asyncio.wait({asyncio.ensure_future(waited)}, timeout=grace + options.eof_grace + 1.5)
         probes: dict[str, Probe] = {}
         for version in offered:
             if version not in done:

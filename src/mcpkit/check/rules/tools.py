@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from ...server.validation import compile_schema, describe_errors, format_errors
-from ..context import CheckContext, Skip, describe, read_only
+from ..context import CheckContext, Skip, read_only
 from ..model import Finding
 from ..registry import rule, since
 from ..samples import sample_arguments
@@ -119,9 +119,7 @@ async def check_read_only_output(ctx: CheckContext) -> list[Finding]:
             result = await ctx.call_tool(tool, args, "sample arguments, to check the output")
         except Skip:
             raise
-        except Exception as exc:  # noqa: BLE001
-            out.append(ctx.fail(f"tool {name!r} with sample arguments {args} failed: {describe(exc)}",
-                                tool=name, arguments=args))
+        except Exception:  # noqa: BLE001 - an error or a timeout: the sample may not suit the tool (TL-07 is about results)
             continue
         if isinstance(result, dict) and result.get("resultType") == "input_required":
             continue  # it asks the client for input (MRTR): nothing to check without a user
