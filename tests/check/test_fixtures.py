@@ -83,6 +83,7 @@ async def test_stdout_noise_names_the_banner_on_each_revision() -> None:
     assert {f.detail["lines"][0] for f in failed} == {"Starting the fixture server v1.0 ..."}
 
 
+@pytest.mark.req("ST-01")
 @pytest.mark.asyncio
 async def test_pretty_printed_json_is_reported_as_such_at_once() -> None:
     """ST-01: the handshake answer spread over 20 lines is named, not "no answer within 10 s"; the
@@ -147,6 +148,7 @@ async def test_a_made_up_revision_must_not_be_echoed() -> None:
     )
 
 
+@pytest.mark.req("TL-13")
 @pytest.mark.asyncio
 async def test_a_list_that_changes_without_its_notification_is_named() -> None:
     report = await run_checks(fixture("lazy_tools"), revisions=["2025-11-25"], progress=False)
@@ -155,6 +157,7 @@ async def test_a_list_that_changes_without_its_notification_is_named() -> None:
                                "notifications/tools/list_changed")
 
 
+@pytest.mark.req("BP-09")
 @pytest.mark.asyncio
 async def test_an_answered_notification_shows_the_answer() -> None:
     report = await run_checks(fixture("answers_notifications"), revisions=["2025-11-25"], progress=False)
@@ -162,6 +165,7 @@ async def test_an_answered_notification_shows_the_answer() -> None:
     assert failure.message == "1 response(s) to notifications (error -32601, id None)"
 
 
+@pytest.mark.req("ST-07")
 @pytest.mark.asyncio
 async def test_a_server_that_ignores_eof_is_terminated_and_reported() -> None:
     report = await run_checks(fixture("ignores_eof"), revisions=["2025-11-25"], progress=False)
@@ -225,6 +229,7 @@ async def test_http_fixture_without_host_and_origin_guards() -> None:
     assert report.exit_code == 1  # the Origin guard is a MUST; the Host guard is advice
 
 
+@pytest.mark.req("HL-04", "HL-19")
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("name", "rule_id", "message"),

@@ -34,6 +34,9 @@ UNKNOWN_VERSION = "2000-01-01"
 MODERN_PROBE_TIMEOUT = 5.0
 #: ST-07: how long a stdio server gets to exit once its stdin is closed before it is terminated
 EOF_GRACE = 5.0
+#: how long the first connection may take to start the server and answer its handshake (a big
+#: import, a package manager fetching the server, a loaded machine); later ones scale from it
+STARTUP_TIMEOUT = 30.0
 #: a first handshake slower than this (seconds) makes the later connections run one at a time
 SLOW_START = 2.0
 #: how many connections run at once after the first (a server that cannot run twice: jobs=1)
@@ -104,7 +107,7 @@ def _answered_in(error: BaseException) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _unreachable(exc: BaseException, client: Any, kind: str, label: str) -> str | None:
+async def _unreachable(exc: BaseException, client: Any, kind: str, label: str) -> str | None:
     """Why the checker could not reach the server at all (an infrastructure failure, exit code
     2), or None when the server was reached and its answer is what failed."""
     from ..client import ClientError
@@ -124,8 +127,16 @@ def _unreachable(exc: BaseException, client: Any, kind: str, label: str) -> str 
         except ImportError:  # pragma: no cover - the HTTP client needs httpx
             pass
         return None
-    if kind == "stdio" and client.returncode is not None and not client.transport.stdout_noise:
-        return f"the server exited before answering the handshake: {text}"
+    proc = getattr(client.transport, "proc", None)
+    if kind == "stdio" and proc is not None and not client.transport.stdout_noise:
+        if proc.returncode is None and "closed its stdout" in text:
+            with contextlib.suppress(asyncio.TimeoutError):  # it is exiting: a loaded machine is slow to tell
+                await asyncio.wait_for(proc.wait(), 5.0)
+            if proc.returncode is not None:
+                text = f"the server exited with code {proc.returncode}" + (
+                    f"; stderr: {client.stderr.strip()[-2000:]}" if client.stderr.strip() else "")
+        if proc.returncode is not None:
+            return f"the server exited before answering the handshake: {text}"
     return None
 
 
@@ -179,7 +190,7 @@ async def _connection(
                     probe.error = "the answer came pretty-printed over several lines, which no client can read"
             else:
                 probe.error = describe(exc)
-                reason = _unreachable(exc, client, options.transport, _label(options.target))
+                reason = await _unreachable(exc, client, options.transport, _label(options.target))
                 if reason is not None:
                     probe.error, probe.unreachable = reason, True
             probe.answered = _answered_in(exc)
@@ -327,9 +338,11 @@ async def run_checks(
     with Progress(shown) as bar:
         try:
             first, rest = offered[0], offered[1:]
+            options.handshake_floor = STARTUP_TIMEOUT
             tasks = [asyncio.ensure_future(one(first))]
             await asyncio.wait(tasks, timeout=left())
             probe = done[first][0] if first in done else None
+            options.handshake_floor = 0.0
             if probe is not None and probe.handshake_time is not None:
                 # a server slow to start (a big import, a loaded machine) is given time in
                 # proportion, and started one at a time: its start-up is CPU-bound
