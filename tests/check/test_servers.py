@@ -78,3 +78,20 @@ async def test_an_in_memory_server_is_checked_without_the_transport_rules() -> N
     _no_failures(report)
     assert report.transport == "memory"
     assert not any(r.startswith(("stdio.", "http.")) for r in report.rules)
+
+
+def test_the_reference_server_over_legacy_sse_with_the_cli(capsys) -> None:  # type: ignore[no-untyped-def]
+    """--sse checks an HTTP+SSE endpoint (2024-11-05) like `mcpkit list --sse` reaches one."""
+    from mcpkit.check.cli import main
+
+    proc, port = start_server()
+    try:
+        assert main([f"http://127.0.0.1:{port}/sse", "--sse", "--format", "json"]) == 0
+    finally:
+        stop_server(proc)
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert data["transport"] == "sse" and data["exit_code"] == 0
+    assert data["negotiated"]["2024-11-05"] == "2024-11-05"
+    assert not any(rule.startswith(("http.", "stdio.")) for rule in data["rules"])

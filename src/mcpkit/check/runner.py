@@ -384,7 +384,7 @@ async def run_checks(
             else:
                 await asyncio.wait({asyncio.ensure_future(waited)}, timeout=grace + options.eof_grace + 1.5)
         probes: dict[str, Probe] = {}
-        for version in offered:
+        for version in sorted(offered, key=lambda v: (v == UNKNOWN_VERSION, v)):
             if version not in done:
                 continue
             probe, findings, info = done[version]

@@ -3,7 +3,6 @@ response to a notification."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -159,10 +158,7 @@ async def check_notification_unanswered(ctx: CheckContext) -> list[Finding]:
     await ctx.client.notify(PROBE_NOTIFICATION, {})
     await ctx.client.notify("notifications/cancelled", {"requestId": "mcpkit-check-never-sent"})
     # a request after them: its answer comes after any answer to the notifications
-    if not ctx.modern:
-        await ctx.request("ping")
-    else:
-        await asyncio.sleep(0.2)
+    await ctx.request("server/discover" if ctx.modern else "ping")
     answers = [m for m in ctx.client.unmatched[before:] if "id" not in m or m.get("id") is None]
     if answers:
         first = answers[0]
