@@ -43,6 +43,8 @@ class ToolOptions:
     max_result_bytes: Any = INHERIT
     sanitize: Any = INHERIT
     requires: tuple[Any, ...] = ()
+    #: "process": each call runs in a worker process killed at its deadline (policy/isolation.py)
+    isolation: str | None = None
 
     @classmethod
     def build(cls, *, requires: Any = None, **values: Any) -> ToolOptions | None:
@@ -64,6 +66,10 @@ class ToolOptions:
         if "timeout" in given and given["timeout"] not in (None, False):
             if not isinstance(given["timeout"], (int, float)) or given["timeout"] <= 0:
                 raise ValueError("timeout must be a positive number of seconds (or None to turn it off)")
+        if "isolation" in given:
+            from .isolation import check_mode
+
+            given["isolation"] = check_mode(given["isolation"])
         if not given and not bridges:
             return None
         return cls(**given, requires=bridges)
