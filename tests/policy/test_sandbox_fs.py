@@ -29,6 +29,7 @@ def tree(tmp_path: Path) -> dict[str, Path]:
     (root / "docs" / "a.txt").write_text("inside a")
     (root / "top.txt").write_text("top")
     (outside / "secret.txt").write_text("OUTSIDE")
+    (outside / "only-outside.txt").write_text("")
     return {"base": base, "root": root, "outside": outside}
 
 
@@ -98,9 +99,16 @@ class Flipper:
         self.race.mkdir()
         (self.race / "secret.txt").write_text("inside race")
         self.stop = threading.Event()
+        self.error: BaseException | None = None
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self) -> None:
+        try:
+            self.flip()
+        except BaseException as exc:  # noqa: BLE001 - reported by __exit__
+            self.error = exc
+
+    def flip(self) -> None:
         while not self.stop.is_set():
             os.rename(self.race, self.parked)
             os.symlink(self.outside, self.race)
@@ -119,46 +127,63 @@ class Flipper:
         self.stop.set()
         self.thread.join(5)
         sys.setswitchinterval(self._interval)
+        assert self.error is None, f"the flipping thread failed: {self.error!r}"
 
 
 ROUNDS = 400
 
 
+def race_reads(sb: Sandbox) -> list[Any]:
+    return [lambda: load(sb, "race/secret.txt").read_text(),
+            lambda: sb.open("race/secret.txt").read(),
+            lambda: " ".join(p.name for p in load(sb, "race").iterdir())]
+
+
+def race_writes(sb: Sandbox, root: Path, i: int) -> list[Any]:
+    (root / f"m{i}.txt").write_text("moved")
+    return [lambda: load(sb, f"m{i}.txt").rename(load(sb, f"race/m{i}.txt")),
+            lambda: load(sb, f"race/w{i}.txt").write_text("written")]
+
+
+def flip_and_try(tree: dict[str, Path], make: Any) -> list[Any]:
+    """Run the operations ``make(i)`` gives while ``race`` flips; what succeeded."""
+    results: list[Any] = []
+    with Flipper(tree["root"], tree["outside"]):
+        for i in range(ROUNDS):
+            for operation in make(i):
+                try:
+                    results.append(operation())
+                except (ToolError, OSError):
+                    pass  # refused, or missing mid-flip: fails closed
+    assert results, "no operation ever succeeded: the race did not run"
+    return results
+
+
 def test_reads_through_a_parent_swapped_for_a_symlink_fail_closed(tree):
     sb = Sandbox([tree["root"]])
-    seen: list[str] = []
-    with Flipper(tree["root"], tree["outside"]):
-        for _ in range(ROUNDS):
-            for read in (lambda: load(sb, "race/secret.txt").read_text(),
-                         lambda: sb.read_text("race/secret.txt"),
-                         lambda: sb.open("race/secret.txt").read(),
-                         lambda: " ".join(p.name for p in load(sb, "race").iterdir()),
-                         lambda: " ".join(p.name for p in load(sb, "race").glob("*"))):
-                try:
-                    seen.append(read())
-                except (ToolError, OSError):
-                    pass  # refused or missing mid-flip: fails closed
-    assert seen, "no read ever succeeded: the race test did not run"
-    assert not [text for text in seen if "OUTSIDE" in text]
+    seen = flip_and_try(tree, lambda i: race_reads(sb))
+    assert not [text for text in seen if "OUTSIDE" in text or "only-outside" in text]
 
 
 def test_writes_and_moves_through_a_parent_swapped_for_a_symlink_fail_closed(tree):
     sb = Sandbox([tree["root"]])
-    done = 0
-    with Flipper(tree["root"], tree["outside"]):
-        for i in range(ROUNDS):
-            (tree["root"] / f"m{i}.txt").write_text("moved")
-            for write in (lambda: load(sb, f"m{i}.txt").rename(load(sb, f"race/m{i}.txt")),
-                          lambda: load(sb, f"race/w{i}.txt").write_text("written"),
-                          lambda: sb.write_bytes(f"race/b{i}.txt", b"written"),
-                          lambda: load(sb, f"race/d{i}").mkdir()):
-                try:
-                    write()
-                    done += 1
-                except (ToolError, OSError):
-                    pass
-    assert done, "no write ever succeeded: the race test did not run"
-    assert sorted(os.listdir(tree["outside"])) == ["secret.txt"]
+    flip_and_try(tree, lambda i: race_writes(sb, tree["root"], i))
+    assert sorted(os.listdir(tree["outside"])) == ["only-outside.txt", "secret.txt"]
+
+
+def test_the_sandbox_operations_fail_closed_in_the_same_race(tree):
+    sb = Sandbox([tree["root"]])
+    seen = flip_and_try(tree, lambda i: [
+        lambda: sb.read_text("race/secret.txt"),
+        lambda: " ".join(p.name for p in load(sb, "race").glob("*")),
+        lambda: " ".join(p.name for p in sb.glob(tree["root"], "race/*")),
+        lambda: ("size", sb.stat("race/secret.txt").st_size),
+        lambda: sb.write_bytes(f"race/b{i}.txt", b"written"),
+        lambda: load(sb, f"race/d{i}").mkdir(),
+    ])
+    assert not [text for text in seen if isinstance(text, str) and ("OUTSIDE" in text or "only-outside" in text)]
+    assert ("size", len("OUTSIDE")) not in seen  # the outside file's stat
+    assert sorted(os.listdir(tree["outside"])) == ["only-outside.txt", "secret.txt"]
 
 
 def test_operations_report_what_went_wrong(tree):
