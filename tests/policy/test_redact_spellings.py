@@ -89,3 +89,12 @@ def test_whole_words_come_with_the_default_keys_only() -> None:
     assert Redactor(keys=("password",), whole_words=("pin",)).redact_text("pin=1234 spin=3") == \
         "pin=[REDACTED] spin=3"
     assert not Redactor(keys=(), patterns=()).is_secret_key("pwd")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("text", ["mysql " * 160_000, "-u " * 300_000, "--password " * 90_000, "m" * 1_000_000,
+                                  "sshpass -p" * 90_000, "pin: " * 200_000])
+def test_hostile_text_is_scanned_in_linear_time(text: str) -> None:
+    """A hang guard (not a timing assertion): a megabyte built from the new shapes' triggers is
+    redacted without a quadratic scan (each scan for mysql's -p stops at the next mysql)."""
+    assert len(R.redact_text(text)) >= len(text) // 2

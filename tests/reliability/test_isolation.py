@@ -8,6 +8,7 @@ thread cannot run, so neither the timeout nor a ping is answered until the match
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 
 from mcpkit import Context, Server
 from tests.conftest import mcpkit_command
+from tests.reliability.support import wait_for
 from tests.test_stdio import ServerProcess
 
 pytestmark = pytest.mark.reliability
@@ -70,6 +72,33 @@ def test_a_runaway_handler_is_killed_at_its_deadline_while_the_server_serves(run
         "structuredContent"] == {"result": True}
     assert runaway.finish() == 0  # stdin EOF ends the server
     assert "Traceback" not in runaway.stderr()
+
+
+def test_a_cancelled_call_kills_its_worker(monkeypatch):
+    monkeypatch.setenv("MCPKIT_ISOLATION_WORKERS", "1")  # one worker: the one pid() reports runs spin_long
+    proc = ServerProcess(mcpkit_command("serve", RUNAWAY))
+    try:
+        proc.initialize()
+        worker = proc.answer(call(proc, "pid"))["result"]["structuredContent"]["result"]
+        rid = call(proc, "spin_long")
+        time.sleep(0.3)
+        proc.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+        assert wait_for(lambda: not _alive(worker)), "the cancelled call's worker is still running"
+        again = proc.answer(call(proc, "pid"), timeout=STEP)["result"]["structuredContent"]["result"]
+        assert again != worker
+        assert proc.finish() == 0
+    finally:
+        proc.kill()
+    assert not any(json.loads(line).get("id") == rid for line in proc.raw_lines)  # CN-01: no answer
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie (killed, not yet reaped) is not running
+        return f.read().split(") ", 1)[1][0] != "Z"
 
 
 def test_errors_raised_in_a_worker_keep_their_meaning(runaway):

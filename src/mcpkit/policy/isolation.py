@@ -117,9 +117,15 @@ def _run_sync(c: Any, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     before_block = getattr(c.session, "before_block", None)
     if before_block is not None:
         before_block()  # on stdio, reading moves to another thread while this call waits
+    # the request's cancellation flag (the outer request's, for a nested call): set when the
+    # client cancels it, and then the worker is killed too
+    cancelled = c.session.context(c.req).cancelled if hasattr(c.session, "context") else None
     token = CORRELATION_ID.set(c.cid)
     try:
-        value = _pool().call(target.handler, args, kwargs, timeout, None)
+        value = _pool().call(target.handler, args, kwargs, timeout, cancelled)
+    except _Cancelled:
+        c.audit("cancelled", None)
+        return None  # the client forgot the request: no answer goes out
     except _Expired:
         return c.fail(_timeout_error(c, timeout))
     except McpError:
@@ -147,6 +153,9 @@ async def _run_async(c: Any, target: Any, args: tuple[Any, ...], kwargs: dict[st
         cancelled.set()  # the client cancelled the call: its worker is killed
         c.audit("cancelled", None)
         raise
+    except _Cancelled:
+        c.audit("cancelled", None)
+        raise asyncio.CancelledError() from None
     except _Expired:
         return c.fail(_timeout_error(c, timeout))
     except McpError:
@@ -173,8 +182,8 @@ class _Expired(Exception):
     """The call's deadline passed (its worker, if it had one, is killed)."""
 
 
-class _WorkerDied(Exception):
-    pass
+class _Cancelled(Exception):
+    """The call was cancelled while it ran (its worker is killed)."""
 
 
 class RemoteError(Exception):
@@ -240,7 +249,7 @@ class WorkerPool:
                 if conn.poll(wait):
                     break
                 if cancelled is not None and cancelled.is_set():
-                    raise _Expired()
+                    raise _Cancelled()
                 if deadline is not None and time.monotonic() >= deadline:
                     raise _Expired()
             reply = conn.recv_bytes()

@@ -183,11 +183,13 @@ _SHAPES: tuple[tuple[str, str, _Check | None], ...] = (
     ("r", r"k_(?:live|test)_" + _start(8) + r"[A-Za-z0-9]{16,}", None),
     # Command lines: curl -u/--user user:password (the user kept), a password-like long option
     # followed by its value, mysql's -pPASSWORD (no space), sshpass -p PASSWORD.
-    ("-", r"(?:u" + _start(2) + r"|-user" + _start(6) + r")(?:\s+|=)[\"']?[^\s:\"']+:(?P<secret>[^\s\"']+)", None),
+    ("-", r"(?:u" + _start(2) + r"|-user" + _start(6) + r")(?:\s+|=)[\"']?[^\s:\"'\-][^\s:\"']*:"
+          r"(?P<secret>[^\s\"']+)", None),
     ("-", r"-(?i:password|passwd|pass|pwd|passphrase|token|secret|api-key|apikey|auth-token|access-token"
           r"|client-secret)(?:\s+|=)[\"']?(?P<secret>[^\s\"'\-][^\s\"']*)", None),
-    ("m", _start(1) + r"(?:ysql(?:dump|admin|import|show|check)?|ariadb(?:-dump|-admin)?)"
-          + r"(?=\s)[^\n|;&]*?\s-p[\"']?(?P<secret>[^\s\"']+)", None),
+    # (the scan for -p stops at the next mysql/mariadb, so a text full of them stays linear)
+    ("m", r"(?:ysql" + _start(5) + r"(?:dump|admin|import|show|check)?|ariadb" + _start(7) + r"(?:-dump|-admin)?)"
+          + r"(?=\s)(?:(?!m(?:ysql|ariadb))[^\n|;&]){0,200}?\s-p[\"']?(?P<secret>[^\s\"']+)", None),
     ("s", r"shpass" + _start(7) + r"\s+-p\s*[\"']?(?P<secret>[^\s\"']+)", None),
 )
 

@@ -1,7 +1,7 @@
 """Runaway handlers for the process-isolation tests: each holds its worker until killed.
 
 * ``redos(text)`` runs a catastrophic ``re`` match, one C call that holds the GIL throughout;
-* ``spin()`` is a plain Python busy loop;
+* ``spin()`` is a plain Python busy loop; ``spin_long()`` the same with a 60 s timeout;
 * ``pid()`` answers the process id its handler ran in, ``server_pid()`` the server's;
 * ``fail(kind)`` raises, in its worker, an OSError, a ValueError or a ToolError;
 * ``add(a, b)`` answers at once, in the server process.
@@ -33,6 +33,12 @@ def spin() -> int:
     n = 0
     while True:
         n += 1
+
+
+@server.tool(isolation="process", timeout=60.0)
+def spin_long() -> int:
+    """Never return, with a deadline far away: only a cancellation stops it early."""
+    return spin()
 
 
 @server.tool(isolation="process", timeout=1.0)
