@@ -125,3 +125,27 @@ def test_isolation_is_refused_where_a_worker_could_not_run_the_handler():
 
 def _with_context(ctx: Context) -> int:
     return 1
+
+
+def test_over_http_other_sessions_are_served_while_a_runaway_handler_is_killed():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.reliability.support import HttpClient, HttpServer, assert_healthy
+
+    server = HttpServer(target=RUNAWAY)
+    try:
+        with HttpClient(server.url) as attacker, HttpClient(server.url) as victim, ThreadPoolExecutor(2) as pool:
+            attacker.initialize()
+            victim.initialize()
+            runaway = [pool.submit(attacker.tool, "redos", {"text": EVIL}), pool.submit(attacker.tool, "spin", {})]
+            time.sleep(0.3)
+            for _ in range(3):  # another session, while both handlers run
+                assert victim.call("ping")["result"] == {}
+                assert victim.tool("add", {"a": 2, "b": 3})["structuredContent"] == {"result": 5}
+            for future in runaway:
+                assert error_code(future.result(timeout=STEP)) == "E_TIMEOUT"
+            assert victim.tool("redos", {"text": "short words"})["structuredContent"] == {"result": True}
+        assert_healthy(server.url)
+    finally:
+        errors = server.stop()
+    assert "Traceback" not in errors
