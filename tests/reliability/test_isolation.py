@@ -121,6 +121,8 @@ def test_isolation_is_refused_where_a_worker_could_not_run_the_handler():
         server.tool(isolation="process")(local)
     with pytest.raises(TypeError, match="cannot take a Context"):
         server.tool(isolation="process")(_with_context)
+    with pytest.raises(TypeError, match="module-level function"):
+        server.add_tool("raw", lambda arguments: 1, input_schema={"type": "object"}, isolation="process")
 
 
 def _with_context(ctx: Context) -> int:

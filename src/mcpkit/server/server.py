@@ -518,6 +518,10 @@ class Server:
         options = _tool_options(policy)
         _warn_secret_parameters(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
+        if options is not None and options.isolation is not None:
+            from ..policy.isolation import check_handler
+
+            check_handler(handler, name, "ctx" if takes_ctx else None)
         tool = Tool(
             name,
             handler,
