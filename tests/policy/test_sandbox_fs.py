@@ -88,6 +88,15 @@ def test_a_hard_link_to_an_outside_file_is_refused(tree):
     assert allowed.read_text("hard.txt") == "OUTSIDE"
 
 
+def test_a_fifo_is_refused_instead_of_hanging_the_call(tree):
+    os.mkfifo(tree["root"] / "pipe")
+    sb = Sandbox([tree["root"]])
+    for mode in ("r", "w"):
+        with pytest.raises(ToolError) as info:
+            sb.open("pipe", mode)
+        assert info.value.code == E_PERMISSION_DENIED and "not a regular file" in info.value.message
+
+
 # ------------------------------------------------------------------------------ 9: races
 
 

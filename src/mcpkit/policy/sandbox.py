@@ -259,8 +259,11 @@ class Sandbox:
             raise self._os_error(exc, given) from None
         try:
             st = os.fstat(fd)
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                self._refuse(given, "is not a regular file (a FIFO, socket or device is never opened)")
             if stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and not self.allow_hardlinks:
                 self._refuse(given, "is a hard link (a file with several names may lead outside the roots)")
+            os.set_blocking(fd, True)
             if "w" in mode and stat.S_ISREG(st.st_mode):
                 os.ftruncate(fd, 0)  # only now: truncating at open would reach a refused file
             return open(fd, mode.replace("x", "w"), **kw)
@@ -452,6 +455,11 @@ class Sandbox:
 
     def _os_error(self, exc: OSError, given: str) -> Exception:
         """What an operation's OSError means for the caller."""
+        if exc.errno == errno.ENXIO:  # a FIFO without reader, opened for writing without blocking
+            try:
+                self._refuse(given, "is not a regular file (a FIFO, socket or device is never opened)")
+            except ToolError as refusal:
+                return refusal
         if exc.errno in _NOFOLLOW_ERRNOS:
             try:
                 self._refuse(given)  # a component was swapped for a symlink after the check
@@ -648,7 +656,8 @@ def _open_flags(mode: str) -> int:
         flags = (os.O_RDWR if plus else os.O_WRONLY) | os.O_CREAT | os.O_APPEND
     else:
         raise ValueError(f"invalid mode: {mode!r}")
-    return flags | _O_NOFOLLOW | _O_CLOEXEC
+    # O_NONBLOCK: opening a FIFO must not hang the call (Sandbox.open refuses it, then blocks)
+    return flags | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 
 
 def _match(fd: int, parts: list[str], prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
