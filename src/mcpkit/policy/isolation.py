@@ -186,7 +186,7 @@ class _Cancelled(Exception):
     """The call was cancelled while it ran (its worker is killed)."""
 
 
-class RemoteError(Exception):
+class _RemoteError(Exception):
     """An exception a handler raised in its worker that could not be sent back as itself;
     its message names the original type and carries the worker's traceback."""
 
@@ -213,7 +213,7 @@ class _Worker:
             pass
 
 
-class WorkerPool:
+class _WorkerPool:
     """At most ``size`` worker processes, started on demand and reused until one is killed."""
 
     def __init__(self, size: int, start_method: str) -> None:
@@ -257,8 +257,6 @@ class WorkerPool:
             code = worker.process.exitcode if worker is not None else None
             raise ToolError(f"The worker process running the call died (exit code {code}).",
                             code=E_INTERNAL) from None
-        except BaseException:
-            raise
         else:
             self._give_back(worker)
             worker = None
@@ -277,7 +275,7 @@ class WorkerPool:
             exc.add_note(f"in the worker process:\n{trace}")
             raise exc
         kind, text, trace = value
-        raise RemoteError(f"{kind}: {text}\nin the worker process:\n{trace}")
+        raise _RemoteError(f"{kind}: {text}\nin the worker process:\n{trace}")
 
     def _take(self) -> _Worker:
         with self._lock:
@@ -354,11 +352,11 @@ class WorkerPool:
             worker.kill()
 
 
-_POOL: WorkerPool | None = None
+_POOL: _WorkerPool | None = None
 _POOL_LOCK = threading.Lock()
 
 
-def _pool() -> WorkerPool:
+def _pool() -> _WorkerPool:
     global _POOL
     pool = _POOL
     if pool is None:
@@ -369,7 +367,7 @@ def _pool() -> WorkerPool:
     return pool
 
 
-def _new_pool() -> WorkerPool:
+def _new_pool() -> _WorkerPool:
     raw = os.environ.get(_ENV_WORKERS, "").strip()
     try:
         size = int(raw) if raw else min(4, os.cpu_count() or 1)
@@ -383,7 +381,7 @@ def _new_pool() -> WorkerPool:
     import atexit
     import multiprocessing.util  # noqa: F401 - its exit hook (joining children) is registered first
 
-    pool = WorkerPool(size, method)
+    pool = _WorkerPool(size, method)
     atexit.register(pool.close)  # so this one, killing the workers, runs before it
     return pool
 
