@@ -501,7 +501,9 @@ class Server:
         ``destructive`` and ``open_world`` feed the gates; ``contract=True`` wraps results in the
         tool contract envelope; ``rate_limit="10/min"``; ``timeout`` (seconds);
         ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
-        the tool while that Bridge is down.
+        the tool while that Bridge is down; ``isolation="process"`` runs each call in a worker
+        process that is killed at the deadline (mcpkit.policy.isolation: CPU-bound handlers,
+        untrusted input, C extensions that hold the GIL).
         """
         options = _tool_options(policy)
 
@@ -521,6 +523,10 @@ class Server:
                 if structured is True and out_schema is None:
                     raise ValueError(f"tool {func.__name__!r}: structured=True needs a structured return annotation")
             _warn_secret_parameters(name or func.__name__, spec.schema)
+            if options is not None and options.isolation is not None:
+                from ..policy.isolation import check_handler
+
+                check_handler(func, name or func.__name__, spec.context_param)
             tool = Tool(
                 name or func.__name__,
                 func,
@@ -577,6 +583,10 @@ class Server:
         options = _tool_options(policy)
         _warn_secret_parameters(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
+        if options is not None and options.isolation is not None:
+            from ..policy.isolation import check_handler
+
+            check_handler(handler, name, "ctx" if takes_ctx else None)
         tool = Tool(
             name,
             handler,
@@ -1029,6 +1039,7 @@ class ToolPolicyOptions(TypedDict, total=False):
     max_result_bytes: int | None
     sanitize: bool
     requires: Any
+    isolation: str | None
 
 
 def _scopes(scopes: Sequence[str] | str) -> tuple[str, ...]:
