@@ -335,3 +335,17 @@ async def test_mounted_tools_go_through_the_parents_gates_with_a_tool_policy(par
         refused = await client.call_tool("c_drop")
         assert refused.get("isError") is True and "read-only" in refused["content"][0]["text"]
     assert parent.tools["c_drop"].scopes == ("admin",)
+
+
+@aio
+async def test_a_roots_change_reaches_the_mounted_child(parent: Server) -> None:
+    child = Server("child")
+    heard: list[str] = []
+    mine: list[str] = []
+    child.on_notification("notifications/roots/list_changed")(lambda params: heard.append("child"))
+    parent.on_notification("notifications/roots/list_changed")(lambda params: mine.append("parent"))
+    parent.mount(child, prefix="c")
+    async with Client(parent, roots=[{"uri": "file:///a"}]) as client:
+        await client.roots_changed()
+        await until(lambda: heard == ["child"])
+    assert mine == ["parent"]  # the parent's own handler still runs
