@@ -28,9 +28,10 @@ from typing import Any
 from ..client import Client, ClientError, ClientTimeout, RpcError
 from ..policy.bridge import Bridge
 from ..protocol.errors import INTERNAL_ERROR, McpError, ToolError
-from ..protocol.revisions import LOG_LEVELS
+from ..protocol.revisions import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, LOG_LEVELS
 from ..server.compose import Names
 from ..server.context import Context
+from ..server.rounds import InputRequired
 from .loop import upstream_loop
 from .relay import Call, ask_downstream
 from .toolpolicy import ToolPolicy
@@ -104,8 +105,10 @@ class Upstream:
         self._owned: set[int] = set()  # ids of the Resource/ResourceTemplate objects registered here
         self._subscribed: set[str] = set()
         self._calls: list[Call] = []
+        self._tasks: set[str] = set()  # ids of the tasks this upstream created for a client
         self._dirty: set[str] = set()
         self._syncing: asyncio.Task[Any] | None = None
+        self._listening: asyncio.Task[Any] | None = None
         #: the upstream's serverInfo and instructions, from the last connection
         self.server_info: dict[str, Any] = {}
         self.instructions: str | None = None
@@ -198,16 +201,38 @@ class Upstream:
         self._subscribed.clear()
         for kind in ("tools", "resources", "prompts"):
             await self._sync(client, kind)
+        if client.modern:
+            self._listening = asyncio.get_running_loop().create_task(self._listen(client))
+
+    async def _listen(self, client: Client) -> None:
+        """2026-07-28 sends list changes only on a subscriptions/listen stream (SB-01): keep one
+        open while this connection lasts."""
+        wants = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+        while self._client is client and client._lost is None:
+            try:
+                await client.request("subscriptions/listen", {"notifications": wants}, timeout=_FOREVER)
+            except asyncio.CancelledError:
+                raise
+            except (ClientError, RpcError) as exc:
+                if self._client is not client or client._lost is not None:
+                    return
+                log.debug("upstream %s: the listen stream ended (%s); opening another", self.name, exc)
+            await asyncio.sleep(1.0)
 
     def _probe(self, client: Client) -> bool:
         if client._lost is not None:
             return False
-        self._loop.run(client.ping(), min(10.0, max(2.0, self.bridge._probe_interval * 2)))
+        # 2026-07-28 has no ping; server/discover is as cheap and answered by every server of it
+        probe = client.request("server/discover") if client.modern else client.ping()
+        self._loop.run(probe, min(10.0, max(2.0, self.bridge._probe_interval * 2)))
         return True
 
     def _close(self, client: Client) -> None:
         if self._client is client:
             self._client = None
+        listening = self._listening
+        if listening is not None:
+            self._loop.loop.call_soon_threadsafe(listening.cancel)
         with contextlib.suppress(Exception):
             self._loop.run(client.close(), 10.0)
 
@@ -256,10 +281,23 @@ class Upstream:
             client = self._client
             if client is None:
                 return
+            before = self._mirrored(kind)
             try:
                 await self._sync(client, kind)
             except (ClientError, RpcError) as exc:
                 log.warning("upstream %s: could not list its %s again: %s", self.name, kind, exc)
+                continue
+            if self._mirrored(kind) == before:
+                # the list changed and changed back (or only in what is not mirrored): the
+                # upstream said so, and its clients' caches are this server's clients' caches
+                self.server._changed(kind)
+
+    def _mirrored(self, kind: str) -> Any:
+        if kind == "tools":
+            return dict(self._tools)
+        if kind == "resources":
+            return dict(self._resources), dict(self._templates)
+        return dict(self._prompts)
 
     async def _sync(self, client: Client, kind: str) -> None:
         caps = client.server_capabilities
@@ -469,20 +507,10 @@ class Upstream:
             progress = ctx.report_progress
         if call is not None:
             self._calls.append(call)
-        task = asyncio.ensure_future(self._loop.run_here(client.request(method, params, progress=progress)))
         try:
-            if call is None:
-                return await task
-            await asyncio.wait({task, call.abort}, return_when=asyncio.FIRST_COMPLETED)
-            if task.done():
-                return task.result()
-            # the downstream client must answer first (2026-07-28 multi-round trip): this request
-            # stops here and is run again, answers included, when the client retries
-            task.cancel()
-            raise call.abort.exception() or McpError(INTERNAL_ERROR, "the relay stopped")
-        except asyncio.CancelledError:
-            task.cancel()  # the downstream request was cancelled: so is the upstream one
-            raise
+            if client.modern and ctx is not None:
+                return await self._exchange_modern(client, ctx, method, params, progress, tool)
+            return await self._exchange(client, call, method, params, progress)
         except RpcError as exc:
             code = exc.code if isinstance(exc.code, int) else INTERNAL_ERROR
             raise McpError(code, str(exc.message), exc.data) from None
@@ -498,6 +526,70 @@ class Upstream:
         finally:
             if call is not None:
                 self._calls.remove(call)
+
+    async def _exchange(self, client: Client, call: Call | None, method: str, params: dict[str, Any],
+                        progress: Any) -> Any:
+        """One request to a handshake-era upstream; what it asks meanwhile is relayed (relay.py)."""
+        task = asyncio.ensure_future(self._loop.run_here(client.request(method, params, progress=progress)))
+        try:
+            if call is None:
+                return await task
+            await asyncio.wait({task, call.abort}, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                return task.result()
+            # the downstream client must answer first (2026-07-28 multi-round trip): this request
+            # stops here and is run again, answers included, when the client retries
+            task.cancel()
+            raise call.abort.exception() or McpError(INTERNAL_ERROR, "the relay stopped")
+        except asyncio.CancelledError:
+            task.cancel()  # the downstream request was cancelled: so is the upstream one
+            raise
+
+    async def _exchange_modern(self, client: Client, ctx: Context, method: str, params: dict[str, Any],
+                               progress: Any, tool: bool) -> Any:
+        """One request to a 2026-07-28 upstream, on behalf of the real client: its capabilities
+        and log level ride the request (MT-08), the inputs the upstream asks for are asked of the
+        client under the upstream's own keys (MR-01), and a task the upstream creates is the
+        client's to follow (tasks/* are forwarded to it)."""
+        request = ctx._request
+        meta = dict(params.get("_meta") or {})
+        meta[CLIENT_CAPABILITIES_KEY] = ctx.client_capabilities
+        if ctx.client_info:
+            meta[CLIENT_INFO_KEY] = ctx.client_info
+        level = request.log_level if request.revision.era == "modern" else "debug"
+        if level:
+            meta[LOG_LEVEL_KEY] = level
+        params = {**params, "_meta": meta}
+        for _ in range(_MAX_INPUT_ROUNDS):
+            result = await self._loop.run_here(client.request(method, params, progress=progress, fulfil_inputs=False))
+            if not isinstance(result, dict) or result.get("resultType") != "input_required":
+                if tool and isinstance(result, dict) and result.get("resultType") == "task":
+                    task_id = result.get("taskId")
+                    if isinstance(task_id, str):
+                        self._tasks.add(task_id)
+                return result
+            answers = await _inputs(ctx, result.get("inputRequests") or {})
+            params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+            params["inputResponses"] = answers
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+        raise McpError(INTERNAL_ERROR, f"upstream {self.name}: {method} still wants input after "
+                                       f"{_MAX_INPUT_ROUNDS} rounds")
+
+    async def forward_task(self, session: Any, req: Any) -> Any:
+        """tasks/get, tasks/update, tasks/cancel of a task this upstream created, passed on as is."""
+        client = self._client
+        if client is None or not self.bridge.up:
+            raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not connected ({self.bridge.last_error})")
+        params = dict(req.params or {})
+        params["_meta"] = {**(params.get("_meta") or {}), CLIENT_CAPABILITIES_KEY: req.capabilities}
+        try:
+            return await self._loop.run_here(client.request(req.method, params, fulfil_inputs=False))
+        except RpcError as exc:
+            code = exc.code if isinstance(exc.code, int) else INTERNAL_ERROR
+            raise McpError(code, str(exc.message), exc.data) from None
+        except ClientError as exc:
+            raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not reachable: {exc}") from None
 
     def _relay(self, method: str) -> Callable[[dict[str, Any]], Any]:
         async def relay(params: dict[str, Any]) -> Any:
@@ -548,6 +640,32 @@ class Upstream:
                     await client.roots_changed()
 
             self._loop.submit(send())
+
+
+_MAX_INPUT_ROUNDS = 16
+_FOREVER = 10.0**9  # seconds: a listen stream has no answer to wait for
+
+
+async def _inputs(ctx: Context, requests: dict[str, Any]) -> dict[str, Any]:
+    """The client's answers to a 2026-07-28 upstream's input requests, keyed as the upstream keyed
+    them. A 2026-07-28 client has not answered yet: every request is recorded first, so the
+    InputRequiredResult lists all of them, and then this downstream request stops (MR-01)."""
+    answers: dict[str, Any] = {}
+    missing = False
+    for key, request in requests.items():
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise McpError(INTERNAL_ERROR, f"the upstream sent a malformed input request {key!r}")
+        got = ctx._ask(request["method"], request.get("params"), None, key)
+        if hasattr(got, "ok") and hasattr(got, "answer"):  # a 2026-07-28 input (server/context.py)
+            if got.ok:
+                answers[key] = got.answer
+            else:
+                missing = True
+        else:
+            answers[key] = await got
+    if missing:
+        raise InputRequired()
+    return answers
 
 
 #: what the proxy declares upstream: it can ask the real client for all of these
@@ -604,6 +722,21 @@ class _Hub:
             return result
 
         server._methods["resources/subscribe"] = subscribe_upstream
+        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            if method in server._methods:
+                server._methods[method] = self._task_method(server._methods[method])
+
+    def _task_method(self, local: Callable[..., Any]) -> Callable[..., Any]:
+        """A task an upstream created is followed there; any other is this server's own."""
+
+        def handler(session: Any, req: Any) -> Any:
+            task_id = (req.params or {}).get("taskId")
+            for upstream in list(self.upstreams):
+                if task_id in upstream._tasks:
+                    return upstream.forward_task(session, req)
+            return local(session, req)
+
+        return handler
 
 
 _HUBS: weakref.WeakKeyDictionary[Any, _Hub] = weakref.WeakKeyDictionary()
