@@ -31,11 +31,7 @@ INSTALLER = ROOT / "tools" / "install-mcp-servers.sh"
 PY = sys.executable
 SERVE = [PY, "-m", "mcpkit", "serve"]
 PROXY = [PY, "-m", "mcpkit", "proxy"]
-#: the 2026-07-28 scenarios that need state carried across the proxy: server-named inputs and a
-#: sealed requestState of the upstream's, per-request client capabilities, and the tasks extension
-#: (docs/proxy.md, "Revisions")
-EXPECTED_2026 = Path(__file__).resolve().parent / "proxy-2026-expected-failures.yml"
-
+MODERN = "2026-07-28"
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(1800)]
 
 
@@ -76,10 +72,10 @@ def need_npm() -> None:
 # ------------------------------------------------------------------------------ conformance
 
 
-def conformance(command: list[str], version: str | None = None, *extra: str) -> tuple[int, int, str, int]:
+def conformance(command: list[str], version: str | None = None) -> tuple[int, int, str, int]:
     need_npm()
     env = {**os.environ, **({"CONFORMANCE_VERSION": version} if version else {})}
-    done = subprocess.run([str(RUNNER), "--suite", "all", *extra, "--", *command], capture_output=True, text=True,
+    done = subprocess.run([str(RUNNER), "--suite", "all", "--", *command], capture_output=True, text=True,
                           timeout=1500, env=env, cwd=ROOT)
     summary = re.findall(r"^conformance: (\d+) passed, (\d+) failed$", done.stdout, re.M)
     assert summary, f"no summary line; output:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -100,8 +96,11 @@ def http_upstream() -> Iterator[str]:
         stop(proc)
 
 
-def test_the_conformance_suite_passes_through_the_proxy_over_stdio() -> None:
-    passed, failed, out, code = conformance([*PROXY, "--http", "127.0.0.1:{port}", "--", *SERVE])
+@pytest.mark.parametrize("upstream_revision", [None, MODERN], ids=["handshake-upstream", "modern-upstream"])
+def test_the_conformance_suite_passes_through_the_proxy_over_stdio(upstream_revision: str | None) -> None:
+    """Suite 0.1.16 (every scenario) through the proxy, the upstream reached over stdio in either era."""
+    speak = ["--protocol-version", upstream_revision] if upstream_revision else []
+    passed, failed, out, code = conformance([*PROXY, *speak, "--http", "127.0.0.1:{port}", "--", *SERVE])
     assert (passed, failed) == (32, 0), out
     assert code == 0
 
@@ -112,13 +111,20 @@ def test_the_conformance_suite_passes_through_the_proxy_over_http(http_upstream:
     assert code == 0
 
 
-def test_the_2026_07_28_suite_through_the_proxy() -> None:
-    """Suite 0.2.0-alpha.12 through the proxy: every scenario passes except the listed ones, which
-    carry upstream state the proxy does not pass through yet; a listed one passing fails this too."""
-    passed, failed, out, code = conformance([*PROXY, "--http", "127.0.0.1:{port}", "--", *SERVE], "0.2.0-alpha.12",
-                                            "--expected-failures", str(EXPECTED_2026))
-    assert (passed, failed) == (53, 12), out
-    assert code == 0, out
+def test_the_2026_07_28_suite_passes_through_the_proxy_over_stdio() -> None:
+    """Suite 0.2.0-alpha.12 (both eras, the tasks extension included) through the proxy: the
+    upstream spoken to in 2026-07-28 carries the client's capabilities, named inputs and tasks."""
+    passed, failed, out, code = conformance(
+        [*PROXY, "--protocol-version", MODERN, "--http", "127.0.0.1:{port}", "--", *SERVE], "0.2.0-alpha.12")
+    assert (passed, failed) == (65, 0), out
+    assert code == 0
+
+
+def test_the_2026_07_28_suite_passes_through_the_proxy_over_http(http_upstream: str) -> None:
+    passed, failed, out, code = conformance(
+        [*PROXY, "--protocol-version", MODERN, "--http", "127.0.0.1:{port}", http_upstream], "0.2.0-alpha.12")
+    assert (passed, failed) == (65, 0), out
+    assert code == 0
 
 
 # ------------------------------------------------------------------------------ Node servers
