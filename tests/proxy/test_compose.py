@@ -349,3 +349,17 @@ async def test_a_roots_change_reaches_the_mounted_child(parent: Server) -> None:
         await client.roots_changed()
         await until(lambda: heard == ["child"])
     assert mine == ["parent"]  # the parent's own handler still runs
+
+
+@aio
+async def test_a_subscription_to_a_mounted_resource_reaches_the_child_and_its_updates_come_back(
+        parent: Server) -> None:
+    child = weather()
+    parent.mount(child, prefix="weather")
+    async with Client(parent) as client:
+        await client.subscribe("weather://weather/current")
+        await until(lambda: any("weather://current" in s.subscriptions for s in child._sessions))
+        child.notify_resource_updated("weather://current")
+        await until(lambda: any(n["method"] == "notifications/resources/updated" for n in client.notifications))
+    updated = [n for n in client.notifications if n["method"] == "notifications/resources/updated"]
+    assert updated[0]["params"] == {"uri": "weather://weather/current"}

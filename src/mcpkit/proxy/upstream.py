@@ -180,6 +180,8 @@ class Upstream:
         try:
             self._loop.run(self._open(client), self.connect_timeout)
         except BaseException as exc:
+            if self._client is client:
+                self._client = None
             with contextlib.suppress(Exception):
                 self._loop.run(client.close(), 5.0)
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -615,8 +617,8 @@ class Upstream:
         client = self._client
         if found is None or id(found[0]) not in self._owned or uri in self._subscribed or client is None:
             return
-        if not (client.server_capabilities.get("resources") or {}).get("subscribe"):
-            return
+        if client.modern or not (client.server_capabilities.get("resources") or {}).get("subscribe"):
+            return  # 2026-07-28 has no resources/subscribe
         upstream_uri = self.names.uri_back(uri)
         if upstream_uri is None:
             return
