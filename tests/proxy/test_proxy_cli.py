@@ -85,6 +85,7 @@ async def test_several_upstreams_from_an_mcpservers_config(tmp_path: Path) -> No
     ([f"a={PY} -V", f"{PY} -V"], "several upstreams need a name"),
     (["--tool-policy", "/nonexistent/tools.toml", "--", PY], "cannot read the tool policy"),
     (["--", PY, "-c", "raise SystemExit(3)"], "exited"),
+    (["--http", "127.0.0.1:1", "--auth", "tokens:/nonexistent/tokens.txt", "--", PY], "/nonexistent/tokens.txt"),
 ])
 def test_a_configuration_mistake_is_one_line_without_a_traceback(args: list[str], message: str) -> None:
     done = subprocess.run([*PROXY, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -170,3 +171,49 @@ def test_a_bad_mcp_servers_file_names_the_entry(tmp_path: Path, data: Any, messa
     path.write_text(json.dumps(data))
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         load_mcp_servers(path)
+
+
+@aio
+async def test_http_auth_and_tool_policy_scopes_guard_an_upstream(tmp_path: Path) -> None:
+    import os
+    import socket
+    import time
+
+    from mcpkit.client import ClientError
+
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text("reader-token-0123456789 alice\nadmin-token-0123456789 bob admin\n")
+    os.chmod(tokens, 0o600)
+    policy = tmp_path / "tools.toml"
+    policy.write_text('[tools.echo]\nscopes = ["admin"]\n')
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([*PROXY, "--http", f"127.0.0.1:{port}", "--auth", f"tokens:{tokens}",
+                             "--tool-policy", str(policy), "--", *SERVE],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/mcp"
+        with pytest.raises(ClientError) as unauthorized:
+            async with Client(url) as client:
+                await client.list_tools()
+        assert unauthorized.value.status == 401
+        async with Client(url, headers={"Authorization": "Bearer reader-token-0123456789"}) as client:
+            assert (await client.call_tool("add", {"a": 1, "b": 1}))["structuredContent"] == {"result": 2}
+            with pytest.raises(ClientError) as forbidden:
+                await client.call_tool("echo", {"text": "x"})
+            assert forbidden.value.status == 403
+        async with Client(url, headers={"Authorization": "Bearer admin-token-0123456789"}) as client:
+            assert (await client.call_tool("echo", {"text": "x"}))["content"][0]["text"] == "x"
+    finally:
+        proc.terminate()
+        proc.wait(15)

@@ -117,7 +117,10 @@ def build_policy(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     from .. import cli
 
-    auth = cli._auth(args)
+    try:
+        auth = cli._auth(args)
+    except (ValueError, OSError) as exc:  # an unusable tokens file, say: one line, the fix in it
+        raise _fail(str(exc)) from None
     out_fd = None
     if args.http is None:
         from ..transports.stdio import guard_stdout
