@@ -363,3 +363,47 @@ async def test_a_subscription_to_a_mounted_resource_reaches_the_child_and_its_up
         await until(lambda: any(n["method"] == "notifications/resources/updated" for n in client.notifications))
     updated = [n for n in client.notifications if n["method"] == "notifications/resources/updated"]
     assert updated[0]["params"] == {"uri": "weather://weather/current"}
+
+
+@aio
+async def test_concurrent_calls_each_ask_their_own_client(parent: Server) -> None:
+    """The older call asks while a newer one is in flight: its own client must answer."""
+    child = Server("child")
+    arrived: list[int] = []
+    asked: list[int] = []
+
+    async def wait_for(condition: Any) -> None:
+        for _ in range(1000):
+            if condition():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the calls did not overlap")
+
+    @child.tool
+    async def whoami(ctx: Context) -> str:
+        me = len(arrived)
+        arrived.append(me)
+        await wait_for(lambda: len(arrived) == 2)
+        if me == 0:
+            await wait_for(lambda: asked == [1])  # the newer call asks first ...
+        answer = await ctx.elicit("Who?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        asked.append(me)
+        if me == 1:
+            await wait_for(lambda: asked == [1, 0])  # ... and stays in flight while the older one asks
+        return answer["content"]["name"]
+
+    parent.mount(child, prefix="c")
+
+    def answering(name: str) -> Any:
+        async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+            return {"action": "accept", "content": {"name": name}}
+
+        return elicit
+
+    async with Client(parent, elicitation_handler=answering("ann")) as ann, \
+            Client(parent, elicitation_handler=answering("bob")) as bob:
+        older = asyncio.ensure_future(ann.call_tool("c_whoami"))
+        await wait_for(lambda: len(arrived) == 1)
+        newer = asyncio.ensure_future(bob.call_tool("c_whoami"))
+        results = await asyncio.gather(older, newer)
+    assert [r["content"][0]["text"] for r in results] == ["ann", "bob"]

@@ -1,8 +1,10 @@
 """Relaying what an upstream asks of its client (sampling, elicitation, roots) to the real client.
 
-The upstream's request is asked of the downstream session whose request is in flight through
-the proxy (the newest when several are: over stdio an upstream's request names no request of
-ours). It is asked in the downstream's own revision: a handshake-era client gets a request of
+The upstream's request is asked of the downstream session whose request it belongs to. Over
+HTTP (the request comes on the response stream of our call) and in memory (it comes from the
+handler our call started) that is known exactly: the call rides a context variable into the task
+that answers. Over stdio nothing ties an upstream's request to one of ours, so it goes to the
+newest call in flight through that upstream. It is asked in the downstream's own revision: a handshake-era client gets a request of
 its own (SA-01, EL-01, RT-01); a 2026-07-28 client gets an ``InputRequiredResult`` (MR-01), so
 the downstream request stops there and, when the client retries with the answers, runs again
 and the relay answers the upstream's repeated question from them.
@@ -11,6 +13,7 @@ and the relay answers the upstream's repeated question from them.
 from __future__ import annotations
 
 import asyncio
+from contextvars import ContextVar
 from typing import Any
 
 from ..client import RpcError
@@ -18,7 +21,10 @@ from ..protocol.revisions import get as get_revision
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
 from ..server.rounds import InputRequired
 
-__all__ = ["Call", "ask_downstream"]
+__all__ = ["CURRENT_CALL", "Call", "ask_downstream"]
+
+#: the downstream call an upstream request is made for; set in the task that sends it upstream
+CURRENT_CALL: ContextVar[Call | None] = ContextVar("mcpkit_proxy_call", default=None)
 
 _INTERNAL_ERROR = -32603
 _INVALID_REQUEST = -32600
@@ -77,7 +83,9 @@ def _elicitation_for(params: dict[str, Any], version: str) -> dict[str, Any]:
 
 async def ask_downstream(calls: list[Call], method: str, params: dict[str, Any] | None) -> Any:
     """On the upstream loop: the downstream client's answer to an upstream's request."""
-    if not calls:
-        raise RpcError(_INTERNAL_ERROR, f"{method}: no client request is in flight through this proxy to ask")
-    call = calls[-1]
+    call = CURRENT_CALL.get()
+    if call is None or call not in calls:
+        if not calls:
+            raise RpcError(_INTERNAL_ERROR, f"{method}: no client request is in flight through this proxy to ask")
+        call = calls[-1]
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call.ask(method, params), call.loop))

@@ -33,7 +33,7 @@ from ..server.compose import Names
 from ..server.context import Context
 from ..server.rounds import InputRequired
 from .loop import upstream_loop
-from .relay import Call, ask_downstream
+from .relay import CURRENT_CALL, Call, ask_downstream
 from .toolpolicy import ToolPolicy
 
 __all__ = ["Upstream", "proxy_server", "upstreams_of"]
@@ -532,7 +532,11 @@ class Upstream:
     async def _exchange(self, client: Client, call: Call | None, method: str, params: dict[str, Any],
                         progress: Any) -> Any:
         """One request to a handshake-era upstream; what it asks meanwhile is relayed (relay.py)."""
-        task = asyncio.ensure_future(self._loop.run_here(client.request(method, params, progress=progress)))
+        async def send() -> Any:
+            CURRENT_CALL.set(call)  # what the upstream asks while answering this is asked of its client
+            return await client.request(method, params, progress=progress)
+
+        task = asyncio.ensure_future(self._loop.run_here(send()))
         try:
             if call is None:
                 return await task
