@@ -609,8 +609,11 @@ class Upstream:
     def _on_log(self, params: dict[str, Any]) -> None:
         level = params.get("level")
         logger = params.get("logger") if isinstance(params.get("logger"), str) else None
-        if self._calls and level in LOG_LEVELS:
-            self._calls[-1].log(level, params.get("data"), logger)
+        call = CURRENT_CALL.get()  # the call it belongs to, where the transport tells (relay.py)
+        if call is None or call not in self._calls:
+            call = self._calls[-1] if self._calls else None
+        if call is not None and level in LOG_LEVELS:
+            call.log(level, params.get("data"), logger)
         else:
             log.log(_PY_LEVELS.get(str(level), logging.INFO), "upstream %s%s: %s", self.name,
                     f" ({logger})" if logger else "", params.get("data"))
