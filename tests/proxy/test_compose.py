@@ -407,3 +407,25 @@ async def test_concurrent_calls_each_ask_their_own_client(parent: Server) -> Non
         newer = asyncio.ensure_future(bob.call_tool("c_whoami"))
         results = await asyncio.gather(older, newer)
     assert [r["content"][0]["text"] for r in results] == ["ann", "bob"]
+
+
+def test_a_list_built_across_a_change_is_not_cached() -> None:
+    """Mounts change a server's registry from their own thread: a tools/list being built while
+    that happens must not be kept as the answer for the next one."""
+    from mcpkit.protocol.revisions import get
+    from mcpkit.server.tools import Tool
+
+    server = Server("racy")
+
+    class ChangesWhileListed(Tool):
+        __slots__ = ()
+
+        def describe(self) -> dict[str, Any]:
+            if "late" not in server.tools:  # what another thread does in the middle of a listing
+                server.add_tool("late", lambda a: "x", input_schema={"type": "object"})
+            return super().describe()
+
+    server._register_tool(ChangesWhileListed("first", lambda a: "x", input_schema={"type": "object"}), False)
+    rev = get("2025-11-25")
+    server.list_page("tools", rev, None)
+    assert [t["name"] for t in server.list_page("tools", rev, None)["tools"]] == ["first", "late"]

@@ -111,6 +111,7 @@ class Server:
         self._notification_handlers: dict[str, Callable[..., Any]] = {}
         self._methods = dict(METHODS)
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._generation = 0  # bumped by every change, so a list built across one is not cached
         self._sessions: set[Any] = set()
         self._listeners: set[Any] = set()  # open subscriptions/listen streams (2026-07-28)
         self._warmed = False
@@ -393,6 +394,7 @@ class Server:
     def _deliver_changed(self, kind: str) -> None:
         if kind not in _CHANGED:
             return
+        self._generation += 1
         for key in [k for k in self._cache if k[0] == kind]:
             del self._cache[key]
         method = _CHANGED[kind]
@@ -855,9 +857,11 @@ class Server:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        generation = self._generation
+        # a snapshot of each registry: mounts and bridges change them from other threads
         if kind == "tools":
             items = []
-            for tool in self._tools.values():
+            for tool in list(self._tools.values()):
                 if not self.tool_visible(tool):
                     continue  # gated, or its bridge is down: hidden here and refused when called
                 d = _pick(tool.describe(), rev.tool_keys)
@@ -866,17 +870,18 @@ class Server:
                     d["annotations"] = {"title": tool.title, **(d.get("annotations") or {})}
                 items.append(d)
         elif kind == "resources":
-            items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in self._resources.values()]
+            items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in list(self._resources.values())]
         elif kind == "resourceTemplates":
             items = [_pick_annotated(t.describe(), rev.template_keys, rev) for t in self._templates]
         else:
             items = []
-            for p in self._prompts.values():
+            for p in list(self._prompts.values()):
                 d = _pick(p.describe(), rev.prompt_keys)
                 if "arguments" in d:
                     d["arguments"] = [_pick(a, rev.prompt_argument_keys) for a in d["arguments"]]
                 items.append(d)
-        self._cache[key] = items
+        if generation == self._generation:  # not if a change came in meanwhile (another thread)
+            self._cache[key] = items
         return items
 
     def list_page(self, kind: str, rev: Revision, cursor: Any) -> dict[str, Any]:
