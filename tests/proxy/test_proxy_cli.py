@@ -217,3 +217,14 @@ async def test_http_auth_and_tool_policy_scopes_guard_an_upstream(tmp_path: Path
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+@aio
+async def test_rate_limit_and_deny_switches() -> None:
+    async with Client([*PROXY, "--rate-limit", "2/min", "--deny-open-world", "--", *SERVE]) as client:
+        names = {t["name"] for t in await client.list_tools()}
+        assert "add" in names and "test_simple_text" not in names  # undeclared: assumed open-world
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).get("isError") is not True
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).get("isError") is not True
+        limited = await client.call_tool("add", {"a": 1, "b": 1})
+        assert limited.get("isError") is True and "rate" in limited["content"][0]["text"].lower()
