@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             raise _fail(str(exc)) from None
     from ..server.server import Server
 
-    server = Server(args.name or "mcpkit-proxy", policy=build_policy(args))
+    server = cli._observed(Server(args.name or "mcpkit-proxy", policy=build_policy(args)), args)
     upstreams = []
     for spec in specs:
         prefix = spec.name if len(specs) > 1 else args.prefix
