@@ -159,7 +159,7 @@ class _Call:
 
     __slots__ = (
         "session", "req", "tool", "policy", "settings", "target", "action", "cid", "parent", "principal",
-        "arguments", "start", "contract", "ctx",
+        "arguments", "start", "contract", "ctx", "timeout",
     )
 
     def __init__(self, session: ServerSession, req: RequestReceived, tool: Tool, arguments: Any,
@@ -179,13 +179,14 @@ class _Call:
         self.start = time.perf_counter()
         self.contract = settings.contract
         self.ctx: Context | None = None
+        self.timeout = settings.timeout  # a manager action may set its own (manager.admit_action)
 
     def expire(self) -> None:
         """The deadline of a sync call passed (on the timer thread, which won the race with the
         handler): answer E_TIMEOUT now and ask the handler to stop."""
         if self.ctx is not None:
             self.ctx.cancelled.set()  # a cooperative handler polls this and stops
-        result = self.fail(_timeout_error(self, self.settings.timeout))
+        result = self.fail(_timeout_error(self, self.timeout))
         self.session._finish(self.req.id, result, None, "tools/call", flush=True)
 
     # ---------------------------------------------------------------- outcomes
@@ -337,6 +338,9 @@ class _Call:
                     raise ToolError(f"Action {act.name!r} of tool {tool.name!r} is not available: {reason}.",
                                     code=E_PERMISSION_DENIED, details={"tool": tool.name, "action": act.name},
                                     suggested_fix="Use another action, or ask the operator to enable it.")
+                from .manager import admit_action
+
+                self.timeout = admit_action(act, self)
         for bridge in settings.bridges:
             if not bridge.up:
                 raise bridge.not_connected_error()  # E_NOT_CONNECTED, retryable
@@ -450,7 +454,7 @@ def _run(c: _Call, *, nested: bool, outer: Context | None = None) -> Any:
     finally:
         if token is not None:
             ACTIVE_SANDBOX.reset(token)
-    timeout = c.settings.timeout
+    timeout = c.timeout
     if target.is_async:
         return _run_async(c, target, args, kwargs, timeout)
     if timeout and not nested:

@@ -497,34 +497,54 @@ class Server:
         description: str | None = None,
         title: str | None = None,
         annotations: dict[str, Any] | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         task: str | None = None,
         scopes: Sequence[str] = (),
+        flatten: bool = False,
         **policy: Unpack[ToolPolicyOptions],
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
 
-        The schema is listed exactly as given and is what calls are validated against. The
-        policy options are those of :meth:`tool`.
+        The schema is listed exactly as given and is what calls are validated against. A schema
+        with ``oneOf``/``anyOf``/``allOf`` at its root is refused by the Anthropic API, OpenAI and
+        Gemini (mcpkit/hosts.py): registering one warns (HostCompatibilityWarning) naming them;
+        ``flatten=True`` lists a flat copy (mcpkit.hosts.flatten) and still validates calls against
+        the schema as given. ``read_only``, ``destructive``, ``idempotent``, ``open_world``,
+        ``scopes`` and the policy options (``requires=``, ``timeout=``, ...) are those of :meth:`tool`.
         """
         options = _tool_options(policy)
         _warn_secret_parameters(name, input_schema)
+        advertised = input_schema
+        if flatten:
+            from ..hosts import flatten as flat_copy
+
+            advertised = flat_copy(input_schema)
+        else:
+            _warn_root_combinators(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
         tool = Tool(
             name,
             handler,
-            input_schema=input_schema,
+            input_schema=advertised,
             output_schema=output_schema,
             description=description,
             title=title,
-            annotations=annotations,
+            annotations=annotations_from_hints(
+                annotations, read_only=read_only, destructive=destructive, idempotent=idempotent,
+                open_world=open_world,
+            ),
             icons=icons,
             meta=meta,
             context_param="ctx" if takes_ctx else None,
             task=task,
             options=options,
+            enforced_schema=input_schema if flatten else None,
         )
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -540,13 +560,18 @@ class Server:
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         scopes: Sequence[str] = (),
+        schema: str = "flat",
         **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """A manager tool: one tool with several actions (``@tool.action(...)``), each with its
-        own parameters and read-only/destructive/open-world declaration (policy/manager.py)."""
+        own parameters, read-only/destructive/open-world declaration, bridges, timeout and rate
+        limit (policy/manager.py). ``schema="flat"`` (default) advertises one object every host
+        accepts; ``schema="oneOf"`` the closed per-action branches. Calls are validated against
+        their action's closed branch either way."""
         from ..policy.manager import ManagerTool
 
-        tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta)
+        tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta,
+                           schema=schema)
         tool.options = _tool_options(policy)
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -947,6 +972,30 @@ def _warn_secret_parameters(tool: str, schema: dict[str, Any]) -> None:
         from ..policy.hygiene import warn_secret_parameters
 
         warn_secret_parameters(tool, props)
+
+
+class HostCompatibilityWarning(UserWarning):
+    """A tool's schema is one that some hosts refuse (mcpkit/hosts.py)."""
+
+
+def _warn_root_combinators(tool: str, schema: Any) -> None:
+    if not isinstance(schema, dict) or not any(k in schema for k in ("oneOf", "anyOf", "allOf", "not", "if")):
+        return
+    from ..hosts import hosts_rejecting_root, root_combinators
+
+    rejecting = hosts_rejecting_root(schema)
+    if not rejecting:
+        return
+    import warnings
+
+    from ..hosts import HOSTS
+
+    message = (f"tool {tool!r}: inputSchema has {', '.join(root_combinators(schema))} at its root, which "
+               f"{'; '.join(HOSTS[h].name for h in rejecting)} refuse (the whole session fails, not only this "
+               f"tool). Fix: pass flatten=True to list a flat copy (calls are still validated against this "
+               f"schema), or express the alternatives inside properties.")
+    log.warning("%s", message)
+    warnings.warn(message, HostCompatibilityWarning, stacklevel=3)
 
 
 def _check_cache(ttl_ms: Any, scope: Any) -> None:
