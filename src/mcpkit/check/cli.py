@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="how long one request may take (default 10)")
     parser.add_argument("--rule", action="append", metavar="ID", help="run only this rule (repeatable)")
+    parser.add_argument("--hosts", metavar="LIST", default=None,
+                        help="the hosts whose hosts.* rules run: a comma list of claude, bedrock, vertex, openai, "
+                        "openai-strict, gemini, gemini-openapi, cursor, vscode, or 'all' (default claude,openai,gemini)")
     parser.add_argument("--no-color", action="store_true", help="no colors in the table")
 
 
@@ -58,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {
         "revisions": args.revision, "call_read_only": args.call_read_only, "conformance": args.conformance,
         "headers": _headers(args.header), "rules": set(args.rule) if args.rule else None,
+        "hosts": args.hosts,
     }
     if args.timeout is not None:
         options["timeout"] = args.timeout

@@ -35,6 +35,8 @@ class Options:
     timeout: float = RULE_TIMEOUT
     #: the transport argument the Client gets ("auto", "stdio", "http", "sse", "memory")
     client_transport: str = "auto"
+    #: the hosts whose hosts.* rules run (mcpkit/hosts.py; --hosts)
+    hosts: tuple[str, ...] = ("claude", "openai", "gemini")
 
 
 @dataclass

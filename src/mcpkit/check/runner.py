@@ -54,6 +54,8 @@ def _selected(options: Options, only: set[str] | None) -> list[Rule]:
             continue
         if rule.transports and options.transport not in rule.transports:
             continue
+        if rule.family == "hosts" and rule.id.split(".", 1)[1] not in options.hosts:
+            continue  # --hosts: only the hosts asked for
         chosen.append(rule)
     return chosen
 
@@ -133,15 +135,20 @@ async def run_checks(
     timeout: float = RULE_TIMEOUT,
     rules: set[str] | None = None,
     progress: bool | None = None,
+    hosts: str | list[str] | tuple[str, ...] | None = None,
 ) -> Report:
     """Check the MCP server at ``target`` (a command line for stdio, a URL for HTTP, or an mcpkit
     Server in memory): connect once per revision in ``revisions`` (default: the four handshake
     revisions and 2026-07-28; plus a made-up one for negotiation), run every rule on each
     connection the server accepts at the offered revision, then the server-wide rules.
-    ``rules`` restricts the run to those rule ids."""
+    ``rules`` restricts the run to those rule ids; ``hosts`` ("claude,openai", or a list) picks
+    the hosts.* rules (default claude, openai, gemini; mcpkit/hosts.py)."""
+    from ..hosts import parse_hosts
+
     kind = _transport_kind(target, transport)
     options = Options(target=target, transport=kind, headers=dict(headers or {}), call_read_only=call_read_only,
-                      conformance=conformance, timeout=timeout, client_transport=transport)
+                      conformance=conformance, timeout=timeout, client_transport=transport,
+                      hosts=parse_hosts(hosts))
     offered = list(revisions) if revisions else list(revision_table.SUPPORTED_VERSIONS)
     for version in offered:
         if version not in revision_table.SUPPORTED_VERSIONS:

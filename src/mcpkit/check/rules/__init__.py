@@ -4,6 +4,7 @@ from . import (  # noqa: F401 - each module registers its rules
     capabilities,
     conformance,
     errors,
+    hosts,
     http,
     lifecycle,
     pagination,

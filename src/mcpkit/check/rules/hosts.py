@@ -1,0 +1,58 @@
+"""Hosts: would Claude, OpenAI, Gemini (and the others of mcpkit/hosts.py) take these tools?
+
+Not spec rules: a server can be valid MCP and still fail every session of a host (a root
+``oneOf`` makes the Anthropic API refuse the whole request). One rule per host, warnings, run
+for the hosts ``--hosts`` names (default claude, openai, gemini). The tool list is checked once,
+under the first revision the server accepts: it does not change with the revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from ...hosts import HOSTS, server_problems
+from ..context import CheckContext
+from ..model import Finding
+from ..registry import rule
+
+#: the attribute of the run's Options that remembers which host rules already ran (once a run)
+_SEEN = "_hosts_checked"
+
+
+def _host_rule(host_id: str) -> Callable[[CheckContext], Awaitable[list[Finding]]]:
+    host = HOSTS[host_id]
+
+    async def check(ctx: CheckContext) -> list[Finding]:
+        seen: dict[str, str] = ctx.options.__dict__.setdefault(_SEEN, {})
+        if host_id in seen:
+            raise ctx.skip(f"the tools were checked under {seen[host_id]}")
+        tools = await ctx.tools()  # skips when there are none to check
+        seen[host_id] = ctx.revision or "?"
+        server_name = (ctx.client.server_info or {}).get("name") if ctx.client is not None else None
+        out = []
+        for problem in server_problems(tools, [host_id], server_name=server_name):
+            verb = "would reject" if problem.effect == "rejects" else "would silently drop part of"
+            who = f"tool {problem.tool!r}" if problem.tool is not None else "this server"
+            note = "" if problem.confirmed else " (reported, not confirmed for every version)"
+            detail = {"host": host_id, "feature": problem.feature, "source": problem.source}
+            if problem.tool is not None:
+                detail["tool"] = problem.tool
+            out.append(ctx.fail(f"{host.name} {verb} {who}: {problem.message}{note}. Source: {problem.source}",
+                                **detail))
+        return out or [ctx.ok(f"{len(tools)} tool(s) acceptable to {host.name}")]
+
+    check.__name__ = f"check_host_{host_id.replace('-', '_')}"
+    return check
+
+
+_FIX = ("for a manager tool keep the default flat schema; for a raw schema with a root oneOf/anyOf pass "
+        "flatten=True to add_tool; keep names to [a-zA-Z0-9_-] (64 at most), descriptions under 1024 "
+        "characters and the tool count under the host's limit")
+
+for _host_id, _host in HOSTS.items():
+    rule(
+        # not spec requirements: the nearest ones (the inputSchema, the name) are cited
+        f"hosts.{_host_id}", severity="warning", requirements=("TL-05", "TL-06"),
+        title=f"every tool is one {_host.name} accepts as listed",
+        fix=_FIX,
+    )(_host_rule(_host_id))
