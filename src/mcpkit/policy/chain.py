@@ -226,18 +226,14 @@ class _Call:
         rev = self.req.revision
         settings = self.settings
         if settings.sanitize:
+            if "structuredContent" in result:
+                result = envelope.sanitized(result, self.contract)
             content = result.get("content")
             if not (type(content) is list and len(content) == 1 and content[0].get("type") == "text"
                     and _CONTROL.search(content[0].get("text", "")) is None):  # the common case, inline
                 result = limits.sanitize_result(result)
         if settings.max_result_bytes:
             result = limits.truncate_result(result, settings.max_result_bytes)
-        if self.contract and not rev.structured_content and "structuredContent" in result:
-            # 2024-11-05 and 2025-03-26 have no structuredContent: the envelope rides as JSON text
-            from .. import _json
-
-            result = {**result, "content": [*result["content"],
-                                            {"type": "text", "text": _json.dumps_str(result["structuredContent"])}]}
         if rev.downgrades:
             result = shape_for_revision(result, rev)
         meta = result.get("_meta")
@@ -255,15 +251,23 @@ class _Call:
                 summary = None
                 if isinstance(value, envelope.Outcome):
                     summary, value = value.summary, value.result
-                if self.target is tool:
+                # content blocks (an image, a ToolResult) stay blocks beside the envelope
+                was_content, value, blocks, meta, failed = envelope.split(value)
+                if failed is not None:
+                    return self.fail(ToolError(failed, code=envelope.E_TOOL_FAILED))
+                if self.target is tool and not was_content:
                     value = tool.result_dump(value)
                     # the envelope is built here, valid by construction; the tool's own value is
                     # what needs checking, against the result schema inside the advertised one
                     tool.check_result(value)
+                elif self.target is tool and value is not None and not isinstance(value, str):
+                    tool.check_result(value)  # a ToolResult's structured value (TL-07)
                 else:
                     value = _to_json(value)  # an action's own value, as JSON
                 ms = self.ms()
-                result = envelope.success(tool.name, self.action, self.cid, ms, value, summary)
+                result = envelope.success(tool.name, self.action, self.cid, ms, value, summary, blocks)
+                if meta:
+                    result["_meta"] = dict(meta)
                 owned = True
             else:
                 ms = None
@@ -273,7 +277,10 @@ class _Call:
             return self.fail(exc)
         except TypeError as exc:  # a value that has no JSON form
             return self.fail(exc)
-        self.audit("ok", None, ms)
+        if result.get("isError") is True:  # a ToolResult(is_error=True) or a raw isError dict
+            self.audit("error", envelope.E_TOOL_FAILED, ms)
+        else:
+            self.audit("ok", None, ms)
         return self.finish(result, owned)
 
     def fail(self, exc: BaseException, outcome: str = "error") -> dict[str, Any]:

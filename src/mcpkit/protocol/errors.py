@@ -6,6 +6,7 @@ A tool's own failure is never an McpError on the wire: it becomes a result with
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -59,6 +60,8 @@ TOOL_ERROR_CODES = frozenset({
     E_SCHEMA_VALIDATION, E_NOT_FOUND, E_PERMISSION_DENIED, E_TIMEOUT, E_UNSUPPORTED,
     E_RATE_LIMITED, E_NOT_CONNECTED, E_INTERNAL,
 })
+#: the shape of every tool error code, the standard ones and a tool's own (``E_CONFLICT``)
+_CODE = re.compile(r"E_[A-Z][A-Z_]*")
 #: codes a caller may retry unchanged once the condition passes
 _RETRYABLE = frozenset({E_TIMEOUT, E_RATE_LIMITED, E_NOT_CONNECTED})
 
@@ -87,7 +90,8 @@ class McpError(Exception):
 class ToolError(Exception):
     """Raised on purpose by a tool: its text reaches the client as an ``isError`` result.
 
-    ``code`` is one of the tool contract's codes (E_NOT_FOUND, ...); ``details`` is JSON data
+    ``code`` is one of the tool contract's codes (E_NOT_FOUND, ...) or the tool's own, shaped
+    ``E_[A-Z_]+`` (``E_CONFLICT``), passed through as given; ``details`` is JSON data
     for the caller, ``suggested_fix`` one sentence saying what to do instead, ``retryable``
     whether the same call may succeed later (by default: true for timeouts, rate limits and
     lost connections).
@@ -103,8 +107,9 @@ class ToolError(Exception):
         suggested_fix: str | None = None,
     ) -> None:
         super().__init__(message)
-        if code not in TOOL_ERROR_CODES:
-            raise ValueError(f"unknown tool error code {code!r}: use one of {sorted(TOOL_ERROR_CODES)}")
+        if not isinstance(code, str) or _CODE.fullmatch(code) is None:
+            raise ValueError(f"invalid tool error code {code!r}: use one of {sorted(TOOL_ERROR_CODES)} or a code "
+                             "of your own shaped like E_CONFLICT (E_ then capitals and underscores)")
         self.message = message
         self.code = code
         self.details = details

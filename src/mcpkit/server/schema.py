@@ -717,6 +717,8 @@ def _unstructured(tp: Any) -> bool:
     tp, _ = _strip(tp)
     if tp in (inspect.Signature.empty, None, _NoneType, str, Any, object) or _is_content(tp):
         return True
+    if isinstance(tp, type) and tp.__name__ == "ToolResult" and hasattr(tp, "to_result"):
+        return True  # a complete result: it says itself what is structured (content.ToolResult)
     origin, args = _origin_args(tp)
     if origin in _UNIONS:
         return all(map(_unstructured, args))
