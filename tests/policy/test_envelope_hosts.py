@@ -128,3 +128,18 @@ async def test_a_custom_error_code_reaches_the_envelope(wire):
         "code": "E_CONFLICT", "message": "the file changed since version 3", "details": {"current": 4},
         "retryable": True, "suggestedFix": "Read it again and retry."}
     jsonschema.validate(result["structuredContent"], schema)
+
+
+@pytest.mark.asyncio
+async def test_an_is_error_result_is_audited_as_an_error_without_the_contract_too(wire):
+    audit = MemoryAudit()
+    server = Server("a", policy=Policy(gates=Gates(), audit=audit))
+
+    @server.tool(read_only=True, open_world=False)
+    def probe() -> ToolResult:
+        return ToolResult("the device did not answer", is_error=True)
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        result = await call(c, "probe")
+    assert result["isError"] is True and result["content"][0]["text"] == "the device did not answer"
+    assert [(a["outcome"], a["code"]) for a in audit.lines] == [("error", "E_TOOL_FAILED")]

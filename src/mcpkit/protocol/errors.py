@@ -35,6 +35,9 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "McpError",
     "ToolError",
+    "ResourceNotFound",
+    "PromptNotFound",
+    "handler_error",
     "TOOL_ERROR_CODES",
     "E_SCHEMA_VALIDATION",
     "E_NOT_FOUND",
@@ -125,3 +128,55 @@ class ToolError(Exception):
             "retryable": self.retryable,
             "suggestedFix": self.suggested_fix,
         }
+
+
+class ResourceNotFound(Exception):
+    """Raised by a resource or resource-template handler: there is no resource at ``uri``.
+
+    Answered with the negotiated revision's code (RS-08): -32002 before 2026-07-28, -32602
+    from 2026-07-28 on, with ``data.uri`` either way. Never hand-raise ``McpError(-32002)``:
+    that is wrong for 2026-07-28 clients.
+    """
+
+    def __init__(self, uri: str, message: str | None = None) -> None:
+        super().__init__(message or f"Resource not found: {uri}")
+        self.uri = uri
+        self.message = message or f"Resource not found: {uri}"
+
+
+class PromptNotFound(Exception):
+    """Raised by a prompt handler: there is no such prompt (or no such variant of it); -32602 (PM-05)."""
+
+    def __init__(self, name: str, message: str | None = None) -> None:
+        super().__init__(message or f"Unknown prompt: {name}")
+        self.name = name
+        self.message = message or f"Unknown prompt: {name}"
+
+
+#: ToolError codes that say the request itself cannot be served as asked: -32602, not -32603
+_INVALID_PARAMS_CODES = frozenset({E_SCHEMA_VALIDATION, E_NOT_FOUND, E_PERMISSION_DENIED, E_UNSUPPORTED})
+
+
+def handler_error(exc: BaseException, resource_not_found: int, *, uri: str | None = None) -> McpError | None:
+    """The JSON-RPC error for what a resource or prompt handler raised on purpose, or None for
+    anything else (an internal error). ``resource_not_found``: the negotiated revision's code
+    (RS-08); ``uri``: the resource being read, when it is one."""
+    if isinstance(exc, ResourceNotFound):
+        return McpError(resource_not_found, exc.message, {"uri": exc.uri})
+    if isinstance(exc, PromptNotFound):
+        return McpError(INVALID_PARAMS, exc.message, {"name": exc.name})  # PM-05
+    if isinstance(exc, ToolError):
+        data: dict[str, Any] = {"code": exc.code, "retryable": exc.retryable}
+        if exc.details is not None:
+            data["details"] = exc.details
+        if exc.suggested_fix:
+            data["suggestedFix"] = exc.suggested_fix
+        message = exc.message or "The request failed."
+        if exc.suggested_fix:
+            message += f" Fix: {exc.suggested_fix}"
+        if uri is not None and exc.code == E_NOT_FOUND:
+            return McpError(resource_not_found, message, {"uri": uri, **data})  # RS-08
+        if uri is not None:
+            data["uri"] = uri
+        return McpError(INVALID_PARAMS if exc.code in _INVALID_PARAMS_CODES else INTERNAL_ERROR, message, data)
+    return None

@@ -761,10 +761,14 @@ class Server:
                     arg["description"] = prop["description"]
                 arg["required"] = arg_name in required
                 arguments.append(arg)
+            typed = any(prop.get("type") != "string" or set(prop) - {"type", "description"}
+                        for prop in props.values())
             prompt = Prompt(
                 name or func.__name__, func, arguments=arguments, title=title,
                 description=description if description is not None else function_description(func),
                 icons=icons, meta=meta, context_param=spec.context_param, completions=completions,
+                # plain str parameters take the wire's strings as they are; anything else is converted
+                schema=spec.schema if typed else None, bind=spec.bind if typed else None,
             )
             prompt.scopes = _scopes(scopes)
             if prompt.name in self._prompts and not replace:
