@@ -338,6 +338,8 @@ class Server:
 
             guard_logs(redact=self._policy.redact_logs)
         if not self._warmed:
+            if self._policy is not None:
+                self._explain_policy()
             # Compile the remaining validators off the critical path, right after the
             # handshake answer went out, so the first calls do not pay for it.
             self._warmed = True
@@ -346,6 +348,37 @@ class Server:
             # Not a daemon: a process that exits while the thread is inside jsonschema-rs's native
             # code aborts at interpreter shutdown; a short compile delays exit instead.
             threading.Thread(target=self.warm_up, name="mcpkit-warm-up", daemon=False).start()
+
+    def hidden_tools(self) -> list[tuple[str, str]]:
+        """(tool or ``tool.action``, why it is hidden and the fix) for every tool and manager
+        action the policy leaves out of tools/list."""
+        gates = self.gates
+        out: list[tuple[str, str]] = []
+        for tool in self._tools.values():
+            parts = ([(f"{tool.name}.{a.name}", a.annotations, a.requires) for a in tool.actions.values()]
+                     if tool.actions is not None
+                     else [(tool.name, tool.annotations, tool.options.requires if tool.options is not None else ())])
+            for label, annotations, bridges in parts:
+                reason = gates.explain(annotations) if gates is not None else None
+                if reason is None:
+                    down = [getattr(b, "name", repr(b)) for b in bridges if not b.up]
+                    if down:
+                        reason = f"hidden while {', '.join(down)} is not connected; it comes back by itself"
+                if reason is not None:
+                    out.append((label, reason))
+        return out
+
+    def _explain_policy(self) -> None:
+        """Start-up (stderr): a policied server says what it hides and how to show it, so a
+        server never serves fewer tools than its author expects without saying why."""
+        plog = logging.getLogger("mcpkit.policy")
+        hidden = self.hidden_tools()
+        for label, reason in hidden:
+            plog.warning("%s: %s", label, reason)
+        shown = [t for t in self._tools.values() if self.tool_visible(t)]
+        if self._tools and not shown:
+            plog.warning("the policy hides all %d tool(s) of %r: this server lists none until one of the fixes "
+                         "above is applied", len(self._tools), self.name)
 
     def warm_up(self) -> None:
         """Compile every tool's validators now (idempotent), and under a policy the secret
