@@ -9,11 +9,14 @@ under the first revision the server accepts: it does not change with the revisio
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ...hosts import HOSTS, server_problems
 from ..context import CheckContext
 from ..model import Finding
 from ..registry import rule
+from .schema import schema_problem
+from .tools import NAME
 
 #: the attribute of the run's Options that remembers which host rules already ran (once a run)
 _SEEN = "_hosts_checked"
@@ -30,7 +33,10 @@ def _host_rule(host_id: str) -> Callable[[CheckContext], Awaitable[list[Finding]
         seen[host_id] = ctx.revision or "?"
         server_name = (ctx.client.server_info or {}).get("name") if ctx.client is not None else None
         out = []
+        spec_broken = _spec_broken(tools, ctx)
         for problem in server_problems(tools, [host_id], server_name=server_name):
+            if (problem.tool, problem.feature) in spec_broken:
+                continue  # not valid MCP in the first place: tools.name / schema.input-valid say so
             verb = "would reject" if problem.effect == "rejects" else "would silently drop part of"
             who = f"tool {problem.tool!r}" if problem.tool is not None else "this server"
             note = "" if problem.confirmed else " (reported, not confirmed for every version)"
@@ -43,6 +49,20 @@ def _host_rule(host_id: str) -> Callable[[CheckContext], Awaitable[list[Finding]
 
     check.__name__ = f"check_host_{host_id.replace('-', '_')}"
     return check
+
+
+def _spec_broken(tools: list[dict[str, Any]], ctx: CheckContext) -> set[tuple[str | None, str]]:
+    """(tool, feature) pairs the spec rules already fail: a name TL-06 refuses, an inputSchema
+    that is not a valid object schema (TL-05). Reported once, there, not again per host."""
+    out: set[tuple[str | None, str]] = set()
+    for tool in tools:
+        name = tool.get("name")
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            out.add((str(name), "name"))
+        if schema_problem(tool.get("inputSchema"), "inputSchema", default_2020=ctx.since("2025-11-25"),
+                          object_root=True):
+            out.update({(str(name), "root-combinator"), (str(name), "dialect")})
+    return out
 
 
 _FIX = ("for a manager tool keep the default flat schema; for a raw schema with a root oneOf/anyOf pass "
