@@ -72,8 +72,6 @@ class Host:
     id: str
     name: str
     limits: tuple[Limit, ...]
-    #: Claude Code shows tools to the model as ``mcp__<server>__<tool>``
-    name_prefix: str = ""
 
 
 @dataclass(frozen=True)
@@ -161,13 +159,14 @@ def _name(pattern: str, limit: int, prefixed: bool = False) -> _Test:
 
     def test(tool: Mapping[str, Any], ctx: _Ctx) -> str | None:
         name = str(tool.get("name", ""))
+        if prefixed:
+            shown = f"mcp__{ctx.server_name}__{name}"
+            if ctx.server_name and rx.fullmatch(name) and len(shown) > limit:
+                return f"name as shown to the model, {shown!r}, is {len(shown)} characters (at most {limit})"
+            return None
         if not rx.fullmatch(name):
             return f"name {name!r} does not match {pattern}"
-        if prefixed and ctx.server_name:
-            shown = f"mcp__{ctx.server_name}__{name}"
-            if len(shown) > limit:
-                return f"name as shown to the model, {shown!r}, is {len(shown)} characters (at most {limit})"
-        elif len(name) > limit:
+        if len(name) > limit:
             return f"name {name!r} is {len(name)} characters (at most {limit})"
         return None
 
@@ -277,6 +276,11 @@ HOSTS: dict[str, Host] = {
     for h in (
         Host("claude", "Claude (Anthropic API, Claude Code, Claude Desktop)", (
             _ANTHROPIC_ROOT, _ANTHROPIC_NAME, _ANTHROPIC_DIALECT,
+            Limit("name", REJECTS,
+                  "Claude Code shows an MCP tool to the model as mcp__<server>__<tool>, and that whole name must "
+                  "fit the API's 128 characters (the server's name is the user's, assumed here to be serverInfo's)",
+                  "https://github.com/anthropics/claude-code/issues/96152", confirmed=False,
+                  test=_name(r"[a-zA-Z0-9_-]{1,128}", 128, prefixed=True)),
         )),
         Host("bedrock", "Claude on Amazon Bedrock", (
             Limit("root-combinator", REJECTS,

@@ -160,3 +160,11 @@ def test_every_tool_and_manager_in_the_repo_passes_claude_openai_and_gemini(tmp_
             pytest.fail(f"{server.name}: {problem}")
         checked += len(tools)
     assert checked > 40
+
+
+def test_claude_code_counts_its_prefix_in_the_name() -> None:
+    name = "t" * 110
+    assert tool_problems(tool(name), ["claude"]) == []
+    (problem,) = tool_problems(tool(name), ["claude"], server_name="a-long-server-name")
+    assert problem.feature == "name" and not problem.confirmed
+    assert f"'mcp__a-long-server-name__{name}', is 135 characters (at most 128)" in problem.message

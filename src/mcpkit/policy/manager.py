@@ -112,13 +112,18 @@ class Action:
                 out.append({"path": f"/{key}", "message": f"action {self.name!r} requires {key!r}"})
         if out:
             return out
+        validator = self.validator(defs)
+        if validator.is_valid(arguments):
+            return []
+        return [{"path": e["path"], "message": f"action {self.name!r}: {e['message']}"}
+                for e in describe_errors(validator, arguments)]
+
+    def validator(self, defs: dict[str, Any]) -> Any:
+        """This action's closed branch, compiled once (again only when the shared $defs change)."""
         if self._validator is None:
             schema = {**self.schema, "$defs": defs} if defs else self.schema
             self._validator = compile_schema(schema, f"action {self.name!r}")
-        if self._validator.is_valid(arguments):
-            return []
-        return [{"path": e["path"], "message": f"action {self.name!r}: {e['message']}"}
-                for e in describe_errors(self._validator, arguments)]
+        return self._validator
 
 
 class ManagerTool(Tool):
@@ -232,6 +237,13 @@ class ManagerTool(Tool):
         self.input_schema = schema
         self.annotations = _summarise([a.annotations for a in self.visible.values()], self._base_annotations)
         self._validator = None
+
+    def compile(self) -> None:
+        """At warm-up: the advertised schema (a valid schema, checked once) and every offered
+        action's closed branch, so no call pays for compiling the one it is validated against."""
+        super().compile()
+        for act in self.visible.values():
+            act.validator(self._defs)
 
     def check_arguments(self, arguments: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
         """The selector first, then the chosen action's closed branch (never the advertised union)."""
