@@ -28,6 +28,7 @@ __all__ = [
     "McpError",
     "ResourceNotFound",
     "PromptNotFound",
+    "HostCompatibilityWarning",
     "ClientCapabilityError",
     "ToolResult",
     "Content",
@@ -52,6 +53,7 @@ _LAZY = {
     "McpError": (".protocol.errors", "McpError"),
     "ResourceNotFound": (".protocol.errors", "ResourceNotFound"),
     "PromptNotFound": (".protocol.errors", "PromptNotFound"),
+    "HostCompatibilityWarning": (".server.server", "HostCompatibilityWarning"),
     "ToolResult": (".server.content", "ToolResult"),
     "Content": (".server.content", "Content"),
     "text": (".server.content", "text"),
@@ -68,7 +70,7 @@ if TYPE_CHECKING:
     from .protocol.errors import McpError, PromptNotFound, ResourceNotFound, ToolError
     from .server.content import Content, ToolResult, assistant, audio, image, resource, resource_link, text, user
     from .server.context import ClientCapabilityError, Context
-    from .server.server import Server
+    from .server.server import HostCompatibilityWarning, Server
 
 
 __getattr__ = exports(__name__, _LAZY, globals())

@@ -11,10 +11,9 @@ from typing import Any, Literal
 import jsonschema
 import pytest
 
-from mcpkit import Server, ToolError
+from mcpkit import HostCompatibilityWarning, Server, ToolError
 from mcpkit.hosts import ROOT_COMBINATORS, flatten, tool_problems
 from mcpkit.policy import Gates, Policy
-from mcpkit.server.server import HostCompatibilityWarning
 from tests.harness import connect
 from tests.policy.test_chain import LATEST_HANDSHAKE, MemoryAudit, call, error_of
 
