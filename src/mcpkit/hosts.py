@@ -315,11 +315,13 @@ HOSTS: dict[str, Host] = {
             Limit("name", REJECTS, "function names must match ^[a-zA-Z0-9_-]{1,64}$",
                   "https://github.com/packit/ai-workflows/pull/619", test=_name(r"[a-zA-Z0-9_-]{1,64}", 64)),
             Limit("description-length", REJECTS,
-                  "function.description longer than 1024 characters is refused (string_above_max_length); reported "
-                  "lifted for newer OpenAI models in 2025 (run-llama/llama_index#18784), still seen on Azure OpenAI",
+                  "function.description longer than 1024 characters is refused (string_above_max_length), also on "
+                  "Azure OpenAI (langchain-ai/open_deep_research#80); reported lifted for newer OpenAI models in "
+                  "May 2025 (run-llama/llama_index#18784)",
                   "https://github.com/getsentry/sentry-mcp/issues/106", confirmed=False, test=_description(1024)),
-            Limit("tool-count", REJECTS, "at most 128 tools per request ('You may not include more than 128 tools')",
-                  "https://github.com/microsoft/vscode-copilot-release/issues/13065"),
+            Limit("tool-count", REJECTS, "at most 128 tools per request ('You may not include more than 128 tools "
+                  "in your request', the API's error as relayed by Copilot Chat)",
+                  "https://github.com/microsoft/vscode-copilot-release/issues/13065", confirmed=False),
         )),
         Host("openai-strict", "OpenAI function calling with strict: true (Structured Outputs)", (
             Limit("root-combinator", REJECTS, "as without strict mode",
