@@ -143,3 +143,20 @@ async def test_an_is_error_result_is_audited_as_an_error_without_the_contract_to
         result = await call(c, "probe")
     assert result["isError"] is True and result["content"][0]["text"] == "the device did not answer"
     assert [(a["outcome"], a["code"]) for a in audit.lines] == [("error", "E_TOOL_FAILED")]
+
+
+@pytest.mark.asyncio
+async def test_resource_not_found_raised_in_a_tool_is_e_not_found(wire):
+    from mcpkit import ResourceNotFound
+
+    server = Server("r", policy=Policy(gates=Gates(), contract=True))
+
+    @server.tool(read_only=True, open_world=False)
+    def open_note(uri: str) -> str:
+        raise ResourceNotFound(uri)  # shared lookup code, also used by a resource handler
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        result = await call(c, "open_note", {"uri": "notes://9"})
+    error = result["structuredContent"]["error"]
+    assert (error["code"], error["message"], error["details"]) == (
+        "E_NOT_FOUND", "Resource not found: notes://9", {"uri": "notes://9"})

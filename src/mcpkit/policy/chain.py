@@ -29,6 +29,8 @@ from ..protocol.errors import (
     E_UNSUPPORTED,
     INVALID_PARAMS,
     McpError,
+    PromptNotFound,
+    ResourceNotFound,
     ToolError,
 )
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
@@ -309,6 +311,9 @@ class _Call:
             return ToolError(str(exc), code=E_TIMEOUT)
         if isinstance(exc, ClientRequestError):
             return ToolError(str(exc), code=E_INTERNAL)
+        if isinstance(exc, (ResourceNotFound, PromptNotFound)):  # raised by shared code a tool calls
+            return ToolError(exc.message, code=E_NOT_FOUND,
+                             details={"uri": exc.uri} if isinstance(exc, ResourceNotFound) else {"name": exc.name})
         if isinstance(exc, FileNotFoundError):
             return ToolError(f"{name}: no such file or directory.", code=E_NOT_FOUND)
         if isinstance(exc, PermissionError):
