@@ -39,7 +39,7 @@ from ..server.schema import BindError, _identity, _to_json
 from ..server.session import SyncCall, new_correlation_id
 from ..server.tools import OutputSchemaError, shape_for_revision
 from ..server.validation import format_errors
-from . import envelope, limits
+from . import envelope, isolation, limits
 from .config import INHERIT
 from .paths import ACTIVE_SANDBOX
 
@@ -110,7 +110,8 @@ class _Settings:
     every call: the hot path reads attributes instead of merging options."""
 
     __slots__ = ("policy", "contract", "sanitize", "max_argument_bytes", "max_result_bytes", "timeout",
-                 "limiter", "rate", "gate_refusal", "action_refusals", "bridges", "audit", "record_call")
+                 "limiter", "rate", "gate_refusal", "action_refusals", "bridges", "audit", "record_call",
+                 "isolated")
 
     def __init__(self, server: Any, tool: Tool) -> None:
         policy = self.policy = server._policy
@@ -146,6 +147,8 @@ class _Settings:
         self.audit = policy.audit if policy is not None else None
         #: the audit sink's fast entry point, when it has one (AuditLog.record_call)
         self.record_call = getattr(self.audit, "record_call", None)
+        #: the targets (None: the tool, else action names) run in worker processes, or None
+        self.isolated = isolation.isolated_targets(server, tool)
 
 
 def settings_of(server: Any, tool: Tool) -> _Settings:
@@ -466,7 +469,9 @@ def _run(c: _Call, *, nested: bool, outer: Context | None = None) -> Any:
     finally:
         if token is not None:
             ACTIVE_SANDBOX.reset(token)
-    timeout = c.timeout
+    timeout = c.timeout  # the tool's, or a manager action's own (manager.admit_action)
+    if c.settings.isolated is not None and c.action in c.settings.isolated:
+        return isolation.run(c, target, args, kwargs, timeout)  # a worker process, killed at the deadline
     if target.is_async:
         return _run_async(c, target, args, kwargs, timeout)
     if timeout and not nested:
