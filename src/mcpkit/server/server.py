@@ -382,6 +382,8 @@ class Server:
 
             guard_logs(redact=self._policy.redact_logs)
         if not self._warmed:
+            if self._policy is not None:
+                self._explain_policy()
             # Compile the remaining validators off the critical path, right after the
             # handshake answer went out, so the first calls do not pay for it.
             self._warmed = True
@@ -390,6 +392,37 @@ class Server:
             # Not a daemon: a process that exits while the thread is inside jsonschema-rs's native
             # code aborts at interpreter shutdown; a short compile delays exit instead.
             threading.Thread(target=self.warm_up, name="mcpkit-warm-up", daemon=False).start()
+
+    def hidden_tools(self) -> list[tuple[str, str]]:
+        """(tool or ``tool.action``, why it is hidden and the fix) for every tool and manager
+        action the policy leaves out of tools/list."""
+        gates = self.gates
+        out: list[tuple[str, str]] = []
+        for tool in self._tools.values():
+            parts = ([(f"{tool.name}.{a.name}", a.annotations, a.requires) for a in tool.actions.values()]
+                     if tool.actions is not None
+                     else [(tool.name, tool.annotations, tool.options.requires if tool.options is not None else ())])
+            for label, annotations, bridges in parts:
+                reason = gates.explain(annotations) if gates is not None else None
+                if reason is None:
+                    down = [getattr(b, "name", repr(b)) for b in bridges if not b.up]
+                    if down:
+                        reason = f"hidden while {', '.join(down)} is not connected; it comes back by itself"
+                if reason is not None:
+                    out.append((label, reason))
+        return out
+
+    def _explain_policy(self) -> None:
+        """Start-up (stderr): a policied server says what it hides and how to show it, so a
+        server never serves fewer tools than its author expects without saying why."""
+        plog = logging.getLogger("mcpkit.policy")
+        hidden = self.hidden_tools()
+        for label, reason in hidden:
+            plog.warning("%s: %s", label, reason)
+        shown = [t for t in self._tools.values() if self.tool_visible(t)]
+        if self._tools and not shown:
+            plog.warning("the policy hides all %d tool(s) of %r: this server lists none until one of the fixes "
+                         "above is applied", len(self._tools), self.name)
 
     def warm_up(self) -> None:
         """Compile every tool's validators now (idempotent), and under a policy the secret
@@ -598,20 +631,36 @@ class Server:
         description: str | None = None,
         title: str | None = None,
         annotations: dict[str, Any] | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         task: str | None = None,
         scopes: Sequence[str] = (),
+        flatten: bool = False,
         **policy: Unpack[ToolPolicyOptions],
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
 
-        The schema is listed exactly as given and is what calls are validated against. The
-        policy options are those of :meth:`tool`.
+        The schema is listed exactly as given and is what calls are validated against. A schema
+        with ``oneOf``/``anyOf``/``allOf`` at its root is refused by the Anthropic API, OpenAI and
+        Gemini (mcpkit/hosts.py): registering one warns (HostCompatibilityWarning) naming them;
+        ``flatten=True`` lists a flat copy (mcpkit.hosts.flatten) and still validates calls against
+        the schema as given. ``read_only``, ``destructive``, ``idempotent``, ``open_world``,
+        ``scopes`` and the policy options (``requires=``, ``timeout=``, ...) are those of :meth:`tool`.
         """
         options = _tool_options(policy)
         _warn_secret_parameters(name, input_schema)
+        advertised = input_schema
+        if flatten:
+            from ..hosts import flatten as flat_copy
+
+            advertised = flat_copy(input_schema)
+        else:
+            _warn_root_combinators(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
         if options is not None and options.isolation is not None:
             from ..policy.isolation import check_handler
@@ -620,16 +669,20 @@ class Server:
         tool = Tool(
             name,
             handler,
-            input_schema=input_schema,
+            input_schema=advertised,
             output_schema=output_schema,
             description=description,
             title=title,
-            annotations=annotations,
+            annotations=annotations_from_hints(
+                annotations, read_only=read_only, destructive=destructive, idempotent=idempotent,
+                open_world=open_world,
+            ),
             icons=icons,
             meta=meta,
             context_param="ctx" if takes_ctx else None,
             task=task,
             options=options,
+            enforced_schema=input_schema if flatten else None,
         )
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -645,13 +698,18 @@ class Server:
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         scopes: Sequence[str] = (),
+        schema: str = "flat",
         **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """A manager tool: one tool with several actions (``@tool.action(...)``), each with its
-        own parameters and read-only/destructive/open-world declaration (policy/manager.py)."""
+        own parameters, read-only/destructive/open-world declaration, bridges, timeout and rate
+        limit (policy/manager.py). ``schema="flat"`` (default) advertises one object every host
+        accepts; ``schema="oneOf"`` the closed per-action branches. Calls are validated against
+        their action's closed branch either way."""
         from ..policy.manager import ManagerTool
 
-        tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta)
+        tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta,
+                           schema=schema)
         tool.options = _tool_options(policy)
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -817,6 +875,28 @@ class Server:
 
         return deco
 
+    def add_resource_template(
+        self,
+        uri_template: str,
+        handler: Callable[..., Any],
+        *,
+        name: str,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+        **kw: Any,
+    ) -> ResourceTemplate:
+        """:meth:`resource_template` without the decorator: ``handler(**variables)`` reads a URI
+        the template matches (a parameter annotated ``Context`` gets the context)."""
+        item = ResourceTemplate(uri_template, handler, name=name, context_param=_context_param(handler),
+                                completions=completions, **kw)
+        item.scopes = _scopes(scopes)
+        if any(t.uri_template == uri_template for t in self._templates) and not replace:
+            raise ValueError(f"a resource template {uri_template!r} is already registered")
+        self._templates = [t for t in self._templates if t.uri_template != uri_template] + [item]
+        self._changed("resourceTemplates")
+        return item
+
     def remove_resource_template(self, uri_template: str) -> None:
         kept = [t for t in self._templates if t.uri_template != uri_template]
         if len(kept) == len(self._templates):
@@ -897,10 +977,14 @@ class Server:
                     arg["description"] = prop["description"]
                 arg["required"] = arg_name in required
                 arguments.append(arg)
+            typed = any(prop.get("type") != "string" or set(prop) - {"type", "description"}
+                        for prop in props.values())
             prompt = Prompt(
                 name or func.__name__, func, arguments=arguments, title=title,
                 description=description if description is not None else function_description(func),
                 icons=icons, meta=meta, context_param=spec.context_param, completions=completions,
+                # plain str parameters take the wire's strings as they are; anything else is converted
+                schema=spec.schema if typed else None, bind=spec.bind if typed else None,
             )
             prompt.scopes = _scopes(scopes)
             if prompt.name in self._prompts and not replace:
@@ -912,6 +996,34 @@ class Server:
         if fn is not None:
             return deco(fn)
         return deco
+
+    def add_prompt(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        arguments: Sequence[dict[str, Any]] = (),
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+    ) -> Prompt:
+        """Register a prompt from raw PromptArgument dicts (``{"name", "description", "required"}``);
+        ``handler(**arguments)`` gets the string arguments, and the context in a parameter
+        annotated ``Context``. What it returns is shaped as for :meth:`prompt`."""
+        prompt = Prompt(
+            name, handler, arguments=[dict(a) for a in arguments], title=title, description=description,
+            icons=icons, meta=meta, context_param=_context_param(handler), completions=completions,
+        )
+        prompt.scopes = _scopes(scopes)
+        if name in self._prompts and not replace:
+            raise ValueError(f"a prompt named {name!r} is already registered (pass replace=True)")
+        self._prompts[name] = prompt
+        self._changed("prompts")
+        return prompt
 
     def remove_prompt(self, name: str) -> None:
         if self._prompts.pop(name, None) is None:
@@ -983,7 +1095,7 @@ class Server:
             items = [_pick_annotated(t.describe(), rev.template_keys, rev) for t in self._templates]
         else:
             items = []
-            for p in self._prompts.values():
+            for p in list(self._prompts.values()):
                 d = _pick(p.describe(), rev.prompt_keys)
                 if "arguments" in d:
                     d["arguments"] = [_pick(a, rev.prompt_argument_keys) for a in d["arguments"]]
@@ -1010,6 +1122,36 @@ class Server:
         if rev.cache_hints:
             out.update(self.cache_hints(rev, None))  # PA-04: the same cacheScope on every page
         return out
+
+    # ------------------------------------------------------------------ composition
+
+    def mount(self, child: Any, prefix: str | None = None, **options: Any) -> Any:
+        """Serve ``child``'s tools, resources, templates and prompts as this server's, live:
+        what the child adds, changes or removes shows here (with ``list_changed``), and every
+        call runs through the child's own pipeline and policies. ``child`` is a Server (driven
+        in memory), a command line or a URL (a proxied upstream, reconnected when it drops), or
+        an unconnected :class:`mcpkit.Client`. Names become ``prefix_name`` (docs/composition.md);
+        the options are :class:`mcpkit.proxy.Upstream`'s. Returns the Upstream."""
+        from ..proxy.upstream import Upstream
+
+        return Upstream(self, child, prefix=prefix, **options).start()
+
+    def include(self, child: Server, prefix: str | None = None, *, separator: str = "_",
+                prefix_uris: bool = True) -> None:
+        """Copy ``child``'s tools, resources, templates and prompts into this server now, under
+        prefixed names; later changes to the child do not show (use :meth:`mount` for that)."""
+        from .compose import include
+
+        include(self, child, prefix, separator=separator, prefix_uris=prefix_uris)
+
+    @classmethod
+    def proxy(cls, target: Any, *, name: str | None = None, policy: Any = None, **options: Any) -> Server:
+        """A server that mirrors ``target`` (a command line, a URL, a Server or an unconnected
+        :class:`mcpkit.Client`) and forwards everything to it: mcpkit's guard rails in front of a
+        server written elsewhere. The options are :class:`mcpkit.proxy.Upstream`'s."""
+        from ..proxy.upstream import proxy_server
+
+        return proxy_server(cls, target, name=name, policy=policy, **options)
 
     # ------------------------------------------------------------------ running
 
@@ -1144,6 +1286,30 @@ def _warn_secret_parameters(tool: str, schema: dict[str, Any]) -> None:
         from ..policy.hygiene import warn_secret_parameters
 
         warn_secret_parameters(tool, props)
+
+
+class HostCompatibilityWarning(UserWarning):
+    """A tool's schema is one that some hosts refuse (mcpkit/hosts.py)."""
+
+
+def _warn_root_combinators(tool: str, schema: Any) -> None:
+    if not isinstance(schema, dict) or not any(k in schema for k in ("oneOf", "anyOf", "allOf", "not", "if")):
+        return
+    from ..hosts import hosts_rejecting_root, root_combinators
+
+    rejecting = hosts_rejecting_root(schema)
+    if not rejecting:
+        return
+    import warnings
+
+    from ..hosts import HOSTS
+
+    message = (f"tool {tool!r}: inputSchema has {', '.join(root_combinators(schema))} at its root, which "
+               f"{'; '.join(HOSTS[h].name for h in rejecting)} refuse (the whole session fails, not only this "
+               f"tool). Fix: pass flatten=True to list a flat copy (calls are still validated against this "
+               f"schema), or express the alternatives inside properties.")
+    log.warning("%s", message)
+    warnings.warn(message, HostCompatibilityWarning, stacklevel=3)
 
 
 def _check_cache(ttl_ms: Any, scope: Any) -> None:

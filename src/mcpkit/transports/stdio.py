@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["run_stdio", "StdioServer", "guard_stdout", "DEFAULT_MAX_MESSAGE_BYTES"]
 
-
 log = logging.getLogger("mcpkit")
 
 #: The default largest line accepted (bytes); a larger line gets -32600 and is discarded.
@@ -78,6 +77,9 @@ class StdioServer:
         #: the most reader threads at once (each hand-off starts one; see _hand_off)
         self.max_readers = 8
         self._readers = 0
+        #: lines being dispatched right now: a request is not in the session's books until its
+        #: handler has been called, and EOF must not end the process in between (ST-07)
+        self._feeding = 0
         self.loop: Any = None  # started on first use: sync-only servers never import asyncio
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -88,9 +90,6 @@ class StdioServer:
         self._rlock = threading.Lock()
         self._gen = 0  # the thread whose generation equals _gen is the reader
         self._busy_since: float | None = None
-        #: lines taken by a reader and not yet fed through: a request whose handler is still
-        #: being prepared (its arguments validated) is not in the session's in-flight count yet
-        self._feeding = 0
         self._lines: collections.deque[bytes] = collections.deque()
         self._partial = bytearray()
         self._discarding = False
@@ -189,14 +188,15 @@ class StdioServer:
             while not self._stop.wait(0.5):
                 pass
             log.debug("stdio: shutting down (%s)", self.stop_reason)
-            # ST-07: a line read before EOF is answered even when its reader was handed off
-            # while preparing it (the new reader saw EOF first): wait until every line is fed
-            self._wait_fed(self.drain_timeout)
             # nothing more can come from the client: handlers waiting for its answers stop waiting
             session.abandon_client_requests(f"the client closed the connection ({self.stop_reason})")
             session.end_listens()
-            # ST-07 / LC-09: finish and answer what is in flight, then exit.
-            if not session.wait_idle(self.drain_timeout):
+            # ST-07 / LC-09: finish and answer what is in flight, then exit: first the lines still
+            # being dispatched (a slow first call can outlive the hand-off to the reader that saw EOF)
+            deadline = time.monotonic() + self.drain_timeout
+            while self._feeding and time.monotonic() < deadline:
+                time.sleep(0.005)
+            if not session.wait_idle(max(0.0, deadline - time.monotonic())):
                 log.warning("stdio: requests still running after %.1f s; exiting anyway", self.drain_timeout)
                 session.cancel_all()
             session.flush()
@@ -208,15 +208,6 @@ class StdioServer:
                 self._settle_tasks()
                 self.loop.call_soon_threadsafe(self.loop.stop)
                 self._loop_thread.join(timeout=2)
-
-    def _wait_fed(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._rlock:
-                if not self._feeding and not self._lines:
-                    return
-            time.sleep(0.002)
-        log.warning("stdio: lines still being read after %.1f s; exiting anyway", timeout)
 
     def _settle_tasks(self, timeout: float = 2.0) -> None:
         """Before the loop stops: let cancelled handlers see their CancelledError and run their
