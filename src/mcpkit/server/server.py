@@ -502,6 +502,9 @@ class Server:
         publishes; see :class:`mcpkit.bridge.Mirror` for the options."""
         from ..bridge.mirror import Mirror
 
+        # its tools arrive after the handshake: sessions opened before the first sync must know
+        # the server has them (LC-06), so the capabilities are declared up front
+        self._advertise = self._advertise | {"tools", "resources"}
         return Mirror(self, bridge, **options)
 
     def _deliver_changed(self, kind: str) -> None:
