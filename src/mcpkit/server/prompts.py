@@ -16,7 +16,7 @@ __all__ = ["Prompt", "messages_from"]
 class Prompt:
     __slots__ = (
         "name", "title", "description", "arguments", "icons", "meta", "handler", "is_async",
-        "context_param", "completions", "scopes", "_required", "_known",
+        "context_param", "completions", "scopes", "bind", "_required", "_known",
     )
 
     def __init__(
@@ -46,6 +46,8 @@ class Prompt:
         self.completions = completions or {}
         #: OAuth scopes a token needs to get it over authenticated HTTP (mcpkit.auth)
         self.scopes: tuple[str, ...] = ()
+        #: converts the arguments whose type checks itself (a SandboxPath), as for tools; None: none
+        self.bind: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self._required = [a["name"] for a in arguments if a.get("required")]
         self._known = {a["name"] for a in arguments}
 

@@ -20,8 +20,10 @@ from ..protocol.meta import check_icons
 from ..protocol.revisions import Revision
 from .context import Context
 from .dispatch import METHODS
+from .pipeline import as_middleware, policy_layer
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
+from .schema import _identity as _identity_bind
 from .schema import function_description, input_spec, output_spec
 from .tools import Tool, annotations_from_hints
 
@@ -76,6 +78,7 @@ class Server:
         task_ttl_ms: int = 300_000,
         policy: Any = None,
         stores: Any = None,
+        middleware: Sequence[Any] = (),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -121,7 +124,44 @@ class Server:
         self._bridges: dict[int, Any] = {}
         self._tool_limiter: Any = None
         self._logs_guarded = False
+        #: the request pipeline (server/pipeline.py): user middleware, steps a transport
+        #: installed, and each item's chained steps, built on first use
+        self._middleware: list[Any] = []
+        self._installed: dict[str, Any] = {}
+        self._tool_pipes: dict[Any, Any] = {}
+        self._pipes: dict[tuple[str, Any], Any] = {}
         self.policy = policy
+        for mw in middleware:
+            self.add_middleware(mw)
+
+    # ------------------------------------------------------------------ the pipeline
+
+    def add_middleware(self, middleware: Any, *, hook: str | None = None) -> Any:
+        """Run ``middleware`` around every handler call it has a hook for (server/pipeline.py,
+        docs/middleware.md): an object with ``on_call_tool``, ``on_read_resource``... hooks, or
+        a function ``(ctx, call_next)`` for ``hook`` ("on_request" when not given). Middleware
+        added first runs further out. Returns what was added."""
+        mw = as_middleware(middleware, hook)
+        self._middleware.append(mw)
+        self._rebuild()
+        return middleware
+
+    def remove_middleware(self, middleware: Any) -> None:
+        kept = [m for m in self._middleware if m is not middleware and getattr(m, "_fn", None) is not middleware]
+        if len(kept) == len(self._middleware):
+            raise KeyError(f"{middleware!r} is not middleware of this server")
+        self._middleware = kept
+        self._rebuild()
+
+    def _install_step(self, key: str, step: Any) -> None:
+        """A step a layer above installs (the scope check of an authenticated transport)."""
+        self._installed[key] = step
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Each item's steps are chosen again on its next use."""
+        self._tool_pipes = {}
+        self._pipes = {}
 
     # ------------------------------------------------------------------ policy (mcpkit.policy)
 
@@ -132,25 +172,17 @@ class Server:
 
     @policy.setter
     def policy(self, policy: Any) -> None:
-        if policy is None:
-            import os
-
-            from ..policy.gates import env_flag
-
-            if env_flag("MCPKIT_POLICY", False, os.environ):
-                policy = True
-        if policy is True:
-            from ..policy.config import Policy
-
-            policy = Policy.secure()
-        elif policy is False:
-            policy = None
+        if policy is None and os.environ.get("MCPKIT_POLICY", "").strip():
+            policy = policy_layer().resolve(None)  # MCPKIT_POLICY=1: Policy.secure()
+        elif policy is not None:
+            policy = policy_layer().resolve(policy)  # True: Policy.secure(); False: none
         self._policy = policy
         if policy is not None and policy.rate_limiter is not None and self.shared:
             # several processes: the buckets live in the shared store, so a limit is global
             policy.rate_limiter.store = self.stores.rates
         for tool in self._tools.values():
             self._apply_policy(tool)
+        self._rebuild()
         self._changed("tools")
 
     @property
@@ -159,42 +191,21 @@ class Server:
 
     def _apply_policy(self, tool: Tool) -> None:
         """Make what a tool advertises match what the policy will enforce on it."""
-        if tool.actions is not None:
-            tool.rebuild(self.gates)  # type: ignore[attr-defined]
-        from ..policy.config import INHERIT
-
-        contract = self._policy.contract if self._policy is not None else False
-        if tool.options is not None and tool.options.contract is not INHERIT:
-            contract = bool(tool.options.contract)
-        if contract:
-            from ..policy.envelope import envelope_schema
-
-            if tool.result_dump is None:  # a function tool: its value's own schema, unwrapped
-                tool.result_schema, tool.result_dump = _result_spec(_return_hint(tool.handler))
-            tool.set_output_schema(envelope_schema(tool.result_schema))
-        else:
+        if self._policy is None and tool.options is None and tool.actions is None:
             tool.set_output_schema(tool.base_output_schema)
+            return
+        policy_layer().advertise(self, tool)
+
+    def _contract_spec(self, tool: Tool) -> None:
+        """A function tool's own value schema and dump, unwrapped, for a contract envelope."""
+        if tool.result_dump is None:
+            tool.result_schema, tool.result_dump = _result_spec(_return_hint(tool.handler))
 
     def tool_visible(self, tool: Tool) -> bool:
         """Listed in tools/list: the gates permit it and every bridge it needs is up."""
         if self._policy is None and tool.options is None and tool.actions is None:
             return True
-        if tool.actions is not None and not tool.visible:  # type: ignore[attr-defined]
-            return False
-        gates = self.gates
-        if gates is not None and tool.actions is None and not gates.permits(tool.annotations):
-            return False
-        if tool.options is not None:
-            return all(bridge.up for bridge in tool.options.requires)
-        return True
-
-    def tool_limiter(self) -> Any:
-        """The rate limiter of per-tool limits on a server without a policy-wide one."""
-        if self._tool_limiter is None:
-            from ..policy.ratelimit import RateLimiter
-
-            self._tool_limiter = RateLimiter(store=self.stores.rates if self.shared else None)
-        return self._tool_limiter
+        return policy_layer().visible(self, tool)
 
     def _watch_bridges(self, tool: Tool) -> None:
         if tool.options is None:
@@ -334,9 +345,7 @@ class Server:
         self._sessions.add(session)
         if self._policy is not None and not self._logs_guarded:
             self._logs_guarded = True
-            from ..policy.chain import guard_logs
-
-            guard_logs(redact=self._policy.redact_logs)
+            policy_layer().started(self)
         if not self._warmed:
             # Compile the remaining validators off the critical path, right after the
             # handshake answer went out, so the first calls do not pay for it.
@@ -357,9 +366,7 @@ class Server:
             except ValueError:
                 log.exception("tool %r has an unusable schema", tool.name)
         if self._policy is not None:
-            from ..policy.redact import default_redactor
-
-            default_redactor().compile()
+            policy_layer().warm_up(self)
 
     def _session_closed(self, session: Any) -> None:
         self._sessions.discard(session)
@@ -387,6 +394,7 @@ class Server:
         return deco
 
     def _changed(self, kind: str) -> None:
+        self._rebuild()
         self._deliver_changed(kind)
         self._announce("changed", {"kind": kind})
 
@@ -544,9 +552,7 @@ class Server:
     ) -> Any:
         """A manager tool: one tool with several actions (``@tool.action(...)``), each with its
         own parameters and read-only/destructive/open-world declaration (policy/manager.py)."""
-        from ..policy.manager import ManagerTool
-
-        tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta)
+        tool = policy_layer().manager_tool(self, name, description=description, title=title, icons=icons, meta=meta)
         tool.options = _tool_options(policy)
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -742,6 +748,8 @@ class Server:
                 icons=icons, meta=meta, context_param=spec.context_param, completions=completions,
             )
             prompt.scopes = _scopes(scopes)
+            if spec.bind is not _identity_bind:
+                prompt.bind = spec.bind  # a checking type (SandboxPath) is bound as for tools
             if prompt.name in self._prompts and not replace:
                 raise ValueError(f"a prompt named {prompt.name!r} is already registered (pass replace=True)")
             self._prompts[prompt.name] = prompt
@@ -764,23 +772,29 @@ class Server:
         self._completer = fn
         return fn
 
-    def completer_for(self, ref: dict[str, Any], argument: str) -> Callable[..., Any] | None:
+    def completion_target(self, ref: dict[str, Any]) -> Prompt | Resource | ResourceTemplate:
+        """The prompt, template or resource a completion/complete ``ref`` names (CP-03: -32602
+        for an unknown one); its rules (scopes) apply to the completion too (CP-05)."""
         kind = ref.get("type")
-        specific: Callable[..., Any] | None = None
         if kind == "ref/prompt":
             prompt = self._prompts.get(ref.get("name"))  # type: ignore[arg-type]
             if prompt is None:
                 raise McpError(INVALID_PARAMS, f"Unknown prompt: {ref.get('name')}")  # CP-03
-            specific = prompt.completions.get(argument)
-        elif kind == "ref/resource":
+            return prompt
+        if kind == "ref/resource":
             uri = ref.get("uri")
             template = next((t for t in self._templates if t.uri_template == uri), None)
-            if template is None and uri not in self._resources:
-                raise McpError(INVALID_PARAMS, f"Unknown resource or template: {uri}")
             if template is not None:
-                specific = template.completions.get(argument)
-        else:
-            raise McpError(INVALID_PARAMS, f"Unknown completion reference type: {kind!r}")
+                return template
+            resource = self._resources.get(uri)  # type: ignore[arg-type]
+            if resource is None:
+                raise McpError(INVALID_PARAMS, f"Unknown resource or template: {uri}")
+            return resource
+        raise McpError(INVALID_PARAMS, f"Unknown completion reference type: {kind!r}")
+
+    def completer_for(self, ref: dict[str, Any], argument: str) -> Callable[..., Any] | None:
+        target = self.completion_target(ref)
+        specific: Callable[..., Any] | None = (getattr(target, "completions", None) or {}).get(argument)
         if specific is not None:
             return _adapt_completer(specific)
         if self._completer is not None:
@@ -909,9 +923,7 @@ def _tool_options(policy: dict[str, Any]) -> Any:
                         f"{', '.join(ToolPolicyOptions.__annotations__)}")
     if not policy:
         return None  # the common case imports nothing of the policy package
-    from ..policy.config import ToolOptions
-
-    return ToolOptions.build(**policy)  # what is not given is INHERIT: the server's policy decides
+    return policy_layer().tool_options(policy)  # what is not given is INHERIT: the server's policy decides
 
 
 def _result_spec(annotation: Any) -> tuple[dict[str, Any] | None, Callable[[Any], Any]]:
@@ -944,9 +956,7 @@ def _identity(value: Any) -> Any:
 def _warn_secret_parameters(tool: str, schema: dict[str, Any]) -> None:
     props = schema.get("properties") if isinstance(schema, dict) else None
     if props:
-        from ..policy.hygiene import warn_secret_parameters
-
-        warn_secret_parameters(tool, props)
+        policy_layer().warn_secret_parameters(tool, props)
 
 
 def _check_cache(ttl_ms: Any, scope: Any) -> None:

@@ -379,9 +379,9 @@ class ServerSession:
             return
         policy = self.server._policy
         if policy is not None and policy.redact_logs:
-            from ..policy.redact import default_redactor
+            from .pipeline import policy_layer
 
-            data = default_redactor().redact(data)  # LG-05: no credentials in log messages
+            data = policy_layer().redact(data)  # LG-05: no credentials in log messages
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger

@@ -219,6 +219,11 @@ class McpHttpApp(AuthRoutes):
         self.server = server
         #: a mcpkit.auth.ResourceServer: every MCP request must carry a valid bearer token
         self.auth = auth
+        if auth is not None:
+            from ..policy.scopes import ScopeStep
+
+            # scopes are enforced in the call path too, for the routes a request body does not name
+            server._install_step("scopes", ScopeStep(auth))
         self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
         self.path = path.rstrip("/") or "/"
         self.json_response = json_response
