@@ -871,9 +871,7 @@ class Server:
         ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``,
         ``max_sessions``, ``session_idle_timeout``, ``event_store``, ``legacy_sse``, ``cors_origins``.
         """
-        from ..transports.http import McpHttpApp
-
-        return McpHttpApp(self, **options)
+        return _entry("mcpkit.transports.http", "McpHttpApp")(self, **options)
 
     def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
         """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn).
@@ -881,15 +879,19 @@ class Server:
         HTTP binds to 127.0.0.1 unless told otherwise (HS-03).
         """
         if transport == "stdio":
-            from ..transports.stdio import run_stdio
-
-            run_stdio(self, **options)
+            _entry("mcpkit.transports.stdio", "run_stdio")(self, **options)
         elif transport == "http":
-            from ..transports.serve import serve_http
-
-            serve_http(self, host=host, port=port, **options)
+            _entry("mcpkit.transports.serve", "serve_http")(self, host=host, port=port, **options)
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+
+
+def _entry(module: str, name: str) -> Any:
+    """A transport's entry point: transports sit above the server (they import it), so the
+    conveniences ``run`` and ``http_app`` find them by name when called."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 class ToolPolicyOptions(TypedDict, total=False):

@@ -141,7 +141,7 @@ class RedisTaskStore:
 
     @staticmethod
     def _rebuild(state: dict[str, Any], pttl: int) -> Any:
-        from ..server.tasks import TaskRecord
+        from .tasks import TaskRecord
 
         record = TaskRecord(state["task_id"], state["ttl_ms"], state["poll_ms"])
         for name in PUBLIC_FIELDS:
