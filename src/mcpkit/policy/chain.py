@@ -37,7 +37,7 @@ from ..protocol.errors import (
     ToolError,
 )
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError
-from ..server.pipeline import CORRELATION_ID, CallContext, CallNext
+from ..server.pipeline import CID_META_KEY, CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext
 from ..server.schema import _to_json
 from ..server.tools import OutputSchemaError, shape_for_revision
 from . import envelope, limits
@@ -50,10 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["CID_META_KEY", "CORRELATION_ID", "ERROR_META_KEY", "CorrelationFilter", "guard_logs", "settings_of"]
 
 log = logging.getLogger("mcpkit")
-
-#: where a result names its correlation id, and (without the envelope) its error (MT-02 key format)
-CID_META_KEY = "dev.mcpkit/correlationId"
-ERROR_META_KEY = "dev.mcpkit/error"
 
 _DEADLINES: Any = None
 #: any character strip_control would remove (limits.py); absent in nearly every text
@@ -304,7 +300,7 @@ def fail(cc: CallContext, exc: BaseException, outcome: str | None = None) -> dic
         if error.suggested_fix:
             text += f" Fix: {error.suggested_fix}"
         result = {"content": [{"type": "text", "text": text}], "isError": True,
-                  "_meta": {"dev.mcpkit/error": error.to_error()}}
+                  "_meta": {ERROR_META_KEY: error.to_error()}}
     return _finish(cc, result)
 
 

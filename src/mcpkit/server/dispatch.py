@@ -31,7 +31,7 @@ from .prompts import messages_from
 from .resources import contents_from
 from .tools import OutputSchemaError, Tool, shape_for_revision
 from .listen import listen
-from .pipeline import CORRELATION_ID, CallContext, CallNext, Pipe, any_async, chain, hooks_of, in_worker, steps_for
+from .pipeline import CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext, Pipe, any_async, chain, hooks_of, in_worker, steps_for
 from .rounds import InputRequired
 from .session import SyncCall, _is_cancelled, new_correlation_id
 from .tasks import TASK_METHODS, missing_extension, wants_tasks
@@ -337,8 +337,13 @@ class ToolOutcome:
 
     @staticmethod
     def failed(cc: CallContext, exc: BaseException) -> dict[str, Any]:
-        if isinstance(cc.item, _Unknown):
-            return {"content": [{"type": "text", "text": f"Unknown tool: {cc.name}"}], "isError": True}
+        if isinstance(exc, ToolError) and exc.code is not None:
+            # a refusal by a step (scope, middleware) says what kind of failure it is
+            text = exc.message or f"Tool {cc.name!r} failed."
+            if exc.suggested_fix:
+                text += f" Fix: {exc.suggested_fix}"
+            return {"content": [{"type": "text", "text": text}], "isError": True,
+                    "_meta": {ERROR_META_KEY: exc.to_error()}}
         return _tool_failure(cc.item, exc, cc.correlation_id)
 
     @staticmethod

@@ -54,6 +54,10 @@ HOOKS: dict[str, tuple[str, str]] = {
 #: the correlation id of the tool call running in this thread or task, for log lines about it
 CORRELATION_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcpkit_cid", default=None)
 
+#: where a result names its correlation id, and (without the envelope) its error (MT-02 key format)
+CID_META_KEY = "dev.mcpkit/correlationId"
+ERROR_META_KEY = "dev.mcpkit/error"
+
 #: where user middleware sits among the policy's steps (lower runs first, further out)
 MIDDLEWARE_ORDER = 50
 
