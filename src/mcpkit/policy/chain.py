@@ -328,6 +328,7 @@ class Outcome:
     a refusal, a binding error, the handler, a deadline), and results are shaped."""
 
     order = 0
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
     outcome = True
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
@@ -370,6 +371,7 @@ class ActionStep:
     from here on the call is enforced with the action's own settings (13.12)."""
 
     order = 5
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
         tool = cc.item
@@ -394,6 +396,7 @@ class ActionStep:
 
 class GateStep:
     order = 20
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
         refusal = cc.settings.gate_refusal
@@ -407,6 +410,7 @@ class GateStep:
 
 class BridgeStep:
     order = 21
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
         for bridge in cc.settings.bridges:
@@ -417,6 +421,7 @@ class BridgeStep:
 
 class RateLimitStep:
     order = 30
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
         settings = cc.settings
@@ -437,6 +442,7 @@ class RateLimitStep:
 
 class ArgumentSizeStep:
     order = 35
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
         cap = cc.settings.max_argument_bytes
@@ -465,6 +471,7 @@ class TimeoutStep:
     later is dropped; an async handler's task is cancelled."""
 
     order = 45
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
         timeout = cc.settings.timeout
@@ -517,6 +524,7 @@ class SandboxStep:
     tools, resource templates and prompts alike (13.10)."""
 
     order = 70
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
     def __init__(self, sandbox: Any) -> None:
         self.sandbox = sandbox
@@ -533,6 +541,7 @@ class ContractStep:
     """The tool contract: the handler's own value, checked and wrapped in the envelope."""
 
     order = 90
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
         if not cc.settings.contract:

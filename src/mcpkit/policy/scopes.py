@@ -23,6 +23,7 @@ class ScopeStep:
     """Refuses a call whose item (or manager action) needs scopes the caller's token lacks."""
 
     order = 10
+    passes_through = True  # refuses or passes call_next on: safe as it is in an async chain
 
     def __init__(self, auth: Any) -> None:
         #: the mcpkit.auth.ResourceServer: its ``missing`` knows which scopes imply which (AU-11)

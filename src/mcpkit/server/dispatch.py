@@ -31,7 +31,7 @@ from .prompts import messages_from
 from .resources import contents_from
 from .tools import OutputSchemaError, Tool, shape_for_revision
 from .listen import listen
-from .pipeline import CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext, Pipe, any_async, chain, hooks_of, in_worker, steps_for
+from .pipeline import CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext, Pipe, any_async, chain, in_worker, steps_for
 from .rounds import InputRequired
 from .session import SyncCall, _is_cancelled, new_correlation_id
 from .tasks import TASK_METHODS, missing_extension, wants_tasks
@@ -181,6 +181,12 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
     if want_async:
         return outcome if awaitable else _settled(outcome)
     if awaitable:
+        if session._loop is not None and not session._on_loop_thread():
+            # the callee's pipeline is async (an async handler or hook) and this sync tool runs on
+            # a thread of its own: wait for it on the session's loop
+            import asyncio
+
+            return asyncio.run_coroutine_threadsafe(_settle_awaitable(outcome), session._loop).result()
         if inspect.iscoroutine(outcome):
             outcome.close()
         raise ToolError(f"Tool {name!r} is async: await ctx.call_tool_async(...) from an async tool.",
@@ -190,6 +196,10 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
 
 async def _settled(value: Any) -> Any:
     return value
+
+
+async def _settle_awaitable(awaitable: Any) -> Any:
+    return await awaitable
 
 
 class _Unknown:
@@ -314,6 +324,7 @@ class ToolOutcome:
 
     order = 0
     outcome = True
+    passes_through = True
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
         try:
@@ -661,12 +672,11 @@ def build_pipe(server: Any, kind: str, item: Any) -> Pipe:
         handler_async = _handler_async(server, kind, item)
         run_handler = TERMINALS[kind]  # type: ignore[assignment]
     is_async = handler_async or any_async(steps, kind)
-    hooks = [h for s in steps for h in hooks_of(s, kind, is_async)]
     if kind == "call_tool":
         terminal: Callable[[CallContext], Any] = partial(run_handler, is_async=is_async)
     else:
         terminal = partial(run_handler, mode="async" if is_async else "sync")
-    return Pipe(chain(hooks, terminal, is_async), is_async, plain, steps)
+    return Pipe(chain(steps, kind, terminal, is_async, server), is_async, plain, steps)
 
 
 def _handler_async(server: Any, kind: str, item: Any) -> bool:

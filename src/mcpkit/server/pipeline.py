@@ -259,16 +259,24 @@ def hooks_of(step: Any, kind: str, is_async: bool) -> list[Callable[..., Any]]:
     return out
 
 
-def chain(hooks: list[Callable[..., Any]], terminal: Callable[[CallContext], Any], is_async: bool) -> Callable[
-        [CallContext], Any]:
-    """``hooks[0](ctx, next)`` where next runs ``hooks[1]``... and finally ``terminal``. In an
-    async chain an ``async def`` hook's ``call_next`` always returns an awaitable."""
+def chain(steps: list[Any], kind: str, terminal: Callable[[CallContext], Any], is_async: bool,
+          server: Any) -> Callable[[CallContext], Any]:
+    """``hook(ctx, next)`` for each hook of each step, outermost first, and finally ``terminal``.
+
+    In an async chain ``call_next`` returns an awaitable: an ``async def`` hook gets one it can
+    always await; a step that only passes the request on (``passes_through``, as the policy's
+    refusals do) is linked as it is; any other sync hook runs on a worker thread with a
+    ``call_next`` that waits for the rest of the chain, so it sees results as in a sync chain.
+    """
     run = terminal
-    for hook in reversed(hooks):
-        if is_async and inspect.iscoroutinefunction(hook):
-            run = _link(hook, _awaitable(run))
-        else:
-            run = _link(hook, run)
+    for step in reversed(steps):
+        for hook in reversed(hooks_of(step, kind, is_async)):
+            if not is_async or getattr(step, "passes_through", False):
+                run = _link(hook, run)
+            elif inspect.iscoroutinefunction(hook):
+                run = _link(hook, _awaitable(run))
+            else:
+                run = _threaded(hook, run, server)
     return run
 
 
@@ -289,7 +297,31 @@ def _awaitable(fn: CallNext) -> Callable[[CallContext], Awaitable[Any]]:
     return call
 
 
+def _threaded(hook: Callable[..., Any], call_next: CallNext, server: Any) -> CallNext:
+    """A sync hook in an async chain: on a worker, its ``call_next`` blocks for the result."""
+    import asyncio
+
+    async def step(ctx: CallContext) -> Any:
+        loop = asyncio.get_running_loop()
+
+        def blocking_next(c: CallContext) -> Any:
+            out = call_next(c)
+            if inspect.isawaitable(out):
+                return asyncio.run_coroutine_threadsafe(_await(out), loop).result()
+            return out
+
+        return await in_worker(server, lambda: hook(ctx, blocking_next))
+
+    return step
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
 def any_async(steps: list[Any], kind: str) -> bool:
+    """Whether a step has an ``async def`` hook for ``kind`` (the policy's ``_async`` variants
+    are alternatives, not reasons to go async)."""
     return any(inspect.iscoroutinefunction(h) for s in steps for h in hooks_of(s, kind, False))
 
 
