@@ -39,6 +39,7 @@ from ..protocol.errors import (
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError
 from ..server.pipeline import CID_META_KEY, CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext
 from ..server.schema import _to_json
+from ..server.session import new_correlation_id
 from ..server.tools import OutputSchemaError, shape_for_revision
 from . import envelope, limits
 from .config import INHERIT
@@ -190,13 +191,6 @@ def settings_of(server: Any, tool: Tool) -> _Settings:
     return resolved  # type: ignore[no-any-return]
 
 
-def _principal(cc: CallContext) -> str:
-    policy = cc.settings.policy
-    if policy is not None:
-        return policy.principal_of(cc.session, cc.request)  # type: ignore[no-any-return]
-    return cc.session.principal or "anonymous"
-
-
 # -------------------------------------------------------------------------- outcome and audit
 
 
@@ -213,12 +207,12 @@ def _audit(cc: CallContext, outcome: str, code: str | None) -> None:
     try:
         record_call = settings.record_call
         if record_call is not None:
-            record_call(cc.correlation_id, _principal(cc), tool.name, cc.action, cc.arguments, outcome, code,
+            record_call(cc._cid, cc.caller, tool.name, cc.action, cc.arguments, outcome, code,
                         round(_ms(cc), 3), cc.parent)
             return
         entry: dict[str, Any] = {
-            "correlationId": cc.correlation_id,
-            "principal": _principal(cc),
+            "correlationId": cc._cid,
+            "principal": cc.caller,
             "tool": tool.name,
             "action": cc.action,
             "arguments": cc.arguments,
@@ -233,8 +227,9 @@ def _audit(cc: CallContext, outcome: str, code: str | None) -> None:
         log.exception("could not write the audit line of tool %r [correlation id %s]", tool.name, cc._cid)
 
 
-def _finish(cc: CallContext, result: dict[str, Any]) -> dict[str, Any]:
-    """Sanitize, truncate, shape for the revision, and name the correlation id."""
+def _finish(cc: CallContext, result: dict[str, Any], owned: bool = False) -> dict[str, Any]:
+    """Sanitize, truncate, shape for the revision, and name the correlation id. ``owned``:
+    ``result`` was built by a step of this call and may be completed in place."""
     rev = cc.request.revision
     settings = cc.settings
     if settings.sanitize:
@@ -253,8 +248,12 @@ def _finish(cc: CallContext, result: dict[str, Any]) -> dict[str, Any]:
     if rev.downgrades:
         result = shape_for_revision(result, rev)
     meta = result.get("_meta")
-    meta = {CID_META_KEY: cc.correlation_id} if meta is None else {**meta, CID_META_KEY: cc.correlation_id}
-    return {**result, "_meta": meta}
+    if meta is None:
+        if owned:
+            result["_meta"] = {CID_META_KEY: cc._cid}
+            return result
+        return {**result, "_meta": {CID_META_KEY: cc._cid}}
+    return {**result, "_meta": {**meta, CID_META_KEY: cc._cid}}
 
 
 def as_tool_error(cc: CallContext, exc: BaseException) -> ToolError:
@@ -307,7 +306,7 @@ def fail(cc: CallContext, exc: BaseException, outcome: str | None = None) -> dic
 def _done(cc: CallContext, result: Any) -> Any:
     if result is None:
         return None  # the deadline answered the call already (Timeout)
-    state = cc.state
+    state = cc._state
     if state:
         if state.get("task"):
             _audit(cc, "task", None)
@@ -315,12 +314,23 @@ def _done(cc: CallContext, result: Any) -> Any:
         if state.get("answered"):
             return result  # 2026-07-28 InputRequiredResult: the call goes on in a later round
     _audit(cc, "error" if result.get("isError") else "ok", None)
-    return _finish(cc, result)
+    return _finish(cc, result, result is cc.made)
 
 
 def _mcp_failed(cc: CallContext, exc: McpError) -> None:
     _audit(cc, "error" if cc.ran else "denied",
            E_SCHEMA_VALIDATION if exc.code == INVALID_PARAMS and not cc.ran else None)
+
+
+def _begin(cc: CallContext) -> None:
+    """What every later step reads: the settings, who calls, the correlation id, the start."""
+    settings = cc.settings = settings_of(cc.session.server, cc.item)
+    policy = settings.policy
+    cc.caller = policy.principal_of(cc.session, cc.request) if policy is not None else (
+        cc.session.principal or "anonymous")
+    if cc._cid is None:
+        cc._cid = new_correlation_id()
+    cc.start = time.perf_counter()
 
 
 class Outcome:
@@ -332,9 +342,7 @@ class Outcome:
     outcome = True
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
-        cc.settings = settings_of(cc.session.server, cc.item)
-        cc.start = time.perf_counter()
-        cc.fail = lambda exc: fail(cc, exc)
+        _begin(cc)
         try:
             result = call_next(cc)
         except McpError as exc:
@@ -345,9 +353,7 @@ class Outcome:
         return _done(cc, result)
 
     async def on_call_tool_async(self, cc: CallContext, call_next: CallNext) -> Any:
-        cc.settings = settings_of(cc.session.server, cc.item)
-        cc.start = time.perf_counter()
-        cc.fail = lambda exc: fail(cc, exc)
+        _begin(cc)
         try:
             result = call_next(cc)
             if inspect.isawaitable(result):
@@ -429,7 +435,7 @@ class RateLimitStep:
         if limiter is not None:
             name = settings.rate_key
             try:
-                wait = limiter.check(_principal(cc), name, settings.rate)
+                wait = limiter.check(cc.caller, name, settings.rate)
             except Exception as exc:  # noqa: BLE001 - a shared store that is down (StoreUnavailable)
                 log.warning("rate limit of tool %r not checked: %s [correlation id %s]", name, exc, cc.correlation_id)
                 raise ToolError(f"Tool {name!r} cannot run now: its rate limit cannot be checked.",
@@ -548,7 +554,9 @@ class ContractStep:
             return call_next(cc)
         cc.raw = True
         value = call_next(cc)
-        return value if _settled_elsewhere(cc) else _envelope(cc, value)
+        if cc._state is not None and _settled_elsewhere(cc):
+            return value
+        return _envelope(cc, value)
 
     async def on_call_tool_async(self, cc: CallContext, call_next: CallNext) -> Any:
         if not cc.settings.contract:
@@ -562,7 +570,7 @@ class ContractStep:
 
 def _settled_elsewhere(cc: CallContext) -> bool:
     """The call became a task, or asks the client for input first: no envelope yet."""
-    state = cc.state
+    state = cc._state
     return bool(state) and bool(state.get("task") or state.get("answered"))
 
 
@@ -578,7 +586,8 @@ def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
         tool.check_result(value)
     else:
         value = _to_json(value)  # an action's own value, as JSON
-    return envelope.success(tool.name, cc.action, cc.correlation_id, _ms(cc), value, summary)
+    made = cc.made = envelope.success(tool.name, cc.action, cc._cid, _ms(cc), value, summary)
+    return made
 
 
 OUTCOME = Outcome()

@@ -224,8 +224,7 @@ def _start(pipe: Pipe, cc: CallContext) -> Any:
     run (inline on the stdio reader thread, or on a worker)."""
     if pipe.is_async:
         return _awaited(pipe.run, cc)
-    run = pipe.run
-    return SyncCall(lambda: run(cc))
+    return SyncCall(partial(pipe.run, cc))
 
 
 async def _awaited(run: Callable[[CallContext], Any], cc: CallContext) -> Any:

@@ -72,10 +72,20 @@ class CallContext:
     logs and audit lines. ``state`` is a dict for steps to share what they learned.
     """
 
-    __slots__ = (
-        "session", "request", "kind", "item", "name", "arguments", "nested", "parent", "action", "target",
-        "settings", "scopes", "ran", "raw", "start", "handler_context", "outer_context", "fail", "state", "_cid",
-    )
+    # the attributes every call sets are slots; the rarer ones (a nested call's, a manager
+    # action's, the handler's Context) live in __dict__ over the class defaults below, so a
+    # plain call pays only for what it uses
+    __slots__ = ("session", "request", "kind", "item", "name", "arguments", "target", "settings", "ran", "raw",
+                 "made", "start", "caller", "_cid", "_state", "_scopes", "__dict__")
+
+    #: a call made with ``ctx.call_tool`` from inside another, and that call's correlation id
+    nested = False
+    parent: str | None = None
+    #: the action of a manager tool, once a step selected it
+    action: str | None = None
+    #: the handler's mcpkit.Context once made, and (nested calls) the caller's
+    handler_context: Any = None
+    outer_context: Any = None
 
     def __init__(self, session: ServerSession, request: RequestReceived, kind: str, item: Any, name: str | None,
                  arguments: Any, nested: bool = False, parent: str | None = None, cid: str | None = None) -> None:
@@ -85,29 +95,40 @@ class CallContext:
         self.item = item
         self.name = name
         self.arguments = arguments
-        self.nested = nested
-        #: the correlation id of the call this one was made from (``ctx.call_tool``)
-        self.parent = parent
-        #: the action of a manager tool, once a step selected it, and what runs (tool or action)
-        self.action: str | None = None
-        self.target: Any = item
+        #: what runs: the item, or a manager tool's action
+        self.target = item
         #: the policy's resolved settings for this call (mcpkit.policy), or None
         self.settings: Any = None
-        #: the OAuth scopes this call needs (the item's, plus an action's own)
-        self.scopes: tuple[str, ...] = getattr(item, "scopes", ()) or ()
         #: True once the handler was started: a failure after it is the handler's, not a refusal
         self.ran = False
         #: set by a step that shapes the handler's own value itself (the tool contract)
         self.raw = False
-        self.start = 0.0
-        #: the handler's mcpkit.Context, once made
-        self.handler_context: Any = None
-        #: the Context of the call this one was made from (nested calls)
-        self.outer_context: Any = None
-        #: how the outermost step answers a failure found later (a deadline on a timer thread)
-        self.fail: Callable[[BaseException], Any] | None = None
-        self.state: dict[str, Any] = {}
+        #: a result a step built itself (the envelope), which later steps may complete in place
+        self.made: Any = None
         self._cid = cid
+        self._state: dict[str, Any] | None = None
+        self._scopes: tuple[str, ...] | None = None
+        if nested:
+            self.nested = True
+            self.parent = parent
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """A dict for steps to share what they learned about this call."""
+        state = self._state
+        if state is None:
+            state = self._state = {}
+        return state
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """The OAuth scopes this call needs: the item's, plus a manager action's own."""
+        scopes = self._scopes
+        return (getattr(self.item, "scopes", ()) or ()) if scopes is None else scopes
+
+    @scopes.setter
+    def scopes(self, value: tuple[str, ...]) -> None:
+        self._scopes = tuple(value)
 
     @property
     def method(self) -> str:
