@@ -203,3 +203,38 @@ async def test_nested_refusals_are_audited_once_each_under_a_policy(wire):
     assert [(a["tool"], a["action"], a["outcome"], a["code"]) for a in audit.lines] == [
         ("reset", None, "denied", "E_PERMISSION_DENIED"), ("ops", "reset", "denied", "E_PERMISSION_DENIED"),
         ("batch", None, "ok", None)]
+
+
+@pytest.mark.req("AU-09", "TX-01")
+@pytest.mark.asyncio
+async def test_a_scoped_tool_is_not_started_as_a_2026_07_28_task_without_the_scope(wire):
+    """The task route: the refusal comes before any task exists (no CreateTaskResult)."""
+    from mcpkit.policy.scopes import ScopeStep
+
+    server, ran = make_server()
+
+    @server.tool(destructive=False, open_world=False, scopes=["admin"], task="optional")
+    def rebuild(target: str) -> str:
+        ran.append(f"rebuild {target}")
+        return "rebuilt"
+
+    server._install_step("scopes", ScopeStep(_Auth()))
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    async with connect(server, _Modern(wire), None) as c:
+        await _as(c, USER)
+        refused = await c.request("tools/call", {"name": "rebuild", "arguments": {"target": "db"}, "_meta": meta})
+        assert refused.get("resultType") != "task" and _refused(refused), refused
+        await _as(c, ADMIN)
+        created = await c.request("tools/call", {"name": "rebuild", "arguments": {"target": "db"}, "_meta": meta})
+        assert created["resultType"] == "task"
+
+
+class _Modern:
+    """The harness names no revision before a handshake; these requests are 2026-07-28 ones."""
+
+    def __init__(self, wire: Any) -> None:
+        self.wire = wire
+
+    def record(self, message: Any, revision: str, method: str | None) -> None:
+        self.wire.record(message, "2026-07-28", method)

@@ -342,7 +342,14 @@ class Outcome:
     outcome = True
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
-        _begin(cc)
+        # _begin, inline: this runs on every policed call
+        settings = cc.settings = settings_of(cc.session.server, cc.item)
+        policy = settings.policy
+        cc.caller = policy.principal_of(cc.session, cc.request) if policy is not None else (
+            cc.session.principal or "anonymous")
+        if cc._cid is None:
+            cc._cid = new_correlation_id()
+        cc.start = time.perf_counter()
         try:
             result = call_next(cc)
         except McpError as exc:
@@ -377,9 +384,8 @@ class ActionStep:
     from here on the call is enforced with the action's own settings (13.12)."""
 
     order = 5
-    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
-    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+    def check(self, cc: CallContext) -> None:
         tool = cc.item
         if not tool.visible:
             raise ToolError(f"Tool {tool.name!r} is not available: none of its actions is permitted.",
@@ -397,39 +403,33 @@ class ActionStep:
                                 suggested_fix="Use another action, or ask the operator to enable it.")
             if settings.scopes:
                 cc.scopes = tuple(dict.fromkeys([*cc.scopes, *settings.scopes]))
-        return call_next(cc)
 
 
 class GateStep:
     order = 20
-    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
-    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+    def check(self, cc: CallContext) -> None:
         refusal = cc.settings.gate_refusal
         if refusal is not None and cc.action is None:
             name = cc.item.name
             raise ToolError(f"Tool {name!r} is not available: {refusal}.",
                             code=E_PERMISSION_DENIED, details={"tool": name},
                             suggested_fix="Use another tool, or ask the operator to enable this one.")
-        return call_next(cc)
 
 
 class BridgeStep:
     order = 21
-    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
-    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+    def check(self, cc: CallContext) -> None:
         for bridge in cc.settings.bridges:
             if not bridge.up:
                 raise bridge.not_connected_error()  # E_NOT_CONNECTED, retryable
-        return call_next(cc)
 
 
 class RateLimitStep:
     order = 30
-    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
-    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+    def check(self, cc: CallContext) -> None:
         settings = cc.settings
         limiter = settings.limiter
         if limiter is not None:
@@ -443,19 +443,16 @@ class RateLimitStep:
                                 suggested_fix="Retry in a few seconds.") from None
             if wait is not None:
                 raise limiter.limit_error(name, wait, settings.rate or limiter.default)
-        return call_next(cc)
 
 
 class ArgumentSizeStep:
     order = 35
-    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
 
-    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+    def check(self, cc: CallContext) -> None:
         cap = cc.settings.max_argument_bytes
         if cap:
             limits.check_argument_size(cc.arguments, cap, cc.item.name if cc.action is None
                                        else f"{cc.item.name}.{cc.action}")
-        return call_next(cc)
 
 
 # -------------------------------------------------------------------------- around the handler

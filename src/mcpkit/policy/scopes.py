@@ -23,7 +23,6 @@ class ScopeStep:
     """Refuses a call whose item (or manager action) needs scopes the caller's token lacks."""
 
     order = 10
-    passes_through = True  # refuses or passes call_next on: safe as it is in an async chain
 
     def __init__(self, auth: Any) -> None:
         #: the mcpkit.auth.ResourceServer: its ``missing`` knows which scopes imply which (AU-11)
@@ -32,7 +31,8 @@ class ScopeStep:
     def applies(self, kind: str, item: Any) -> bool:
         return kind in _KINDS and (bool(getattr(item, "scopes", ())) or getattr(item, "actions", None) is not None)
 
-    def on_request(self, cc: Any, call_next: Any) -> Any:
+    def check(self, cc: Any) -> None:
+        """A guard (server/pipeline.py): refuses, or lets the call pass."""
         needed = cc.scopes
         if needed:
             token = cc.session.access_token
@@ -40,7 +40,6 @@ class ScopeStep:
                 missing = self.auth.missing(token, needed)
                 if missing:
                     self.refuse(cc, missing)
-        return call_next(cc)
 
     @staticmethod
     def refuse(cc: Any, missing: list[str]) -> None:

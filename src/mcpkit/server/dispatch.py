@@ -284,6 +284,9 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
                    if tool.task_after_input else _start_task(session, req, tool, args, kwargs, cc.correlation_id, ctx))
         return _settled(outcome) if is_async and not inspect.isawaitable(outcome) else outcome
     cc.ran = True
+    # The one place a tool's handler is started under the pipeline (the direct request, a
+    # nested call, a manager's action): how it runs (inline, a worker thread, the loop) is
+    # decided here, so another way to run it (another process) plugs in here too.
     handler = target.handler
     if target.is_async:
         return _tool_async(cc, handler, args, kwargs)

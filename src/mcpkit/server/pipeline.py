@@ -284,13 +284,24 @@ def chain(steps: list[Any], kind: str, terminal: Callable[[CallContext], Any], i
           server: Any) -> Callable[[CallContext], Any]:
     """``hook(ctx, next)`` for each hook of each step, outermost first, and finally ``terminal``.
 
+    A step with a ``check(ctx)`` method is a guard: it only refuses (raises) or lets the call
+    pass, so consecutive guards run in one link, one after the other (the policy's gates,
+    limits and the scope check are guards).
+
     In an async chain ``call_next`` returns an awaitable: an ``async def`` hook gets one it can
     always await; a step that only passes the request on (``passes_through``, as the policy's
-    refusals do) is linked as it is; any other sync hook runs on a worker thread with a
+    steps do) is linked as it is; any other sync hook runs on a worker thread with a
     ``call_next`` that waits for the rest of the chain, so it sees results as in a sync chain.
     """
     run = terminal
+    guards: list[Callable[[CallContext], Any]] = []
     for step in reversed(steps):
+        check = getattr(step, "check", None)
+        if check is not None:
+            guards.insert(0, check)
+            continue
+        if guards:
+            run, guards = _guarded(guards, run), []
         for hook in reversed(hooks_of(step, kind, is_async)):
             if not is_async or getattr(step, "passes_through", False):
                 run = _link(hook, run)
@@ -298,7 +309,37 @@ def chain(steps: list[Any], kind: str, terminal: Callable[[CallContext], Any], i
                 run = _link(hook, _awaitable(run))
             else:
                 run = _threaded(hook, run, server)
+    if guards:
+        run = _guarded(guards, run)
     return run
+
+
+def _guarded(checks: list[Callable[[CallContext], Any]], call_next: CallNext) -> CallNext:
+    if len(checks) == 1:
+        check = checks[0]
+
+        def one(ctx: CallContext) -> Any:
+            check(ctx)
+            return call_next(ctx)
+
+        return one
+    if len(checks) == 2:
+        first, second = checks
+
+        def two(ctx: CallContext) -> Any:
+            first(ctx)
+            second(ctx)
+            return call_next(ctx)
+
+        return two
+    checks = tuple(checks)  # type: ignore[assignment]
+
+    def several(ctx: CallContext) -> Any:
+        for check in checks:
+            check(ctx)
+        return call_next(ctx)
+
+    return several
 
 
 def _link(hook: Callable[..., Any], call_next: CallNext) -> CallNext:
