@@ -15,7 +15,7 @@ from collections import OrderedDict
 from typing import Any, Protocol
 
 from .. import _json
-from .redis_base import down_errors, sync_client, unavailable
+from .redis_base import down_errors, hash_tag, sync_client, unavailable
 
 __all__ = ["MemorySessionStore", "RedisSessionStore", "SessionStore"]
 
@@ -109,7 +109,7 @@ class MemorySessionStore:
 
 
 class RedisSessionStore:
-    """Sessions in Redis, at ``{prefix}session:{session_id}`` (JSON, with a key expiry of ``ttl``),
+    """Sessions in Redis, at ``{prefix}session:{{session_id}}`` (JSON, with a key expiry of ``ttl``),
     so any process can serve any session. Redis being unreachable raises
     :class:`~mcpkit.stores.redis_base.StoreUnavailable`."""
 
@@ -119,7 +119,8 @@ class RedisSessionStore:
         self.prefix = prefix
 
     def key(self, session_id: str) -> str:
-        return f"{self.prefix}session:{session_id}"
+        # the session id as hash tag: one slot for the record and the session's event streams
+        return f"{self.prefix}session:{hash_tag(session_id)}"
 
     def save(self, session_id: str, state: dict[str, Any], ttl: float) -> None:
         data, ms = _encode(state), _ttl_ms(ttl)
