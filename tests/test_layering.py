@@ -16,12 +16,12 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "mcpkit"
 
 
 #: top-level modules that belong to a layer rather than standing alone
-_GROUPS = {"commands": "cli", "__main__": "cli"}
+_GROUPS = {"commands": "cli", "__main__": "cli", "publish": "cli"}
 
 
 def _package(module: str) -> str:
     """mcpkit.server.dispatch -> server; mcpkit._json -> _json; mcpkit -> mcpkit (the facade);
-    the command-line modules (cli.py, commands.py, __main__.py) are one layer, cli."""
+    the command-line modules (cli.py, commands.py, publish.py, __main__.py) are one layer, cli."""
     parts = module.split(".")
     if len(parts) == 1:
         return "mcpkit"
