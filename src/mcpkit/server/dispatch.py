@@ -167,9 +167,9 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
     server = session.server
     tool = server._tools.get(name)
     if tool is None:
-        pipe = build_pipe(server, "call_tool", _Unknown(name))
-        cc = CallContext(session, req, "call_tool", _Unknown(name), name, arguments, nested=True,
-                         parent=ctx.correlation_id)
+        unknown = _Unknown(name)
+        pipe = build_pipe(server, "call_tool", unknown)
+        cc = CallContext(session, req, "call_tool", unknown, name, arguments, nested=True, parent=ctx.correlation_id)
     else:
         pipe = server._tool_pipes.get(tool)
         if pipe is None:
