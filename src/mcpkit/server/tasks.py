@@ -18,11 +18,10 @@ from __future__ import annotations
 import concurrent.futures
 import secrets
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
-from ..stores.tasks import TERMINAL, MemoryTaskStore, TaskCancelled, TaskRecord
+from ..stores.tasks import MemoryTaskStore, TaskCancelled, TaskRecord
 
 if TYPE_CHECKING:
     from ..protocol.engine import RequestReceived
