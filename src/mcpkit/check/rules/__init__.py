@@ -3,6 +3,7 @@
 from . import (  # noqa: F401 - each module registers its rules
     capabilities,
     conformance,
+    discovery,
     errors,
     http,
     lifecycle,
