@@ -41,7 +41,7 @@ from ..server.pipeline import CID_META_KEY, CORRELATION_ID, ERROR_META_KEY, Call
 from ..server.schema import _to_json
 from ..server.session import new_correlation_id
 from ..server.tools import OutputSchemaError, shape_for_revision
-from . import envelope, limits
+from . import envelope, isolation, limits
 from .config import INHERIT
 from .paths import ACTIVE_SANDBOX
 
@@ -103,7 +103,7 @@ class _Settings:
 
     __slots__ = ("policy", "contract", "sanitize", "max_argument_bytes", "max_result_bytes", "timeout",
                  "limiter", "rate", "rate_key", "gate_refusal", "bridges", "scopes", "audit", "record_call",
-                 "actions")
+                 "isolated", "actions")
 
     def __init__(self, server: Any, tool: Any, action: Any = None, parent: _Settings | None = None) -> None:
         policy = self.policy = server._policy
@@ -157,6 +157,8 @@ class _Settings:
         self.audit = policy.audit if policy is not None else None
         #: the audit sink's fast entry point, when it has one (AuditLog.record_call)
         self.record_call = getattr(self.audit, "record_call", None)
+        #: the targets (None: the tool, else action names) run in worker processes, or None
+        self.isolated = isolation.isolated_targets(server, tool) if parent is None else parent.isolated
         self.actions: dict[str, _Settings] = {}
         if action is None and tool.actions is not None:
             for name, act in tool.actions.items():
@@ -304,9 +306,11 @@ def fail(cc: CallContext, exc: BaseException, outcome: str | None = None) -> dic
 
 
 def _done(cc: CallContext, result: Any) -> Any:
-    if result is None:
-        return None  # the deadline answered the call already (Timeout)
     state = cc._state
+    if result is None:
+        if state is not None and state.get("cancelled"):
+            _audit(cc, "cancelled", None)  # the client forgot the request: no answer goes out
+        return None  # or the deadline answered the call already (Timeout)
     if state:
         if state.get("task"):
             _audit(cc, "task", None)
@@ -455,6 +459,18 @@ class ArgumentSizeStep:
                                        else f"{cc.item.name}.{cc.action}")
 
 
+class IsolationStep:
+    """``isolation="process"``: the handler (or the action, as itself) runs in a worker process
+    that is killed at the call's deadline (policy/isolation.py); run_tool hands it over."""
+
+    order = 40
+
+    def check(self, cc: CallContext) -> None:
+        isolated = cc.settings.isolated
+        if isolated is not None and cc.action in isolated:
+            cc.runner = isolation.call
+
+
 # -------------------------------------------------------------------------- around the handler
 
 
@@ -478,8 +494,8 @@ class TimeoutStep:
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
         timeout = cc.settings.timeout
-        if not timeout or cc.nested:
-            return call_next(cc)
+        if not timeout or cc.nested or cc.runner is not None:
+            return call_next(cc)  # an isolated call's worker is killed at its deadline instead
         deadline = _deadlines().add(timeout, lambda: _expire(cc, timeout))
         try:
             result = call_next(cc)
@@ -496,7 +512,7 @@ class TimeoutStep:
         out = call_next(cc)
         if not inspect.isawaitable(out):
             return out
-        if not timeout:
+        if not timeout or cc.runner is not None:
             return await out
         task = asyncio.ensure_future(out)
         try:
@@ -593,5 +609,6 @@ GATE = GateStep()
 BRIDGES = BridgeStep()
 RATE_LIMIT = RateLimitStep()
 ARGUMENT_SIZE = ArgumentSizeStep()
+ISOLATION = IsolationStep()
 TIMEOUT = TimeoutStep()
 CONTRACT = ContractStep()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["advertise", "manager_tool", "redact", "resolve", "started", "steps", "tool_options", "visible",
+__all__ = ["advertise", "check_isolated", "manager_tool", "redact", "resolve", "started", "steps", "tool_options", "visible",
            "warm_up", "warn_secret_parameters"]
 
 
@@ -34,6 +34,8 @@ def steps(server: Any, kind: str, item: Any) -> list[Any]:
             out.append(chain.RATE_LIMIT)
         if any(s.max_argument_bytes for s in settings):
             out.append(chain.ARGUMENT_SIZE)
+        if settings[0].isolated is not None:
+            out.append(chain.ISOLATION)
         if any(s.timeout for s in settings):
             out.append(chain.TIMEOUT)
         if _converts(item):
@@ -130,6 +132,12 @@ def redact(data: Any) -> Any:
     from .redact import default_redactor
 
     return default_redactor().redact(data)
+
+
+def check_isolated(func: Any, name: str, context_param: str | None) -> None:
+    from .isolation import check_handler
+
+    check_handler(func, name, context_param)
 
 
 def warn_secret_parameters(tool: str, properties: dict[str, Any]) -> None:

@@ -288,6 +288,9 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
     # nested call, a manager's action): how it runs (inline, a worker thread, the loop) is
     # decided here, so another way to run it (another process) plugs in here too.
     handler = target.handler
+    runner = cc.runner
+    if runner is not None:
+        return runner(cc, target, args, kwargs, is_async)
     if target.is_async:
         return _tool_async(cc, handler, args, kwargs)
     if is_async:  # a sync handler under async steps: on a worker, never on the event loop

@@ -86,6 +86,9 @@ class CallContext:
     #: the handler's mcpkit.Context once made, and (nested calls) the caller's
     handler_context: Any = None
     outer_context: Any = None
+    #: how the handler runs when not in this thread or loop: ``runner(ctx, handler, args,
+    #: kwargs, is_async)``, set by a step (process isolation); None: here
+    runner: Any = None
 
     def __init__(self, session: ServerSession, request: RequestReceived, kind: str, item: Any, name: str | None,
                  arguments: Any, nested: bool = False, parent: str | None = None, cid: str | None = None) -> None:
@@ -232,6 +235,7 @@ class PolicyLayer(Protocol):
     def warm_up(self, server: Any) -> None: ...
     def redact(self, data: Any) -> Any: ...
     def warn_secret_parameters(self, tool: str, properties: dict[str, Any]) -> None: ...
+    def check_isolated(self, func: Any, name: str, context_param: str | None) -> None: ...
 
 
 _LAYER: Any = None

@@ -9,10 +9,12 @@ from the revision table, and cached per revision until the next change.
 from __future__ import annotations
 
 import base64
+import contextlib
 import inspect
 import logging
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypedDict, TypeVar, Unpack
 
 from ..protocol.errors import INVALID_PARAMS, McpError
@@ -117,6 +119,9 @@ class Server:
         self._notification_handlers: dict[str, Callable[..., Any]] = {}
         self._methods = dict(METHODS)
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        # bumped on every registry change: a list built while another thread changed the
+        # registries (a bridge's mirror) is answered but not cached
+        self._cache_gen = 0
         self._sessions: set[Any] = set()
         self._listeners: set[Any] = set()  # open subscriptions/listen streams (2026-07-28)
         self._warmed = False
@@ -133,6 +138,8 @@ class Server:
         self._installed: dict[str, Any] = {}
         self._tool_pipes: dict[Any, Any] = {}
         self._pipes: dict[tuple[str, Any], Any] = {}
+        self._batch: tuple[int, set[str]] | None = None  # (thread, kinds) of batch_changes
+        self._batch_lock = threading.RLock()
         self.policy = policy
         for mw in middleware:
             self.add_middleware(mw)
@@ -403,13 +410,49 @@ class Server:
         return deco
 
     def _changed(self, kind: str) -> None:
-        self._rebuild()
+        self._rebuild()  # the items' steps are chosen again, batched or not
+        batch = self._batch
+        if batch is not None and batch[0] == threading.get_ident():
+            batch[1].add(kind)  # one notification per kind when the batch ends
+            return
         self._deliver_changed(kind)
         self._announce("changed", {"kind": kind})
+
+    @contextlib.contextmanager
+    def batch_changes(self, *, notify: bool = True) -> Iterator[None]:
+        """Make many registry changes, then send one ``list_changed`` per kind changed (TL-13):
+        what a mirror of a backend's tool list needs, so a client re-lists once, not per tool.
+        ``notify=False`` only drops the cached lists (for changes clients cannot see yet, e.g.
+        tools of a bridge that is down: its coming up announces them). Changes made by other
+        threads meanwhile are announced as usual."""
+        batch = self._batch
+        if batch is not None and batch[0] == threading.get_ident():
+            yield  # nested: the outer batch announces
+            return
+        with self._batch_lock:
+            self._batch = (threading.get_ident(), set())
+            try:
+                yield
+            finally:
+                kinds = self._batch[1]
+                self._batch = None
+                for kind in sorted(kinds):
+                    if notify:
+                        self._changed(kind)
+                    else:
+                        self._cache_gen += 1
+                        for key in [k for k in self._cache if k[0] == kind]:
+                            del self._cache[key]
+
+    def mirror(self, bridge: Any, **options: Any) -> Any:
+        """Keep this server's tools (and resources) equal to what ``bridge``'s backend
+        publishes; see :class:`mcpkit.bridge.Mirror` for the options."""
+        return _entry("mcpkit.bridge.mirror", "Mirror")(self, bridge, **options)
 
     def _deliver_changed(self, kind: str) -> None:
         if kind not in _CHANGED:
             return
+        self._cache_gen += 1
         for key in [k for k in self._cache if k[0] == kind]:
             del self._cache[key]
         method = _CHANGED[kind]
@@ -464,7 +507,9 @@ class Server:
         ``destructive`` and ``open_world`` feed the gates; ``contract=True`` wraps results in the
         tool contract envelope; ``rate_limit="10/min"``; ``timeout`` (seconds);
         ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
-        the tool while that Bridge is down.
+        the tool while that Bridge is down; ``isolation="process"`` runs each call in a worker
+        process that is killed at the deadline (mcpkit.policy.isolation: CPU-bound handlers,
+        untrusted input, C extensions that hold the GIL).
         """
         options = _tool_options(policy)
 
@@ -484,6 +529,8 @@ class Server:
                 if structured is True and out_schema is None:
                     raise ValueError(f"tool {func.__name__!r}: structured=True needs a structured return annotation")
             _warn_secret_parameters(name or func.__name__, spec.schema)
+            if options is not None and options.isolation is not None:
+                policy_layer().check_isolated(func, name or func.__name__, spec.context_param)
             tool = Tool(
                 name or func.__name__,
                 func,
@@ -540,6 +587,8 @@ class Server:
         options = _tool_options(policy)
         _warn_secret_parameters(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
+        if options is not None and options.isolation is not None:
+            policy_layer().check_isolated(handler, name, "ctx" if takes_ctx else None)
         tool = Tool(
             name,
             handler,
@@ -895,9 +944,10 @@ class Server:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        gen = self._cache_gen
         if kind == "tools":
             items = []
-            for tool in self._tools.values():
+            for tool in list(self._tools.values()):  # a copy: another thread may register tools
                 if not self.tool_visible(tool):
                     continue  # gated, or its bridge is down: hidden here and refused when called
                 d = _pick(tool.describe(), rev.tool_keys)
@@ -906,7 +956,7 @@ class Server:
                     d["annotations"] = {"title": tool.title, **(d.get("annotations") or {})}
                 items.append(d)
         elif kind == "resources":
-            items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in self._resources.values()]
+            items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in list(self._resources.values())]
         elif kind == "resourceTemplates":
             items = [_pick_annotated(t.describe(), rev.template_keys, rev) for t in self._templates]
         else:
@@ -916,7 +966,8 @@ class Server:
                 if "arguments" in d:
                     d["arguments"] = [_pick(a, rev.prompt_argument_keys) for a in d["arguments"]]
                 items.append(d)
-        self._cache[key] = items
+        if gen == self._cache_gen:
+            self._cache[key] = items
         return items
 
     def list_page(self, kind: str, rev: Revision, cursor: Any) -> dict[str, Any]:
@@ -998,6 +1049,7 @@ class ToolPolicyOptions(TypedDict, total=False):
     max_result_bytes: int | None
     sanitize: bool
     requires: Any
+    isolation: str | None
 
 
 def _scopes(scopes: Sequence[str] | str) -> tuple[str, ...]:
