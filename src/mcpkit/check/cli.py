@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "invalid arguments, to check their results and errors")
     tools.add_argument("--no-tool-calls", dest="call_tools", action="store_false",
                        help="call no tool (the default)")
+    sel.add_argument("--hosts", metavar="LIST", default=None,
+                     help="the hosts whose hosts.* rules run: a comma list of claude, bedrock, vertex, openai, "
+                     "openai-strict, gemini, gemini-openapi, cursor, vscode, or 'all' (default claude,openai,gemini)")
     sel.add_argument("--conformance", action="store_true",
                      help="HTTP only: also run the official conformance suite (needs npm)")
     ci = parser.add_argument_group("CI")
@@ -102,6 +105,7 @@ def _emit(text: str, output: str | None) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the checks ``args`` describe, print the report; the exit code."""
     from .formats import junit_xml, rules_listing, sarif
+    from ..hosts import parse_hosts
     from .registry import resolve
     from .render import render_table
     from .runner import load_baseline, run_checks
@@ -117,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         resolve(args.rule)
         resolve(args.skip)
+        parse_hosts(args.hosts)  # an unknown host is a usage error, before anything runs
         baseline = load_baseline(args.baseline) if args.baseline else None
     except ValueError as exc:
         return _fail(str(exc))
@@ -130,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         "revisions": args.revision, "call_read_only": bool(args.call_tools), "conformance": args.conformance,
         "headers": _headers(args.header), "rules": args.rule, "skip": args.skip, "quick": args.quick,
         "deadline": args.deadline, "fail_on": args.fail_on, "baseline": baseline, "transport": transport,
+        "hosts": args.hosts,
     }
     if args.timeout is not None:
         options["timeout"] = args.timeout

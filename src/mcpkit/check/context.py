@@ -36,6 +36,8 @@ class Options:
     timeout: float = RULE_TIMEOUT
     #: the transport argument the Client gets ("auto", "stdio", "http", "sse", "memory")
     client_transport: str = "auto"
+    #: the hosts whose hosts.* rules run (mcpkit/hosts.py; --hosts)
+    hosts: tuple[str, ...] = ("claude", "openai", "gemini")
     #: set once the first connection has answered: how long a later handshake may take, and how
     #: long a process gets to exit at EOF (both scale with the server's start-up on this machine)
     handshake_floor: float = 0.0

@@ -74,6 +74,8 @@ def _selected(options: Options, only: set[str] | None, skip: set[str]) -> list[R
             continue
         if rule.transports and options.transport not in rule.transports:
             continue
+        if rule.family == "hosts" and rule.id.split(".", 1)[1] not in options.hosts:
+            continue  # --hosts: only the hosts asked for
         chosen.append(rule)
     return chosen
 
@@ -301,6 +303,7 @@ async def run_checks(
     baseline: set[str] | None = None,
     jobs: int = JOBS,
     progress: bool | None = None,
+    hosts: str | list[str] | tuple[str, ...] | None = None,
 ) -> Report:
     """Check the MCP server at ``target`` (a command line for stdio, a URL for HTTP, or an mcpkit
     Server in memory): connect once per revision in ``revisions`` (default: every revision, plus
@@ -310,10 +313,15 @@ async def run_checks(
     ``rules``/``skip`` take rule ids or families (an unknown one raises ValueError);
     ``call_read_only`` lets rules call the tools annotated readOnlyHint (never others);
     ``deadline`` bounds the whole run in seconds (what ran is reported, the report says it is
-    incomplete); ``baseline`` holds fingerprints of known failures, which do not fail the run."""
+    incomplete); ``baseline`` holds fingerprints of known failures, which do not fail the run;
+    ``hosts`` ("claude,openai", or a list) picks the hosts.* rules (default claude, openai, gemini;
+    mcpkit/hosts.py)."""
+    from ..hosts import parse_hosts
+
     kind = _transport_kind(target, transport)
     options = Options(target=target, transport=kind, headers=dict(headers or {}), call_read_only=call_read_only,
-                      conformance=conformance, timeout=timeout, client_transport=transport)
+                      conformance=conformance, timeout=timeout, client_transport=transport,
+                      hosts=parse_hosts(hosts))
     offered = _plan(revisions, quick)
     selected = _selected(options, resolve(rules), resolve(skip) or set())
     per_connection = sorted((r for r in selected if r.scope == "connection"), key=lambda r: r.order)

@@ -34,6 +34,8 @@ from ..protocol.errors import (
     E_UNSUPPORTED,
     INVALID_PARAMS,
     McpError,
+    PromptNotFound,
+    ResourceNotFound,
     ToolError,
 )
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError
@@ -125,7 +127,9 @@ class _Settings:
         limits_ = policy.limits if policy is not None else None
 
         def pick(name: str, server_value: Any) -> Any:
-            value = getattr(opts, name) if opts is not None else INHERIT
+            if parent is not None:
+                server_value = getattr(parent, name)  # an action inherits its manager's
+            value = getattr(opts, name, INHERIT) if opts is not None else INHERIT
             value = server_value if value is INHERIT else value
             return None if value is False else value
 
@@ -235,18 +239,14 @@ def _finish(cc: CallContext, result: dict[str, Any], owned: bool = False) -> dic
     rev = cc.request.revision
     settings = cc.settings
     if settings.sanitize:
+        if "structuredContent" in result:
+            result = envelope.sanitized(result, settings.contract)
         content = result.get("content")
         if not (type(content) is list and len(content) == 1 and content[0].get("type") == "text"
                 and _CONTROL.search(content[0].get("text", "")) is None):  # the common case, inline
             result = limits.sanitize_result(result)
     if settings.max_result_bytes:
         result = limits.truncate_result(result, settings.max_result_bytes)
-    if settings.contract and not rev.structured_content and "structuredContent" in result:
-        # 2024-11-05 and 2025-03-26 have no structuredContent: the envelope rides as JSON text
-        from .. import _json
-
-        result = {**result, "content": [*result["content"],
-                                        {"type": "text", "text": _json.dumps_str(result["structuredContent"])}]}
     if rev.downgrades:
         result = shape_for_revision(result, rev)
     meta = result.get("_meta")
@@ -271,6 +271,9 @@ def as_tool_error(cc: CallContext, exc: BaseException) -> ToolError:
         return ToolError(str(exc), code=E_TIMEOUT)
     if isinstance(exc, ClientRequestError):
         return ToolError(str(exc), code=E_INTERNAL)
+    if isinstance(exc, (ResourceNotFound, PromptNotFound)):  # raised by shared code a tool calls
+        return ToolError(exc.message, code=E_NOT_FOUND,
+                         details={"uri": exc.uri} if isinstance(exc, ResourceNotFound) else {"name": exc.name})
     if isinstance(exc, FileNotFoundError):
         return ToolError(f"{name}: no such file or directory.", code=E_NOT_FOUND)
     if isinstance(exc, PermissionError):
@@ -317,7 +320,10 @@ def _done(cc: CallContext, result: Any) -> Any:
             return result
         if state.get("answered"):
             return result  # 2026-07-28 InputRequiredResult: the call goes on in a later round
-    _audit(cc, "error" if result.get("isError") else "ok", None)
+    if result.get("isError") is True:  # a ToolResult(is_error=True) or a raw isError dict
+        _audit(cc, "error", envelope.E_TOOL_FAILED)
+    else:
+        _audit(cc, "ok", None)
     return _finish(cc, result, result is cc.made)
 
 
@@ -592,14 +598,22 @@ def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
     summary = None
     if isinstance(value, envelope.Outcome):
         summary, value = value.summary, value.result
-    if cc.target is tool:
+    # content blocks (an image, a ToolResult) stay blocks beside the envelope
+    was_content, value, blocks, meta, failed = envelope.split(value)
+    if failed is not None:
+        raise ToolError(failed, code=envelope.E_TOOL_FAILED)
+    if cc.target is tool and not was_content:
         value = tool.result_dump(value)
         # the envelope is built here, valid by construction; the tool's own value is what
         # needs checking, against the result schema inside the advertised one
         tool.check_result(value)
+    elif cc.target is tool and value is not None and not isinstance(value, str):
+        tool.check_result(value)  # a ToolResult's structured value (TL-07)
     else:
         value = _to_json(value)  # an action's own value, as JSON
-    made = cc.made = envelope.success(tool.name, cc.action, cc._cid, _ms(cc), value, summary)
+    made = cc.made = envelope.success(tool.name, cc.action, cc._cid, _ms(cc), value, summary, blocks)
+    if meta:
+        made["_meta"] = dict(meta)
     return made
 
 

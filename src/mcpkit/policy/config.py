@@ -122,11 +122,16 @@ class Policy:
         rate_limit: Any = "600/min",
         contract: bool = False,
         environ: Mapping[str, str] | None = None,
+        env_prefix: str = "MCPKIT_",
+        gate_switches: Mapping[str, str] | None = None,
         **gates: bool,
     ) -> Policy:
         """Everything on, with the environment's switches:
 
-        MCPKIT_READ_ONLY, MCPKIT_ALLOW_DESTRUCTIVE, MCPKIT_ALLOW_OPEN_WORLD (gates);
+        MCPKIT_READ_ONLY, MCPKIT_ALLOW_DESTRUCTIVE, MCPKIT_ALLOW_OPEN_WORLD (gates; another
+        prefix with ``env_prefix="GODOT_"``, or the server's own names with
+        ``gate_switches={"read_only": "READ_ONLY_MODE", "allow_destructive": "ALLOW_DANGEROUS_OPS"}``;
+        ``read_only=True`` and the like set a gate in code);
         MCPKIT_ROOT (sandbox roots, os.pathsep-separated); MCPKIT_AUDIT_LOG (the audit file;
         by default ``<first root>/.mcpkit/audit.log``, or the ``mcpkit.audit`` logger on stderr
         when there is no root); MCPKIT_RATE_LIMIT (e.g. "600/min"; "off" for none);
@@ -164,7 +169,7 @@ class Policy:
             sanitize=True,
         )
         return cls(
-            gates=Gates.from_env(env, **gates),
+            gates=Gates.from_env(env, prefix=env_prefix, names=gate_switches, **gates),
             contract=contract or env_flag("MCPKIT_CONTRACT", False, env),
             audit=audit_log,
             rate_limiter=limiter,

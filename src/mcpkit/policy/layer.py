@@ -43,7 +43,8 @@ def steps(server: Any, kind: str, item: Any) -> list[Any]:
         if any(s.contract for s in settings):
             out.append(chain.CONTRACT)
         return out
-    if kind in ("read_resource", "get_prompt") and getattr(item, "bind", None) is not None and policy is not None:
+    binds = getattr(item, "bind", None) is not None or getattr(item, "_bind", None) is not None
+    if kind in ("read_resource", "get_prompt") and binds and policy is not None:
         return [chain.SandboxStep(policy.sandbox)]
     return []
 

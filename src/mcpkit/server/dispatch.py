@@ -21,7 +21,10 @@ from ..protocol.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     McpError,
+    PromptNotFound,
+    ResourceNotFound,
     ToolError,
+    handler_error,
 )
 from ..protocol.engine import RequestReceived
 from ..protocol.revisions import Revision
@@ -473,13 +476,19 @@ def _task_after_input(
 # ---------------------------------------------------------------------- resources, prompts, completions
 
 
+#: what a resource or prompt handler raises on purpose (protocol/errors.py handler_error)
+_ON_PURPOSE = (ToolError, ResourceNotFound, PromptNotFound)
+
+
 def _invoke(
     fn: Callable[..., Any], is_async: bool, args: tuple[Any, ...], kwargs: dict[str, Any],
     finish: Callable[[Any], dict[str, Any]], ctx: Context | None, mode: str, server: Any = None,
+    on_purpose: Callable[[BaseException], McpError | None] | None = None,
 ) -> Any:
     """A user handler as its pipeline runs it. ``mode``: "outer" (no step: a coroutine, or a
     SyncCall for the session to run), "sync" (a sync chain: run it here) or "async" (an
-    awaitable; a sync handler goes to a worker thread)."""
+    awaitable; a sync handler goes to a worker thread). ``on_purpose`` turns what the handler
+    raised on purpose into its JSON-RPC error."""
     if ctx is not None and ctx._request.revision.era == "modern":
         ctx.rounds()  # a tampered requestState is refused before the handler runs (MR-06)
     if is_async:
@@ -489,6 +498,8 @@ def _invoke(
                 return finish(await fn(*args, **kwargs))
             except InputRequired:
                 return ctx.rounds().result()  # type: ignore[union-attr]
+            except _ON_PURPOSE as exc:
+                raise (on_purpose(exc) if on_purpose is not None else None) or exc from None
 
         return run()
 
@@ -497,6 +508,8 @@ def _invoke(
             return finish(fn(*args, **kwargs))
         except InputRequired:
             return ctx.rounds().result()  # type: ignore[union-attr]
+        except _ON_PURPOSE as exc:
+            raise (on_purpose(exc) if on_purpose is not None else None) or exc from None
 
     if mode == "sync":
         return call()
@@ -558,7 +571,9 @@ def _read(cc: CallContext, mode: str) -> Any:
             log.error("resources/read %s: %s", uri, exc)
             raise McpError(INTERNAL_ERROR, f"The resource handler for {uri} returned an unusable value.") from None
 
-    return _invoke(item.handler, item.is_async, (), kwargs, finish, ctx, mode, session.server)
+    rev = req.revision
+    return _invoke(item.handler, item.is_async, (), kwargs, finish, ctx, mode, session.server,
+                   lambda exc: handler_error(exc, rev.resource_not_found, uri=uri))
 
 
 def subscribe(session: ServerSession, req: RequestReceived) -> Any:
@@ -592,7 +607,14 @@ def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
 def _get_prompt(cc: CallContext, mode: str) -> Any:
     session, req, prompt = cc.session, cc.request, cc.item
     arguments = prompt.check_arguments(cc.arguments)
-    kwargs: dict[str, Any] = _bind_item(prompt, dict(arguments), f"Prompt {prompt.name!r}")
+    what = f"Prompt {prompt.name!r}"
+    try:
+        converted = prompt.convert(arguments)  # typed parameters: converted, or -32602
+    except ToolError as exc:  # a checking type (SandboxPath) refused the value
+        raise McpError(INVALID_PARAMS, f"{what}: {exc.message}", {"code": exc.code}) from None
+    except OSError as exc:
+        raise McpError(INVALID_PARAMS, f"{what}: the path cannot be checked ({exc.strerror or exc}).") from None
+    kwargs: dict[str, Any] = _bind_item(prompt, dict(converted), what)
     ctx = None
     if prompt.context_param is not None:
         ctx = kwargs[prompt.context_param] = session.context(req)
@@ -609,7 +631,8 @@ def _get_prompt(cc: CallContext, mode: str) -> Any:
             ]
         return result
 
-    return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish, ctx, mode, session.server)
+    return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish, ctx, mode, session.server,
+                   lambda exc: handler_error(exc, rev.resource_not_found))
 
 
 def complete(session: ServerSession, req: RequestReceived) -> Any:

@@ -363,6 +363,8 @@ class Server:
             self._logs_guarded = True
             policy_layer().started(self)
         if not self._warmed:
+            if self._policy is not None:
+                self._explain_policy()
             # Compile the remaining validators off the critical path, right after the
             # handshake answer went out, so the first calls do not pay for it.
             self._warmed = True
@@ -371,6 +373,37 @@ class Server:
             # Not a daemon: a process that exits while the thread is inside jsonschema-rs's native
             # code aborts at interpreter shutdown; a short compile delays exit instead.
             threading.Thread(target=self.warm_up, name="mcpkit-warm-up", daemon=False).start()
+
+    def hidden_tools(self) -> list[tuple[str, str]]:
+        """(tool or ``tool.action``, why it is hidden and the fix) for every tool and manager
+        action the policy leaves out of tools/list."""
+        gates = self.gates
+        out: list[tuple[str, str]] = []
+        for tool in self._tools.values():
+            parts = ([(f"{tool.name}.{a.name}", a.annotations, a.requires) for a in tool.actions.values()]
+                     if tool.actions is not None
+                     else [(tool.name, tool.annotations, tool.options.requires if tool.options is not None else ())])
+            for label, annotations, bridges in parts:
+                reason = gates.explain(annotations) if gates is not None else None
+                if reason is None:
+                    down = [getattr(b, "name", repr(b)) for b in bridges if not b.up]
+                    if down:
+                        reason = f"hidden while {', '.join(down)} is not connected; it comes back by itself"
+                if reason is not None:
+                    out.append((label, reason))
+        return out
+
+    def _explain_policy(self) -> None:
+        """Start-up (stderr): a policied server says what it hides and how to show it, so a
+        server never serves fewer tools than its author expects without saying why."""
+        plog = logging.getLogger("mcpkit.policy")
+        hidden = self.hidden_tools()
+        for label, reason in hidden:
+            plog.warning("%s: %s", label, reason)
+        shown = [t for t in self._tools.values() if self.tool_visible(t)]
+        if self._tools and not shown:
+            plog.warning("the policy hides all %d tool(s) of %r: this server lists none until one of the fixes "
+                         "above is applied", len(self._tools), self.name)
 
     def warm_up(self) -> None:
         """Compile every tool's validators now (idempotent), and under a policy the secret
@@ -572,36 +605,56 @@ class Server:
         description: str | None = None,
         title: str | None = None,
         annotations: dict[str, Any] | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         task: str | None = None,
         scopes: Sequence[str] = (),
+        flatten: bool = False,
         **policy: Unpack[ToolPolicyOptions],
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
 
-        The schema is listed exactly as given and is what calls are validated against. The
-        policy options are those of :meth:`tool`.
+        The schema is listed exactly as given and is what calls are validated against. A schema
+        with ``oneOf``/``anyOf``/``allOf`` at its root is refused by the Anthropic API, OpenAI and
+        Gemini (mcpkit/hosts.py): registering one warns (HostCompatibilityWarning) naming them;
+        ``flatten=True`` lists a flat copy (mcpkit.hosts.flatten) and still validates calls against
+        the schema as given. ``read_only``, ``destructive``, ``idempotent``, ``open_world``,
+        ``scopes`` and the policy options (``requires=``, ``timeout=``, ...) are those of :meth:`tool`.
         """
         options = _tool_options(policy)
         _warn_secret_parameters(name, input_schema)
+        advertised = input_schema
+        if flatten:
+            from ..hosts import flatten as flat_copy
+
+            advertised = flat_copy(input_schema)
+        else:
+            _warn_root_combinators(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
         if options is not None and options.isolation is not None:
             policy_layer().check_isolated(handler, name, "ctx" if takes_ctx else None)
         tool = Tool(
             name,
             handler,
-            input_schema=input_schema,
+            input_schema=advertised,
             output_schema=output_schema,
             description=description,
             title=title,
-            annotations=annotations,
+            annotations=annotations_from_hints(
+                annotations, read_only=read_only, destructive=destructive, idempotent=idempotent,
+                open_world=open_world,
+            ),
             icons=icons,
             meta=meta,
             context_param="ctx" if takes_ctx else None,
             task=task,
             options=options,
+            enforced_schema=input_schema if flatten else None,
         )
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -617,11 +670,16 @@ class Server:
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         scopes: Sequence[str] = (),
+        schema: str = "flat",
         **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """A manager tool: one tool with several actions (``@tool.action(...)``), each with its
-        own parameters and read-only/destructive/open-world declaration (policy/manager.py)."""
-        tool = policy_layer().manager_tool(self, name, description=description, title=title, icons=icons, meta=meta)
+        own parameters, read-only/destructive/open-world declaration, bridges, timeout and rate
+        limit (policy/manager.py). ``schema="flat"`` (default) advertises one object every host
+        accepts; ``schema="oneOf"`` the closed per-action branches. Calls are validated against
+        their action's closed branch either way."""
+        tool = policy_layer().manager_tool(self, name, description=description, title=title, icons=icons, meta=meta,
+                                           schema=schema)
         tool.options = _tool_options(policy)
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -867,14 +925,18 @@ class Server:
                     arg["description"] = prop["description"]
                 arg["required"] = arg_name in required
                 arguments.append(arg)
+            typed = any(prop.get("type") != "string" or set(prop) - {"type", "description"}
+                        for prop in props.values())
             prompt = Prompt(
                 name or func.__name__, func, arguments=arguments, title=title,
                 description=description if description is not None else function_description(func),
                 icons=icons, meta=meta, context_param=spec.context_param, completions=completions,
+                # plain str parameters take the wire's strings as they are; anything else is converted
+                schema=spec.schema if typed else None, bind=spec.bind if typed else None,
             )
             prompt.scopes = _scopes(scopes)
-            if spec.bind is not _identity_bind:
-                prompt.bind = spec.bind  # a checking type (SandboxPath) is bound as for tools
+            if not typed and spec.bind is not _identity_bind:
+                prompt.bind = spec.bind  # a checking type (SandboxPath) of a str parameter, as for tools
             if prompt.name in self._prompts and not replace:
                 raise ValueError(f"a prompt named {prompt.name!r} is already registered (pass replace=True)")
             self._prompts[prompt.name] = prompt
@@ -1102,6 +1164,30 @@ def _warn_secret_parameters(tool: str, schema: dict[str, Any]) -> None:
     props = schema.get("properties") if isinstance(schema, dict) else None
     if props:
         policy_layer().warn_secret_parameters(tool, props)
+
+
+class HostCompatibilityWarning(UserWarning):
+    """A tool's schema is one that some hosts refuse (mcpkit/hosts.py)."""
+
+
+def _warn_root_combinators(tool: str, schema: Any) -> None:
+    if not isinstance(schema, dict) or not any(k in schema for k in ("oneOf", "anyOf", "allOf", "not", "if")):
+        return
+    from ..hosts import hosts_rejecting_root, root_combinators
+
+    rejecting = hosts_rejecting_root(schema)
+    if not rejecting:
+        return
+    import warnings
+
+    from ..hosts import HOSTS
+
+    message = (f"tool {tool!r}: inputSchema has {', '.join(root_combinators(schema))} at its root, which "
+               f"{'; '.join(HOSTS[h].name for h in rejecting)} refuse (the whole session fails, not only this "
+               f"tool). Fix: pass flatten=True to list a flat copy (calls are still validated against this "
+               f"schema), or express the alternatives inside properties.")
+    log.warning("%s", message)
+    warnings.warn(message, HostCompatibilityWarning, stacklevel=3)
 
 
 def _check_cache(ttl_ms: Any, scope: Any) -> None:

@@ -77,6 +77,9 @@ class StdioServer:
         #: the most reader threads at once (each hand-off starts one; see _hand_off)
         self.max_readers = 8
         self._readers = 0
+        #: lines being dispatched right now: a request is not in the session's books until its
+        #: handler has been called, and EOF must not end the process in between (ST-07)
+        self._feeding = 0
         self.loop: Any = None  # started on first use: sync-only servers never import asyncio
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -155,8 +158,12 @@ class StdioServer:
             # nothing more can come from the client: handlers waiting for its answers stop waiting
             session.abandon_client_requests(f"the client closed the connection ({self.stop_reason})")
             session.end_listens()
-            # ST-07 / LC-09: finish and answer what is in flight, then exit.
-            if not session.wait_idle(self.drain_timeout):
+            # ST-07 / LC-09: finish and answer what is in flight, then exit: first the lines still
+            # being dispatched (a slow first call can outlive the hand-off to the reader that saw EOF)
+            deadline = time.monotonic() + self.drain_timeout
+            while self._feeding and time.monotonic() < deadline:
+                time.sleep(0.005)
+            if not session.wait_idle(max(0.0, deadline - time.monotonic())):
                 log.warning("stdio: requests still running after %.1f s; exiting anyway", self.drain_timeout)
                 session.cancel_all()
             session.flush()
@@ -230,11 +237,16 @@ class StdioServer:
                         break  # handed off: another thread reads now
                     line = lines.popleft() if lines else None
                     self._busy_since = time.monotonic() if line is not None else None
+                    if line is not None:
+                        self._feeding += 1
                 if line is not None:
                     try:
                         session.feed(line)
                     except Exception:  # noqa: BLE001 - one bad line must never end the server
                         self._internal_error()
+                    finally:
+                        with self._rlock:
+                            self._feeding -= 1
                     outbox = session.engine.outbox
                     if outbox and (len(outbox) >= 256 or len(outbox[-1].payload) >= 65536):
                         # big or many answers go out now rather than after the whole read: memory

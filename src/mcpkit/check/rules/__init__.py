@@ -5,6 +5,7 @@ from . import (  # noqa: F401 - each module registers its rules
     conformance,
     discovery,
     errors,
+    hosts,
     http,
     lifecycle,
     pagination,
