@@ -69,6 +69,7 @@ class Server:
         page_size: int | None = None,
         log_level: str = "info",
         max_workers: int | None = None,
+        max_workers_per_client: int | None = None,
         client_request_timeout: float = 300.0,
         cache_ttl_ms: int = 0,
         cache_scope: str = "public",
@@ -102,6 +103,7 @@ class Server:
         self.task_ttl_ms = task_ttl_ms
         self._tasks_manager: Any = None
         self._max_workers = max_workers
+        self._max_workers_per_client = max_workers_per_client
         self._executor: Any = None
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
@@ -269,7 +271,9 @@ class Server:
             from .workers import WorkerPool
 
             # started on demand, so a generous cap costs nothing until slow sync tools pile up
-            self._executor = WorkerPool(self._max_workers or 32)
+            # one client (principal or session) holds at most a quarter of them unless told
+            # otherwise, so it cannot starve the others (fair turns, workers.py)
+            self._executor = WorkerPool(self._max_workers or 32, max_per_key=self._max_workers_per_client)
         return self._executor
 
     def capabilities(self, rev: Revision) -> dict[str, Any]:

@@ -86,6 +86,9 @@ class ServerSession:
     principal: str | None = None
     #: the caller's verified mcpkit.auth.AccessToken on an authenticated HTTP server
     access_token: Any = None
+    #: whose share of the worker threads this session's sync calls use (server/workers.py): the
+    #: transport sets it to the principal, or to the session; None shares an uncapped turn
+    worker_key: Any = None
 
     def __init__(
         self,
@@ -236,7 +239,8 @@ class ServerSession:
             return
         with self._lock:
             self._tasks[rid] = _RUNNING_IN_WORKER
-        self.server.workers.submit(fn, lambda result, exc: self._finish(rid, result, exc, method, flush=True))
+        self.server.workers.submit(
+            fn, lambda result, exc: self._finish(rid, result, exc, method, flush=True), self.worker_key)
 
     def _run_async(self, rid: Any, method: str, coro: Any) -> None:
         import asyncio

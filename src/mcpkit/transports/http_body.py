@@ -1,0 +1,112 @@
+"""Request bodies on the HTTP app: their size cap, their read deadline, and where they are parsed.
+
+- Size: a body over ``max_body_bytes`` gets 413, whether or not it declared its length.
+- Time: a body must arrive whole within ``body_timeout`` seconds of the request's headers, or
+  the request gets 408; a client trickling a byte at a time (slowloris) cannot hold a request
+  open for ever. (Headers have their own deadline, set on the server: transports/connections.py.)
+- Place: a body larger than ``off_loop_bytes`` is parsed, validated and handed to its session
+  in a thread, never on the event loop, so a burst of large bodies does not stall every other
+  client's ping; smaller bodies keep the fast path on the loop. At most two large bodies are
+  worked on at once: more would only share the same cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .. import _json
+from ..protocol.errors import INVALID_REQUEST
+
+__all__ = ["BodyReading", "DEFAULT_BODY_TIMEOUT", "DEFAULT_OFF_LOOP_BYTES"]
+
+#: seconds a request's body may take to arrive whole
+DEFAULT_BODY_TIMEOUT = 30.0
+#: bodies larger than this are parsed off the event loop
+DEFAULT_OFF_LOOP_BYTES = 256 * 1024
+
+
+class BodyReading:
+    """The body steps of McpHttpApp (transports/http.py): it sets the three settings and
+    provides ``_plain``."""
+
+    max_body_bytes: int
+    body_timeout: float
+    off_loop_bytes: int
+    _body_pool: Any = None
+
+    async def _plain(self, send: Any, status: int, body: bytes, headers: dict[bytes, bytes],
+                     extra: list[tuple[bytes, bytes]] | None = None) -> None:
+        raise NotImplementedError
+
+    async def _read_body(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> bytes | None:
+        """The whole body, or None when it was refused (413, 408: answered here) or cut short."""
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                return await self._receive_body(receive, send, headers)
+        except TimeoutError:
+            await self._plain(send, 408, _error(
+                f"The request body did not arrive within {self.body_timeout:g} s; send it whole, promptly."),
+                headers, [(b"connection", b"close")])
+            return None
+
+    async def _receive_body(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> bytes | None:
+        limit = self.max_body_bytes
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._too_large(send, headers)
+            return None
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None  # the client left before its body arrived: nothing to run, nobody to answer
+        body = message.get("body", b"")
+        if not message.get("more_body"):
+            if len(body) > limit:
+                await self._too_large(send, headers)
+                return None
+            return body
+        chunks = [body]
+        size = len(body)
+        while message.get("more_body"):
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None  # cut short (RFC 9112 §8: an incomplete message): never run a part of it
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await self._too_large(send, headers)
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _too_large(self, send: Any, headers: dict[bytes, bytes]) -> None:
+        await self._plain(
+            send, 413,
+            _error(f"Request body too large: the limit is {self.max_body_bytes} bytes.", {"limit": self.max_body_bytes}),
+            headers,
+        )
+
+    def _is_large(self, body: bytes) -> bool:
+        return len(body) > self.off_loop_bytes
+
+    async def _off_loop(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` in one of the body threads (for large bodies only)."""
+        pool = self._body_pool
+        if pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = self._body_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mcpkit-body")
+        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+    async def _parse(self, body: bytes) -> Any:
+        """The JSON of a body (raises JSONDecodeError), parsed off the loop when it is large."""
+        if len(body) > self.off_loop_bytes:
+            return await self._off_loop(_json.loads, body)
+        return _json.loads(body)
+
+
+def _error(message: str, data: Any = None) -> bytes:
+    err: dict[str, Any] = {"code": INVALID_REQUEST, "message": message}
+    if data is not None:
+        err["data"] = data
+    return _json.dumps({"jsonrpc": "2.0", "error": err})
