@@ -352,12 +352,13 @@ def test_worker_turns_go_round_robin_and_respect_each_keys_share():
         pool.submit(job("a"), lambda r, e: finished.release(), "a")
     for _ in range(3):
         pool.submit(job("b"), lambda r, e: finished.release(), "b")
-    for _ in range(50):
+    for _ in range(500):  # a bounded wait for the four workers to start
         with lock:
             if len(order) >= 4:
                 break
         threading.Event().wait(0.02)
-    assert sorted(order[:4]) == ["a", "a", "b", "b"]  # b got its two workers although a came first
+    threading.Event().wait(0.1)  # had a fifth job (a third of a) wrongly started, it would show now
+    assert sorted(order) == ["a", "a", "b", "b"]  # b got its two workers although a came first
     gate.set()
     for _ in range(9):
         assert finished.acquire(timeout=STEP)
