@@ -150,10 +150,23 @@ def _serve(args: argparse.Namespace) -> int:
     host, port = args.http
     if args.workers > 1:
         return _serve_workers(args, host, port)
+    limits = _limits(args)
     server = load_server(args.target)
-    serve_options = {"timeout_graceful_shutdown": args.shutdown_timeout}
+    serve_options = {"timeout_graceful_shutdown": args.shutdown_timeout, "limits": limits}
     server.run("http", host=host, port=port, **serve_options, **_http_options(args, auth))
     return 0
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    """The connection limits of the serve options (transports/connections.py)."""
+    from .transports.connections import ConnectionLimits
+
+    given = {name: getattr(args, name) for name in ("header_timeout", "keep_alive_timeout", "max_connections",
+                                                     "max_header_bytes") if getattr(args, name) is not None}
+    try:
+        return ConnectionLimits(**given)
+    except ValueError as exc:
+        raise SystemExit(f"mcpkit: --{str(exc).replace('_', '-')}") from None
 
 
 def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
@@ -168,6 +181,12 @@ def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
         http_options["max_sessions"] = args.max_sessions
     if args.session_idle_timeout:
         http_options["session_idle_timeout"] = args.session_idle_timeout
+    if args.max_sessions_per_client:
+        http_options["max_sessions_per_client"] = args.max_sessions_per_client
+    if args.body_timeout is not None:
+        if not args.body_timeout > 0:
+            raise SystemExit("mcpkit: --body-timeout must be a positive number of seconds")
+        http_options["body_timeout"] = args.body_timeout
     if auth is not None:
         http_options["auth"] = auth
     return http_options
@@ -188,9 +207,10 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
     from uvicorn.supervisors import Multiprocess
 
     os.environ["MCPKIT_SERVE_ARGV"] = json.dumps(sys.argv[1:] if args.argv is None else args.argv)
-    config = uvicorn.Config("mcpkit.cli:worker_app", factory=True, host=host, port=port, workers=args.workers,
-                            log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=args.shutdown_timeout)
+    from .transports.serve import uvicorn_config
+
+    config = uvicorn_config("mcpkit.cli:worker_app", _limits(args), factory=True, host=host, port=port,
+                            workers=args.workers, timeout_graceful_shutdown=args.shutdown_timeout)
     sock = config.bind_socket()
     # The workers' connections are accepted from this socket; uvicorn makes it with protocol 0,
     # so asyncio does not switch Nagle off on them and every answer waits ~40 ms for a delayed
@@ -230,6 +250,20 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--allow-host", action="append", metavar="HOST", help="HTTP: also accept this Host (repeatable; '*' for any)")
     serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="HTTP: also accept this Origin (repeatable)")
     serve.add_argument("--max-sessions", type=int, default=None, help="HTTP: most sessions kept (default 1000)")
+    serve.add_argument("--max-sessions-per-client", type=int, default=None, metavar="N",
+                       help="HTTP: most sessions of one principal, or one address without auth (default: a tenth "
+                       "of --max-sessions); past it the client's own idle sessions end first, then 429")
+    limits = serve.add_argument_group("connection limits (HTTP only; docs/deployment.md)")
+    limits.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
+                        help="close a connection whose request headers have not arrived in time (default 10)")
+    limits.add_argument("--body-timeout", type=float, default=None, metavar="SECONDS",
+                        help="answer 408 to a request whose body has not arrived whole in time (default 30)")
+    limits.add_argument("--keep-alive-timeout", type=float, default=None, metavar="SECONDS",
+                        help="close an idle keep-alive connection after this long (default 5)")
+    limits.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="most connections served at once; past it requests get 503 (default 1000)")
+    limits.add_argument("--max-header-bytes", type=int, default=None, metavar="BYTES",
+                        help="largest request head accepted (default 65536)")
     serve.add_argument("--workers", type=int, default=1, metavar="N",
                        help="HTTP: N worker processes on one port (needs MCPKIT_STORE=redis://...)")
     serve.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
