@@ -115,7 +115,11 @@ def _auth(args: argparse.Namespace) -> Any:
         if not args.issuer or not audience:
             raise SystemExit("mcpkit: --auth jwt needs --issuer and --resource (or --audience)")
         jwks = args.jwks_uri or args.issuer.rstrip("/") + "/.well-known/jwks.json"
-        verifier = JWTVerifier(args.issuer, audience, jwks_uri=jwks)
+        types = [t.strip() for t in (args.jwt_types or "at+jwt").split(",") if t.strip()]
+        try:
+            verifier = JWTVerifier(args.issuer, audience, jwks_uri=jwks, token_types=types)
+        except ValueError as exc:
+            raise SystemExit(f"mcpkit: --jwt-types: {exc}") from None
     elif mode == "introspection":
         if not args.introspection_url:
             raise SystemExit("mcpkit: --auth introspection needs --introspection-url")
@@ -291,6 +295,9 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                       help="jwt/introspection: the expected audience (default: --resource)")
     auth.add_argument("--jwks-uri", metavar="URL", default=env("MCPKIT_AUTH_JWKS_URI"),
                       help="jwt: the signing keys (default: ISSUER/.well-known/jwks.json)")
+    auth.add_argument("--jwt-types", metavar="TYP[,TYP]", default=env("MCPKIT_AUTH_JWT_TYPES"),
+                      help="jwt: the accepted typ headers (default at+jwt, RFC 9068); add JWT for an identity "
+                      "provider that types access tokens as plain JWT")
     auth.add_argument("--introspection-url", metavar="URL", default=env("MCPKIT_AUTH_INTROSPECTION_URL"),
                       help="introspection: the RFC 7662 endpoint")
     auth.add_argument("--client-id", metavar="ID", default=env("MCPKIT_AUTH_CLIENT_ID"),
