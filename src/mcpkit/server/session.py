@@ -89,6 +89,10 @@ class ServerSession:
     #: whose share of the worker threads this session's sync calls use (server/workers.py): the
     #: transport sets it to the principal, or to the session; None shares an uncapped turn
     worker_key: Any = None
+    #: TX-07: what tasks created here are bound to besides the principal: set by transports
+    #: whose session lasts across requests (stdio, an HTTP session); None where each request
+    #: stands alone (2026-07-28 over HTTP), where the principal alone owns a task
+    task_binding: str | None = None
 
     def __init__(
         self,

@@ -121,6 +121,7 @@ class _HttpSession:
         # fair turns at the worker threads (server/workers.py): a session is one client unless
         # auth names its principal (http_auth._bind) or it has no id (then its address does)
         self.session.worker_key = session_id
+        self.session.task_binding = session_id  # TX-07; None: sessionless, the principal alone
         self.by_request: dict[Any, _Stream] = {}
         self.get_stream: _Stream | None = None
         self.streams: dict[str, _Stream] = {}

@@ -139,6 +139,7 @@ class StdioServer:
 
         session = ServerSession(self.server, self._write, inline_sync=True, loop_factory=self._get_loop)
         session.before_block = self._before_block
+        session.task_binding = os.urandom(16).hex()  # TX-07: this connection's tasks are its own
         session.on_request_done = self._request_done
         self.session = session
         previous = {}
