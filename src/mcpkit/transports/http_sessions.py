@@ -79,11 +79,29 @@ class SessionTable:
         hs.client = client
         sessions[session_id] = hs
         self.quotas.add(client, session_id)
+        self._shared_quota(client, session_id)
         return hs
 
-    def _end(self, session_id: str) -> None:
+    def _shared_quota(self, client: str, session_id: str) -> None:
+        """With shared sessions, the per-client quota counts the client's sessions in every
+        process: past it, its oldest ones end everywhere (their own client's, never another's)."""
+        claim = getattr(self.session_store, "claim", None)
+        if claim is None:
+            return
+        try:
+            over = claim(client, session_id, self.quotas.per_client, self.session_idle_timeout)
+        except Exception as exc:  # noqa: BLE001 - the store is down: this process's quota still holds
+            log.warning("could not count the sessions of %s in the shared store: %s", client, exc)
+            return
+        for old in over:
+            self._end(old, release=False)
+
+    def _end(self, session_id: str, release: bool = True) -> None:
         if self.session_store is not None:
             try:
+                hs = self.sessions.get(session_id)
+                if release and hs is not None and hs.client is not None and hasattr(self.session_store, "release"):
+                    self.session_store.release(hs.client, session_id)
                 self.session_store.delete(session_id)
                 self.server.stores.bus.publish("session", {"id": session_id, "ended": True})
             except Exception as exc:  # noqa: BLE001 - the store is down: its TTL ends it there
@@ -216,6 +234,8 @@ class SessionTable:
                 elif now - hs.synced > self._touch_every:
                     # keep the shared copy alive while this process is the one serving it
                     hs.synced = now
+                    if hs.client is not None and hasattr(self.session_store, "renew"):
+                        self.session_store.renew(hs.client, hs.id, self.session_idle_timeout)
                     if not self.session_store.touch(hs.id, self.session_idle_timeout):
                         self._forget(hs.id)  # type: ignore[arg-type]  # ended or expired elsewhere
                         hs = None
