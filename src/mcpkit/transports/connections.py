@@ -54,7 +54,11 @@ class ConnectionLimits:
 
 class HeaderDeadlineH11(H11Protocol):
     """uvicorn's h11 protocol, with a deadline on each request head (read from the config's
-    ``mcpkit_header_timeout``, set by :func:`mcpkit.transports.serve.serve_http`)."""
+    ``mcpkit_header_timeout``, set by :func:`mcpkit.transports.serve.uvicorn_config`).
+
+    The deadline runs from the connection's opening, and from the first bytes of each later
+    head; between requests uvicorn's own keep-alive timeout closes a silent connection. A head
+    that arrives whole in one read (the common case) costs one state check and no timer."""
 
     _deadline: Any = None
 
@@ -63,22 +67,22 @@ class HeaderDeadlineH11(H11Protocol):
         self._arm()
 
     def _arm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
         timeout = getattr(self.config, "mcpkit_header_timeout", ConnectionLimits.header_timeout)
         self._deadline = self.loop.call_later(timeout, self._head_overdue)
 
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is h11.IDLE:  # a head begun, not yet whole
+            if self._deadline is None and not self.transport.is_closing():
+                self._arm()
+        elif self._deadline is not None:  # the head is in: the body has the app's deadline
+            self._deadline.cancel()
+            self._deadline = None
+
     def _head_overdue(self) -> None:
         self._deadline = None
-        # IDLE: no request head has arrived whole since the connection opened or the previous
-        # response ended (a request being served is SEND_BODY or DONE, and keeps its connection)
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             self.transport.close()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._deadline is not None:
