@@ -4,6 +4,9 @@
 - Time: a body must arrive whole within ``body_timeout`` seconds of the request's headers, or
   the request gets 408; a client trickling a byte at a time (slowloris) cannot hold a request
   open for ever. (Headers have their own deadline, set on the server: transports/connections.py.)
+  One timer per app watches every body being read (a dict entry per read, not a timer per
+  request: a timer per request would cost more than parsing a small body), so a deadline
+  fires up to a quarter of ``body_timeout`` (at most 1 s) late.
 - Place: a body larger than ``off_loop_bytes`` is parsed, validated and handed to its session
   in a thread, never on the event loop, so a burst of large bodies does not stall every other
   client's ping; smaller bodies keep the fast path on the loop. At most two large bodies are
@@ -34,6 +37,11 @@ class BodyReading:
     body_timeout: float
     off_loop_bytes: int
     _body_pool: Any = None
+    #: the bodies being read (their tasks) and when each must be in; those past it, cancelled
+    _body_reads: dict[Any, float] | None = None
+    _body_overdue: set[Any] | None = None
+    _body_watch: Any = None
+    _body_watch_loop: Any = None
 
     async def _plain(self, send: Any, status: int, body: bytes, headers: dict[bytes, bytes],
                      extra: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -41,14 +49,43 @@ class BodyReading:
 
     async def _read_body(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> bytes | None:
         """The whole body, or None when it was refused (413, 408: answered here) or cut short."""
+        task = asyncio.current_task()
+        reads = self._body_reads
+        if reads is None:
+            reads = self._body_reads = {}
+            self._body_overdue = set()
+        loop = asyncio.get_running_loop()
+        reads[task] = loop.time() + self.body_timeout
+        if self._body_watch is None or self._body_watch_loop is not loop:  # (an app may outlive a loop)
+            every = min(1.0, max(0.02, self.body_timeout / 4))
+            self._body_watch_loop = loop
+            self._body_watch = loop.call_later(every, self._watch_bodies, loop, every)
         try:
-            async with asyncio.timeout(self.body_timeout):
-                return await self._receive_body(receive, send, headers)
-        except TimeoutError:
-            await self._plain(send, 408, _error(
-                f"The request body did not arrive within {self.body_timeout:g} s; send it whole, promptly."),
-                headers, [(b"connection", b"close")])
-            return None
+            return await self._receive_body(receive, send, headers)
+        except asyncio.CancelledError:
+            overdue = self._body_overdue
+            if overdue is None or task not in overdue:
+                raise  # a cancellation from elsewhere (shutdown): not ours to answer
+            overdue.discard(task)
+            task.uncancel()  # type: ignore[union-attr]
+        finally:
+            reads.pop(task, None)
+        await self._plain(send, 408, _error(
+            f"The request body did not arrive within {self.body_timeout:g} s; send it whole, promptly."),
+            headers, [(b"connection", b"close")])
+        return None
+
+    def _watch_bodies(self, loop: Any, every: float) -> None:
+        """The body timer: cancel each read past its deadline; stop while nothing is read."""
+        reads, overdue = self._body_reads, self._body_overdue
+        assert reads is not None and overdue is not None
+        now = loop.time()
+        for task, deadline in list(reads.items()):
+            if deadline <= now:
+                del reads[task]
+                overdue.add(task)
+                task.cancel()
+        self._body_watch = loop.call_later(every, self._watch_bodies, loop, every) if reads else None
 
     async def _receive_body(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> bytes | None:
         limit = self.max_body_bytes
