@@ -6,23 +6,31 @@ mcpkit imports a JSON library.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
 
 JSONDecodeError = orjson.JSONDecodeError
 
-#: nineteen digits in a row: possibly an integer beyond 64 bits, which orjson would turn into a float
-_LONG_DIGITS = re.compile(rb"\d{19}")
+#: bytes.translate table: every ASCII digit becomes 1, everything else 0, so that a run of
+#: nineteen digits (possibly an integer beyond 64 bits) is a plain substring search; this scans
+#: a MiB in well under a millisecond where a regex took tens
+_DIGITS = bytes(1 if 0x30 <= i <= 0x39 else 0 for i in range(256))
+_RUN = b"\x01" * 19
+#: 2**63: the smallest magnitude orjson can have turned from an integer into a float
+_HUGE = float(2**63)
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Decode JSON; integers beyond 64 bits stay exact integers (orjson would read them as
-    floats, so an id of 2**64 or an argument of 2**70 would silently change)."""
+    floats, so an id of 2**64 or an argument of 2**70 would silently change).
+
+    The common message pays for one orjson decode and one C-speed scan of its bytes; only a
+    message with nineteen digits in a row is walked, and only one whose decoded form really
+    holds such a float is decoded again, by the standard library, which keeps integers exact."""
     obj = orjson.loads(data)
-    raw = data.encode() if isinstance(data, str) else data
-    if len(raw) >= 19 and _LONG_DIGITS.search(raw) is not None:
+    raw = data.encode() if isinstance(data, str) else data if type(data) is bytes else bytes(data)
+    if len(raw) >= 19 and raw.translate(_DIGITS).find(_RUN) >= 0 and _has_huge_float(obj):
         import json
 
         try:
@@ -30,6 +38,24 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         except (RecursionError, ValueError):  # stdlib json nests less deeply than orjson
             return obj
     return obj
+
+
+def _has_huge_float(obj: Any) -> bool:
+    """Whether a decoded value holds a float of at least 2**63 in magnitude anywhere (what
+    orjson makes of an integer it cannot hold); iterative, so deep nesting costs no stack."""
+    stack = [obj]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        value = pop()
+        kind = type(value)
+        if kind is float:
+            if abs(value) >= _HUGE:
+                return True
+        elif kind is dict:
+            push(value.values())
+        elif kind is list:
+            push(value)
+    return False
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 

@@ -145,7 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
         # ST-02: guard fd 1 before the user's module runs, so even output at import time
         # goes to stderr
         out_fd = guard_stdout()
-        server = load_server(args.target)
+        server = _observed(load_server(args.target), args)
         options: dict[str, Any] = {}
         if args.max_message_bytes:
             options["max_message_bytes"] = args.max_message_bytes
@@ -155,7 +155,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers > 1:
         return _serve_workers(args, host, port)
     limits = _limits(args)
-    server = load_server(args.target)
+    server = _observed(load_server(args.target), args)
     serve_options = {"timeout_graceful_shutdown": args.shutdown_timeout, "limits": limits}
     server.run("http", host=host, port=port, **serve_options, **_http_options(args, auth))
     return 0
@@ -171,6 +171,22 @@ def _limits(args: argparse.Namespace) -> Any:
         return ConnectionLimits(**given)
     except ValueError as exc:
         raise SystemExit(f"mcpkit: --{str(exc).replace('_', '-')}") from None
+
+
+def _observed(server: Any, args: argparse.Namespace) -> Any:
+    """--otel: OpenTelemetry spans and metrics to the providers configured globally (by the
+    OpenTelemetry SDK or auto-instrumentation)."""
+    if args.otel:
+        try:
+            from .observe.otel import OpenTelemetry
+        except ImportError as exc:
+            raise SystemExit(f"mcpkit: {exc}") from None
+        others = getattr(server.observer, "observers", [server.observer] if server.observer else [])
+        try:
+            server.observe(*others, OpenTelemetry())
+        except ImportError as exc:
+            raise SystemExit(f"mcpkit: {exc}") from None
+    return server
 
 
 def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
@@ -193,6 +209,8 @@ def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
         http_options["body_timeout"] = args.body_timeout
     if auth is not None:
         http_options["auth"] = auth
+    if args.metrics:
+        http_options["metrics"] = True
     return http_options
 
 
@@ -232,7 +250,7 @@ def worker_app() -> Any:
     parser = _parser()
     args = parser.parse_args(json.loads(os.environ["MCPKIT_SERVE_ARGV"]))
     _policy_env(args)
-    return load_server(args.target).http_app(**_http_options(args, _auth(args)))
+    return _observed(load_server(args.target), args).http_app(**_http_options(args, _auth(args)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,6 +292,11 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                        help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
     serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
                        help="HTTP: end sessions idle this long (default 1800)")
+    serve.add_argument("--metrics", action="store_true",
+                       help="HTTP: serve Prometheus metrics at /metrics (needs prometheus-client: mcpkit[metrics])")
+    serve.add_argument("--otel", action="store_true", default=os.environ.get("MCPKIT_OTEL") == "1",
+                       help="trace and measure every request with OpenTelemetry, to the globally configured "
+                       "providers (needs opentelemetry-api: mcpkit[otel]; also MCPKIT_OTEL=1)")
     serve.add_argument("--root", action="append", metavar="DIR",
                        help="policy: a sandbox root for path parameters (repeatable; sets MCPKIT_ROOT)")
     serve.add_argument("--read-only", action="store_true",

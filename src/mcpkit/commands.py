@@ -393,6 +393,10 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="with --write: replace an entry of the same name")
     p.set_defaults(func=_config)
 
+    from .publish import add_parser as add_registry
+
+    add_registry(sub)
+
     p = sub.add_parser("check", help="check any MCP server's compliance, rule by rule (exit 1 on errors)")
     from .check.cli import add_arguments, run as run_check
 

@@ -47,3 +47,11 @@ async def job(seconds: float) -> str:
     """A job that can run as a task (tasks extension)."""
     await asyncio.sleep(seconds)
     return f"done after {seconds} s"
+
+
+@server.tool
+def whoami() -> int:
+    """The id of the process that answered: which backend a balancer chose."""
+    import os
+
+    return os.getpid()

@@ -106,6 +106,20 @@ async def test_a_stream_dropped_on_one_process_resumes_on_the_other(two, clients
     assert priming.id.rpartition("_")[0] == first.id.rpartition("_")[0]
 
 
+@pytest.mark.req("HL-14")
+@pytest.mark.asyncio
+async def test_two_processes_never_mint_the_same_stream_id_for_one_session(two, clients):
+    a, b = pair(clients, two)
+    await joined(a, b)
+    streams = set()
+    for client, rid in ((a, 301), (b, 302), (a, 303), (b, 304)):
+        reply = await client.post(call("count", {"steps": 1}, id=rid, token=f"t{rid}"))
+        event = await reply.next_event()
+        streams.add(event.id.rpartition("_")[0])
+        await reply.disconnect()
+    assert len(streams) == 4  # each POST's stream is its own, whichever process minted it
+
+
 @pytest.mark.asyncio
 async def test_a_resource_update_on_one_process_reaches_a_stream_on_the_other(two, clients):
     a, b = pair(clients, two)

@@ -2,7 +2,9 @@
 
 ``MCPKIT_TEST_REDIS=redis://host:port/db`` points the tests at a server of your own (nothing is
 started then); otherwise one ``redis-server`` is started on a free port for the whole session,
-without persistence, and stopped at the end. Without either the Redis tests are skipped. Each
+without persistence, and stopped at the end. Every store test also runs on a Redis Cluster of
+three masters (``MCPKIT_TEST_REDIS_CLUSTER``, or started by tools/start-redis-cluster.sh). Without
+a redis-server the Redis tests are skipped, except in CI (``CI`` set), where they fail. Each
 test gets a key prefix of its own (``prefix``) and its keys are deleted afterwards.
 """
 
@@ -12,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,6 +24,9 @@ import pytest
 
 REDIS_SERVER = shutil.which("redis-server")
 ENV_URL = "MCPKIT_TEST_REDIS"
+ENV_CLUSTER_URL = "MCPKIT_TEST_REDIS_CLUSTER"
+CLUSTER_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              "tools", "start-redis-cluster.sh")
 
 
 def free_port() -> int:
@@ -80,22 +86,96 @@ class RedisProcess:
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
+def plain_redis_url() -> Iterator[str]:
+    """One redis-server (not a cluster)."""
     pytest.importorskip("redis", reason="the Redis store tests need the redis package (pip install 'mcpkit[redis]')")
     url = os.environ.get(ENV_URL)
     if url:
         if not ping(url, 5.0):
             pytest.fail(f"{ENV_URL}={url} does not answer PING")
+        _URLS.append(url)
         yield url
         return
     if REDIS_SERVER is None:
-        pytest.skip(f"no Redis for the store tests: install redis-server, or set {ENV_URL}=redis://host:port/db")
+        _missing(f"no Redis for the store tests: install redis-server, or set {ENV_URL}=redis://host:port/db")
     server = RedisProcess()
     server.start()
+    _URLS.append(server.url)
     try:
         yield server.url
     finally:
         server.stop()
+
+
+def _missing(reason: str) -> None:
+    """In CI a missing component fails the test (.ci/run installs it); elsewhere it skips."""
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def cluster_url() -> Iterator[str]:
+    """A Redis Cluster of three masters: ``MCPKIT_TEST_REDIS_CLUSTER`` (as .ci/run sets it),
+    or one started here by tools/start-redis-cluster.sh and stopped at the end."""
+    pytest.importorskip("redis", reason="the Redis store tests need the redis package (pip install 'mcpkit[redis]')")
+    url = os.environ.get(ENV_CLUSTER_URL)
+    if url:
+        if not ping_cluster(url, 10.0):
+            pytest.fail(f"{ENV_CLUSTER_URL}={url} does not answer as a Redis Cluster")
+        _URLS.append(url)
+        yield url
+        return
+    if REDIS_SERVER is None or shutil.which("redis-cli") is None:
+        _missing(f"no Redis Cluster for the store tests: install redis-server, or set {ENV_CLUSTER_URL}")
+    tmp = tempfile.mkdtemp(prefix="mcpkit-cluster-")
+    env = {**os.environ, "TMPDIR": tmp}
+    started = subprocess.run(["bash", CLUSTER_SCRIPT], capture_output=True, text=True, env=env, timeout=60)
+    if started.returncode != 0:
+        pytest.fail(f"tools/start-redis-cluster.sh failed: {started.stderr[-800:]}")
+    _URLS.append(started.stdout.strip())
+    try:
+        yield started.stdout.strip()
+    finally:
+        subprocess.run(["bash", CLUSTER_SCRIPT, "--stop"], env=env, timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def ping_cluster(url: str, timeout: float) -> bool:
+    from redis.cluster import RedisCluster
+
+    from mcpkit.stores.redis_base import cluster_url as split
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client = RedisCluster.from_url(split(url)[0], socket_connect_timeout=0.5, socket_timeout=1)
+            try:
+                return bool(client.ping())
+            finally:
+                client.close()
+        except Exception:  # noqa: BLE001 - not up yet
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="session", params=["redis", "cluster"])
+def redis_url(request: pytest.FixtureRequest) -> str:
+    """Every store test runs on one redis-server and on a Redis Cluster of three masters."""
+    name = "plain_redis_url" if request.param == "redis" else "cluster_url"
+    return str(request.getfixturevalue(name))
+
+
+def sync_redis(url: str, **options: Any) -> Any:
+    """A plain client for ``url``: ``redis.Redis``, or ``RedisCluster`` for ``?cluster=1``."""
+    import redis
+    from redis.cluster import RedisCluster
+
+    from mcpkit.stores.redis_base import cluster_url as split
+
+    clean, cluster = split(url)
+    return RedisCluster.from_url(clean, **options) if cluster else redis.Redis.from_url(clean, **options)
 
 
 @pytest.fixture
@@ -112,30 +192,35 @@ def redis_process() -> Iterator[RedisProcess]:
         server.stop()
 
 
+#: the Redis URLs this session's fixtures handed out, whose keys ``prefix`` cleans up
+_URLS: list[str] = []
+
+
 @pytest.fixture
-def prefix(redis_url: str) -> Iterator[str]:
+def prefix() -> Iterator[str]:
     """A key prefix no other test uses; its keys are deleted when the test ends."""
     value = f"mcpkit-test:{uuid.uuid4().hex[:12]}:"
     yield value
     import redis
 
-    client = redis.Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=2)
-    try:
-        keys = list(client.scan_iter(match=value + "*", count=1000))
-        if keys:
-            client.delete(*keys)
-    except (redis.ConnectionError, redis.TimeoutError):
-        pass
-    finally:
-        client.close()
+    for url in _URLS:
+        try:
+            client = sync_redis(url, socket_connect_timeout=1, socket_timeout=2)
+        except redis.RedisError:
+            continue
+        try:
+            for key in list(client.scan_iter(match=value + "*", count=1000)):
+                client.delete(key)  # one at a time: on a cluster the keys live in many slots
+        except redis.RedisError:
+            pass
+        finally:
+            client.close()
 
 
 @pytest.fixture
 def rclient(redis_url: str) -> Iterator[Any]:
     """A plain synchronous client, to look at what the stores wrote."""
-    import redis
-
-    client = redis.Redis.from_url(redis_url)
+    client = sync_redis(redis_url)
     yield client
     client.close()
 

@@ -55,10 +55,10 @@ def test_from_url_reads_the_prefix_and_the_database() -> None:
 
 @pytest.mark.asyncio
 async def test_a_redis_bundle_works_end_to_end(redis_url: str, prefix: str, rclient) -> None:
-    stores = from_url(f"{redis_url}?prefix={prefix}")
+    stores = from_url(f"{redis_url}{'&' if '?' in redis_url else '?'}prefix={prefix}")
     try:
         stores.sessions.save("s1", {"logLevel": "info"}, 60)
-        assert rclient.get(f"{prefix}session:s1") == b'{"logLevel":"info"}'
+        assert rclient.get(f"{prefix}session:{{s1}}") == b'{"logLevel":"info"}'
         assert stores.rates.take("k", 1, 1.0, 0) == 0.0 and stores.rates.take("k", 1, 1.0, 0) > 0
         assert await stores.events.store("s.1", b"x") == "s.1_1"
         assert await stores.events.replay_after("s.1_0") == ("s.1", [("s.1_1", b"x")])

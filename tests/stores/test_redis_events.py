@@ -96,7 +96,7 @@ async def test_streams_are_trimmed_to_the_newest_events(redis_url: str, prefix: 
     try:
         ids = [await store.store("s.1", b"%d" % i) for i in range(6)]
         assert ids == [f"s.1_{n}" for n in range(1, 7)]
-        assert rclient.xlen(f"{prefix}ev:s.1") == 3
+        assert rclient.xlen(f"{prefix}ev:{{s}}.1") == 3
         assert await store.replay_after("s.1_1") == ("s.1", [("s.1_4", b"3"), ("s.1_5", b"4"), ("s.1_6", b"5")])
         assert await store.store("s.1", b"6") == "s.1_7"  # numbering goes on past the trimmed events
     finally:
@@ -108,14 +108,14 @@ async def test_every_write_sets_the_ttl(redis_url: str, prefix: str, rclient) ->
     short = RedisEventStore(redis_url, prefix=prefix, ttl=0.2)
     try:
         await store.store("s.1", b"a")
-        key = f"{prefix}ev:s.1"
+        key = f"{prefix}ev:{{s}}.1"
         assert 0 < rclient.pttl(key) <= 30_000
         rclient.pexpire(key, 5_000)
         await store.store("s.1", b"b")
         assert rclient.pttl(key) > 5_000  # refreshed by the write
 
         await short.store("s.2", b"a")
-        assert 0 < rclient.pttl(f"{prefix}ev:s.2") <= 200
+        assert 0 < rclient.pttl(f"{prefix}ev:{{s}}.2") <= 200
         await asyncio.sleep(0.35)
         assert await short.replay_after("s.2_0") is None  # expired
     finally:
@@ -133,7 +133,7 @@ async def test_drop_forgets_streams(redis_url: str, prefix: str, rclient) -> Non
         assert await store.replay_after("s.1_0") is None
         assert await store.replay_after("s.get_0") is None
         assert await store.replay_after("s.2_0") == ("s.2", [("s.2_1", b"x")])
-        assert not rclient.exists(f"{prefix}ev:s.1", f"{prefix}ev:s.get")
+        assert not rclient.exists(f"{prefix}ev:{{s}}.1", f"{prefix}ev:{{s}}.get")
     finally:
         await store.aclose()
 

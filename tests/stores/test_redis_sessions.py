@@ -18,12 +18,13 @@ STATE = {
 }
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def sessions(request):
     if request.param == "memory":
         yield MemorySessionStore()
         return
-    store = RedisSessionStore(request.getfixturevalue("redis_url"), prefix=request.getfixturevalue("prefix"))
+    url = request.getfixturevalue("plain_redis_url" if request.param == "redis" else "cluster_url")
+    store = RedisSessionStore(url, prefix=request.getfixturevalue("prefix"))
     yield store
     store.close()
 
@@ -70,7 +71,7 @@ def test_redis_sessions_have_a_key_expiry(redis_url: str, prefix: str, rclient) 
     store = RedisSessionStore(redis_url, prefix=prefix)
     other = RedisSessionStore(redis_url, prefix=prefix)
     store.save("s1", STATE, 60)
-    key = f"{prefix}session:s1"
+    key = f"{prefix}session:{{s1}}"
     assert 59_000 < rclient.pttl(key) <= 60_000
     assert other.load("s1") == STATE  # another process sees it
     other.touch("s1", 600)

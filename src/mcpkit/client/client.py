@@ -17,6 +17,7 @@ import contextlib
 import inspect
 import itertools
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -64,9 +65,13 @@ class Client:
         roots: list[dict[str, Any]] | Callable[[], Any] | None = None,
         on_notification: Callable[[dict[str, Any]], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         from .. import __version__
 
+        #: OpenTelemetry: where client spans go (default: the global provider); spans are made
+        #: only when OpenTelemetry is imported in this process (client/tracing.py)
+        self.tracer_provider = tracer_provider
         self.timeout = timeout
         self.requested_version = protocol_version or revisions.LATEST_HANDSHAKE
         #: True when this client speaks the 2026-07-28 envelope (no handshake)
@@ -248,6 +253,17 @@ class Client:
         return msg
 
     async def _request_once(
+        self, method: str, params: dict[str, Any] | None, *, timeout: float | None = None,
+        progress: Callable[..., Any] | None = None, cancellable: bool = True,
+    ) -> Any:
+        if "opentelemetry.trace" in sys.modules:  # something configured OpenTelemetry: trace the call
+            from .tracing import traced
+
+            return await traced(self, method, params, lambda p: self._send_request(
+                method, p, timeout=timeout, progress=progress, cancellable=cancellable))
+        return await self._send_request(method, params, timeout=timeout, progress=progress, cancellable=cancellable)
+
+    async def _send_request(
         self, method: str, params: dict[str, Any] | None, *, timeout: float | None = None,
         progress: Callable[..., Any] | None = None, cancellable: bool = True,
     ) -> Any:

@@ -100,6 +100,15 @@ class Context:
         return self._request.client_info or {}
 
     @property
+    def trace_id(self) -> str | None:
+        """The OpenTelemetry trace id (32 hex digits) this request runs under, when the server
+        is observed with mcpkit.observe.OpenTelemetry and a tracer provider is configured."""
+        from .observer import current_trace_ids
+
+        ids = current_trace_ids()
+        return ids[0] if ids else None
+
+    @property
     def client_capabilities(self) -> dict[str, Any]:
         """What the client declared: at initialize, or (2026-07-28) in this very request (MT-08)."""
         return self._request.capabilities

@@ -107,6 +107,9 @@ class Server:
         self._executor: Any = None
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
+        self._apps: set[str] = set()  # URIs of the MCP App views (server/apps.py)
+        #: what watches every request and notification (mcpkit.observe: traces, metrics); None: nothing
+        self.observer: Any = None
         self._templates: list[ResourceTemplate] = []
         self._prompts: dict[str, Prompt] = {}
         self._completer: Callable[..., Any] | None = None
@@ -292,6 +295,12 @@ class Server:
             from .tasks import EXTENSION
 
             caps["extensions"] = {EXTENSION: {}}  # TX-01; there is no v1 "tasks" capability
+        if self._apps:
+            from .apps import UI_EXTENSION
+
+            # ext-apps "Capability Negotiation": the extension travels in capabilities.extensions,
+            # which every revision's ServerCapabilities leaves open to
+            caps.setdefault("extensions", {})[UI_EXTENSION] = {}
         return caps
 
     def result_meta(self) -> dict[str, Any]:
@@ -431,9 +440,15 @@ class Server:
         task: str | None = None,
         task_after_input: bool = False,
         scopes: Sequence[str] = (),
+        ui: str | None = None,
+        ui_visibility: Sequence[str] | None = None,
         **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=...)``.
+
+        ``ui="ui://..."`` links the tool to an MCP App registered with :meth:`app`: hosts that
+        render apps show its results in that view (``_meta.ui.resourceUri``);
+        ``ui_visibility=["app"]`` keeps a tool for the view alone, hidden from the model.
 
         The inputSchema comes from the signature, the description from the
         docstring, the outputSchema from the return annotation (``structured=False``
@@ -448,6 +463,11 @@ class Server:
         the tool while that Bridge is down.
         """
         options = _tool_options(policy)
+
+        if ui is not None:
+            from .apps import tool_ui_meta
+
+            meta = {**(meta or {}), "ui": tool_ui_meta(ui, ui_visibility, name or "tool")}
 
         def deco(func: F) -> F:
             spec = input_spec(func, context_type=Context)
@@ -623,8 +643,64 @@ class Server:
     def remove_resource(self, uri: str) -> None:
         if self._resources.pop(uri, None) is None:
             raise KeyError(f"no resource {uri!r}")
+        self._apps.discard(uri)
         self.subscriptions_forget(uri)
         self._changed("resources")
+
+    def app(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        html: str | None = None,
+        connect_domains: Sequence[str] | None = None,
+        resource_domains: Sequence[str] | None = None,
+        frame_domains: Sequence[str] | None = None,
+        base_uri_domains: Sequence[str] | None = None,
+        permissions: Sequence[str] = (),
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        scopes: Sequence[str] = (),
+    ) -> Any:
+        """Register an MCP App view (SEP-1865): ``@server.app("ui://board/view")`` on a function
+        returning the HTML document, or ``server.app(uri, html=...)`` for a fixed one.
+
+        The view is a ``ui://`` resource of type ``text/html;profile=mcp-app``; the CSP origins
+        (``connect_domains`` and the rest), ``permissions`` (camera, microphone, geolocation,
+        clipboard_write), ``domain`` and ``prefers_border`` go to its ``_meta.ui``. Link tools to
+        it with ``@server.tool(ui=uri)``; the server then declares the
+        ``io.modelcontextprotocol/ui`` extension.
+        """
+        from .apps import APP_MIME_TYPE, app_reader, check_ui_uri, ui_resource_meta
+
+        check_ui_uri(uri, "server.app")
+        ui_meta = ui_resource_meta(
+            connect_domains=connect_domains, resource_domains=resource_domains, frame_domains=frame_domains,
+            base_uri_domains=base_uri_domains, permissions=permissions, domain=domain,
+            prefers_border=prefers_border,
+        )
+
+        def register(source: Any, default_name: str, doc: str | None) -> None:
+            item = self.add_resource(
+                uri, app_reader(source, ui_meta), name=name or default_name, title=title,
+                description=description if description is not None else doc,
+                mime_type=APP_MIME_TYPE, meta={"ui": ui_meta} if ui_meta else None,
+            )
+            item.context_param = None if isinstance(source, str) else _context_param(source)
+            item.scopes = _scopes(scopes)
+            self._apps.add(uri)
+
+        if html is not None:
+            register(html, uri.removeprefix("ui://"), None)
+            return None
+
+        def deco(func: F) -> F:
+            register(func, func.__name__, function_description(func))
+            return func
+
+        return deco
 
     def resource_template(
         self,
@@ -854,12 +930,27 @@ class Server:
 
     # ------------------------------------------------------------------ running
 
+    def observe(self, *observers: Any) -> None:
+        """Watch every request and notification: ``server.observe(OpenTelemetry())`` for spans
+        and metrics per the MCP semantic conventions, ``PrometheusMetrics()`` for a /metrics
+        page (mcpkit.observe). Each call replaces the previous observers; none: stop watching."""
+        if not observers:
+            self.observer = None
+        elif len(observers) == 1:
+            self.observer = observers[0]
+        else:
+            from .observer import Observers
+
+            self.observer = Observers(observers)
+
     def http_app(self, **options: Any) -> Any:
         """This server as an ASGI app: Streamable HTTP at ``/mcp`` plus legacy SSE at ``/sse``.
 
         Options (see :class:`mcpkit.transports.http.McpHttpApp`): ``path``, ``json_response``,
         ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``,
-        ``max_sessions``, ``session_idle_timeout``, ``event_store``, ``legacy_sse``, ``cors_origins``.
+        ``max_sessions``, ``session_idle_timeout``, ``event_store``, ``legacy_sse``, ``cors_origins``,
+        ``server_card`` (default on: the SEP-2127 Server Card at ``<path>/server-card`` and the
+        catalog at ``/.well-known/mcp/catalog.json``) and ``card_name`` (its reverse-DNS name).
         """
         from ..transports.http import McpHttpApp
 

@@ -128,6 +128,10 @@ class ServerSession:
         self.on_request_done: Callable[[], None] | None = None
         #: called by a handler about to block waiting for the client (the stdio reader hands off)
         self.before_block: Callable[[], None] | None = None
+        #: the transport's session id (Mcp-Session-Id over HTTP), for telemetry
+        self.session_id: str | None = None
+        #: request id -> the observer's state of it, while server.observer is set (mcpkit.observe)
+        self._observed: dict[Any, Any] = {}
 
     @property
     def loop(self) -> Any:
@@ -177,8 +181,13 @@ class ServerSession:
                 self._on_response(event)
             elif t is SessionStarted:
                 self.flush()  # the handshake answer goes out before any warm-up work starts
+                if self.server.observer is not None:
+                    self.server.observer.session_started(self, event.revision.version)
                 self.server._session_started(self)
             elif t is NotificationReceived:
+                observer = self.server.observer
+                if observer is not None:
+                    observer.notification(self, event.method, event.params)
                 self.server._on_client_notification(self, event.method, event.params)
 
     def flush(self) -> None:
@@ -206,6 +215,24 @@ class ServerSession:
     # ------------------------------------------------------------------ requests
 
     def _on_request(self, ev: RequestReceived) -> None:
+        observer = self.server.observer
+        if observer is not None:  # telemetry (mcpkit.observe): off by default, and then free
+            state = self._observed[ev.id] = observer.start(self, ev)
+            token = observer.enter(state)
+            try:
+                self._handle_request(ev)
+            finally:
+                observer.exit(state, token)
+            return
+        self._handle_request(ev)
+
+    def _answered(self, rid: Any, result: Any, error: McpError | None) -> None:
+        """An observed request got its answer (or none: cancelled)."""
+        state = self._observed.pop(rid, None)
+        if state is not None:
+            self.server.observer.end(state, result, error)  # type: ignore[union-attr]
+
+    def _handle_request(self, ev: RequestReceived) -> None:
         handler = self.server._methods.get(ev.method) if ev.method in ev.revision.methods else None
         rid = ev.id
         if handler is None:
@@ -225,6 +252,8 @@ class ServerSession:
         if t is dict:
             with self._lock:
                 self.engine.respond(rid, outcome)
+            if self._observed:
+                self._answered(rid, outcome, None)
         elif t is SyncCall:
             self._run_sync(rid, ev.method, outcome.fn)
         else:
@@ -243,6 +272,8 @@ class ServerSession:
             return
         with self._lock:
             self._tasks[rid] = _RUNNING_IN_WORKER
+        if self._observed:
+            fn = self.server.observer.bind_fn(self._observed.get(rid), fn)  # type: ignore[union-attr]
         self.server.workers.submit(
             fn, lambda result, exc: self._finish(rid, result, exc, method, flush=True), self.worker_key)
 
@@ -252,6 +283,8 @@ class ServerSession:
         if self._on_loop_thread():
             fut: Any = self.loop.create_task(coro)
         else:
+            if self._observed:  # the task is made on the loop's thread, outside this context
+                coro = self.server.observer.bind_coro(self._observed.get(rid), coro)  # type: ignore[union-attr]
             fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
         with self._lock:
             self._tasks[rid] = fut
@@ -281,6 +314,9 @@ class ServerSession:
                 self._internal_error(rid, method, exc)
             if self._idle is not None and not self._tasks and not self._inline:
                 self._idle.notify_all()
+        if self._observed:
+            self._answered(rid, result if exc is None else None, exc if isinstance(exc, McpError) else
+                           None if exc is None or _is_cancelled(exc) else McpError(INTERNAL_ERROR, "Internal error."))
         if flush:
             self._flush_soon()
         if self.on_request_done is not None:
@@ -289,14 +325,19 @@ class ServerSession:
     def _reply_error(self, rid: Any, exc: McpError, flush: bool) -> None:
         with self._lock:
             self.engine.respond_error(rid, exc)
+        if self._observed:
+            self._answered(rid, None, exc)
         if flush:
             self._flush_soon()
 
     def _internal_error(self, rid: Any, method: str, exc: BaseException | None = None) -> None:
         cid = new_correlation_id()
         log.error("internal error in %s (correlation id %s)", method, cid, exc_info=exc or True)
+        error = McpError(INTERNAL_ERROR, "Internal error.", {"correlationId": cid})
         with self._lock:
-            self.engine.respond_error(rid, McpError(INTERNAL_ERROR, "Internal error.", {"correlationId": cid}))
+            self.engine.respond_error(rid, error)
+        if self._observed:
+            self._answered(rid, None, error)
 
     def context(self, req: RequestReceived) -> Context:
         with self._lock:
@@ -473,4 +514,7 @@ class ServerSession:
         self.cancel_all()
         with self._lock:
             self.closed = True
+        observer = self.server.observer
+        if observer is not None:
+            observer.session_closed(self)
         self.server._session_closed(self)

@@ -10,11 +10,12 @@ __all__ = ["MemoryEventStore"]
 
 
 class _StreamLog:
-    __slots__ = ("events", "touched")
+    __slots__ = ("events", "expires", "touched")
 
     def __init__(self) -> None:
         self.events: deque[tuple[int, bytes]] = deque()
         self.touched = time.monotonic()
+        self.expires: float | None = None  # set by drop(..., grace=)
 
 
 class MemoryEventStore:
@@ -53,10 +54,21 @@ class MemoryEventStore:
         log = self._streams.get(stream_id)
         if log is None or not (number.isascii() and number.isdigit()):
             return None
+        if log.expires is not None and time.monotonic() >= log.expires:
+            del self._streams[stream_id]
+            return None
         after = int(number)
         return stream_id, [(f"{stream_id}_{n}", p) for n, p in log.events if n > after]
 
-    async def drop(self, stream_ids: Any) -> None:
+    async def drop(self, stream_ids: Any, grace: float = 0.0) -> None:
+        """Forget these streams: now, or ``grace`` seconds from now (see RESUME_GRACE)."""
+        if grace > 0:
+            until = time.monotonic() + grace
+            for sid in stream_ids:
+                log = self._streams.get(sid)
+                if log is not None:
+                    log.expires = until
+            return
         for sid in stream_ids:
             self._streams.pop(sid, None)
 
@@ -64,7 +76,8 @@ class MemoryEventStore:
         now = time.monotonic()
         while self._streams:
             oldest_id, oldest = next(iter(self._streams.items()))
-            if len(self._streams) > self.max_streams or now - oldest.touched > self.ttl:
+            if len(self._streams) > self.max_streams or now - oldest.touched > self.ttl \
+                    or (oldest.expires is not None and now >= oldest.expires):
                 self._streams.popitem(last=False)
             else:
                 break

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .redis_base import StoreUnavailable, process_origin, sync_client
+from .redis_base import StoreUnavailable, cluster_url, process_origin, sync_client
 from .redis_bus import Bus, MemoryBus, RedisBus
 from .redis_events import RedisEventStore
 from .redis_rates import RedisRateStore
@@ -90,7 +90,8 @@ class Stores:
 def from_url(url: str, *, origin: str | None = None) -> Stores:
     """The Redis bundle for ``redis://[:password@]host:port/db`` (``rediss://`` for TLS,
     ``unix:///path?db=N`` for a socket). ``?prefix=app:`` sets the key prefix (default
-    ``mcpkit:``); other query arguments are redis-py's. The synchronous stores and the bus share
+    ``mcpkit:``); ``?cluster=1`` means the host is a node of a Redis Cluster (keys carry hash
+    tags, so a session's keys share a slot); other query arguments are redis-py's. The synchronous stores and the bus share
     one connection pool; the event store has its own asyncio client. ``origin`` (default: this
     process's id) names this process on the bus and as the owner of its tasks.
     """
@@ -105,6 +106,8 @@ def from_url(url: str, *, origin: str | None = None) -> Stores:
         else:
             rest.append((name, value))
     clean = urlunsplit(parts._replace(query=urlencode(rest)))
+    if cluster_url(clean)[1] and ("{" in prefix or "}" in prefix):
+        raise ValueError(f"on a Redis Cluster the key prefix cannot hold braces (they are hash tags): {prefix!r}")
     client, _ = sync_client(clean, "from_url")
     events = RedisEventStore(clean, prefix=prefix)
     return Stores(

@@ -12,6 +12,7 @@ import secrets
 import socket
 from types import ModuleType
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -19,6 +20,8 @@ __all__ = [
     "LuaScript",
     "StoreUnavailable",
     "async_client",
+    "cluster_url",
+    "hash_tag",
     "down_errors",
     "process_origin",
     "require_redis",
@@ -86,15 +89,37 @@ def _is_async_client(client: Any) -> bool:
     return type(client).__module__.startswith("redis.asyncio")
 
 
+_TRUE = ("1", "true", "yes", "on")
+
+
+def cluster_url(url: str) -> tuple[str, bool]:
+    """``(url, is_cluster)``: a URL's ``cluster=1`` query argument taken out and reported.
+
+    ``redis://host:port/0?cluster=1`` names any node of a Redis Cluster; the client learns the
+    others from it (CLUSTER SLOTS) and sends each command to the node that owns its key."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    flags = [value for name, value in query if name == "cluster"]
+    if not flags:
+        return url, False
+    rest = [(name, value) for name, value in query if name != "cluster"]
+    return urlunsplit(parts._replace(query=urlencode(rest))), flags[-1].lower() in _TRUE
+
+
 def sync_client(client_or_url: Any, what: str) -> tuple[Any, bool]:
-    """``(client, owned)``: a ``redis.Redis`` built from a URL (owned: ours to close), or the
-    client given (not ours)."""
+    """``(client, owned)``: a ``redis.Redis`` (or, with ``?cluster=1``, a ``RedisCluster``)
+    built from a URL (owned: ours to close), or the client given (not ours)."""
     redis = require_redis()
     if isinstance(client_or_url, str):
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
-        return redis.Redis.from_url(client_or_url, **_options(Retry, NoBackoff)), True
+        url, cluster = cluster_url(client_or_url)
+        if cluster:
+            from redis.cluster import RedisCluster
+
+            return RedisCluster.from_url(url, **_options(Retry, NoBackoff)), True
+        return redis.Redis.from_url(url, **_options(Retry, NoBackoff)), True
     if _is_async_client(client_or_url):
         raise TypeError(f"{what} is synchronous: give it a redis.Redis client or a URL, not a redis.asyncio client")
     _check_decoding(client_or_url, what)
@@ -109,11 +134,23 @@ def async_client(client_or_url: Any, what: str) -> tuple[Any, bool]:
         from redis.asyncio.retry import Retry
         from redis.backoff import NoBackoff
 
-        return redis.asyncio.Redis.from_url(client_or_url, **_options(Retry, NoBackoff)), True
+        url, cluster = cluster_url(client_or_url)
+        if cluster:
+            from redis.asyncio.cluster import RedisCluster
+
+            return RedisCluster.from_url(url, **_options(Retry, NoBackoff)), True
+        return redis.asyncio.Redis.from_url(url, **_options(Retry, NoBackoff)), True
     if not _is_async_client(client_or_url):
         raise TypeError(f"{what} is asynchronous: give it a redis.asyncio.Redis client or a URL")
     _check_decoding(client_or_url, what)
     return client_or_url, False
+
+
+def hash_tag(value: str) -> str:
+    """``value`` as a Redis Cluster hash tag: keys that carry the same tag live in one slot, so
+    a session's record and its event streams sit on one shard (and multi-key commands on them
+    stay legal). Braces inside the value would end the tag early: they are replaced."""
+    return "{" + value.replace("{", "(").replace("}", ")") + "}"
 
 
 _origin: tuple[int, str] | None = None

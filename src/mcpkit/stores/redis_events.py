@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .redis_base import LuaScript, async_client, down_errors, unavailable
+from .redis_base import LuaScript, async_client, down_errors, hash_tag, unavailable
 
 __all__ = ["RedisEventStore"]
 
@@ -33,7 +33,7 @@ _MAX_SEQ = 2**64 - 1
 class RedisEventStore:
     """The Redis counterpart of :class:`~mcpkit.stores.memory.MemoryEventStore` (async).
 
-    Each SSE stream is a Redis Stream at ``{prefix}ev:{stream_id}``. Event ids are
+    Each SSE stream is a Redis Stream at ``{prefix}ev:{{session}}.n`` (the session id as hash tag). Event ids are
     ``<stream_id>_<n>`` like the memory store's, ``n`` counting up per stream whichever process
     wrote the event, so a client may resume with ``Last-Event-ID`` on any worker. A stream keeps
     its last ``max_events_per_stream`` events, and its key expires ``ttl`` seconds after the last
@@ -65,7 +65,12 @@ class RedisEventStore:
         self._ttl_ms = max(1, int(self.ttl * 1000))
 
     def key(self, stream_id: str) -> str:
-        return f"{self.prefix}ev:{stream_id}"
+        # ``<session id>.<n>``: the session id is the key's hash tag, so on a Redis Cluster a
+        # session's streams share a slot with each other and with the session's record
+        session, dot, n = stream_id.rpartition(".")
+        if not dot:
+            return f"{self.prefix}ev:{hash_tag(stream_id)}"
+        return f"{self.prefix}ev:{hash_tag(session)}.{n}"
 
     async def store(self, stream_id: str, payload: bytes) -> str:
         try:
@@ -98,11 +103,17 @@ class RedisEventStore:
             events.append((f"{stream_id}_{seq}", fields[b"p"]))
         return stream_id, events
 
-    async def drop(self, stream_ids: Iterable[str]) -> None:
+    async def drop(self, stream_ids: Iterable[str], grace: float = 0.0) -> None:
+        """Forget these streams: now, or ``grace`` seconds from now (see RESUME_GRACE)."""
         keys = [self.key(sid) for sid in stream_ids]
         if not keys:
             return
         try:
+            if grace > 0:
+                ms = max(1, int(grace * 1000))
+                for key in keys:  # PEXPIRE is one key a command; on a cluster they may differ in slot
+                    await self._client.pexpire(key, ms)
+                return
             await self._client.delete(*keys)
         except self._down as exc:
             raise unavailable("dropping SSE streams", exc) from exc

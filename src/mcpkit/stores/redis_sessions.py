@@ -15,7 +15,7 @@ from collections import OrderedDict
 from typing import Any, Protocol
 
 from .. import _json
-from .redis_base import LuaScript, down_errors, sync_client, unavailable
+from .redis_base import LuaScript, down_errors, hash_tag, sync_client, unavailable
 
 __all__ = ["MemorySessionStore", "RedisSessionStore", "SessionStore"]
 
@@ -133,7 +133,7 @@ class MemorySessionStore:
 
 
 class RedisSessionStore:
-    """Sessions in Redis, at ``{prefix}session:{session_id}`` (JSON, with a key expiry of ``ttl``),
+    """Sessions in Redis, at ``{prefix}session:{{session_id}}`` (JSON, with a key expiry of ``ttl``),
     so any process can serve any session. Redis being unreachable raises
     :class:`~mcpkit.stores.redis_base.StoreUnavailable`."""
 
@@ -143,7 +143,8 @@ class RedisSessionStore:
         self.prefix = prefix
 
     def key(self, session_id: str) -> str:
-        return f"{self.prefix}session:{session_id}"
+        # the session id as hash tag: one slot for the record and the session's event streams
+        return f"{self.prefix}session:{hash_tag(session_id)}"
 
     def save(self, session_id: str, state: dict[str, Any], ttl: float) -> None:
         data, ms = _encode(state), _ttl_ms(ttl)
@@ -173,7 +174,7 @@ class RedisSessionStore:
             raise unavailable("deleting a session", exc) from exc
 
     def client_key(self, client: str) -> str:
-        return f"{self.prefix}client:{client}"
+        return f"{self.prefix}client:{hash_tag(client)}"
 
     def claim(self, client: str, session_id: str, limit: int, ttl: float) -> list[str]:
         """Count ``session_id`` against ``client``'s quota in every process; returns the ids of

@@ -55,6 +55,9 @@ _SSE_HEADERS = [
 ]
 _JSON = (b"content-type", b"application/json")
 _END = None
+#: seconds a stream's events stay resumable after it was delivered to its end (HL-14): behind a
+#: reverse proxy the server cannot tell that the proxy, not the client, read the end
+RESUME_GRACE = 30.0
 _DISCONNECTED = object()
 
 
@@ -122,6 +125,7 @@ class _HttpSession:
         # auth names its principal (http_auth._bind) or it has no id (then its address does)
         self.session.worker_key = session_id
         self.session.task_binding = session_id  # TX-07; None: sessionless, the principal alone
+        self.session.session_id = session_id
         self.by_request: dict[Any, _Stream] = {}
         self.get_stream: _Stream | None = None
         self.streams: dict[str, _Stream] = {}
@@ -132,12 +136,19 @@ class _HttpSession:
         self.shared_state: dict[str, Any] | None = None  # shared stores: what was saved last
         self.synced = 0.0  # shared stores: when the stored copy was last saved or touched
         self._seq = 0
+        # this process's copy of the session numbers its streams with a tag of its own: with
+        # shared stores, other processes serve the same session and must never mint the same
+        # stream id (one stream's events would be replayed as another's, HL-14)
+        self._tag = os.urandom(3).hex()
         self.closed = False
 
+    def stream_ids(self) -> list[str]:
+        """Every stream id this copy of the session minted, and the GET stream's."""
+        return [f"{self.id}.{self._tag}{n}" for n in range(1, self._seq + 1)] + [f"{self.id}.get"]
 
     def next_stream_id(self) -> str:
         self._seq += 1
-        return f"{self.id or 'x'}.{self._seq}"
+        return f"{self.id or 'x'}.{self._tag}{self._seq}"
 
     def _send(self, messages: list[Outgoing]) -> None:
         # called under the session lock, possibly from a worker thread
@@ -218,8 +229,21 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         messages_path: str = "/messages/",
         cors_origins: list[str] | None = None,
         auth: Any = None,
+        server_card: bool = True,
+        card_name: str | None = None,
+        metrics: Any = None,
     ) -> None:
         self.server = server
+        #: --metrics: a mcpkit.observe.PrometheusMetrics whose page GET /metrics serves
+        self.metrics = None
+        if metrics:
+            from ..observe.metrics import PrometheusMetrics
+
+            self.metrics = (metrics if isinstance(metrics, PrometheusMetrics) else PrometheusMetrics()).attach(server)
+        #: SEP-2127: the Server Card at <path>/server-card and the MCP Catalog (transports/discovery.py)
+        self.card_name = card_name
+        self._discovery = {path.rstrip("/") + "/server-card": "card",
+                           "/.well-known/mcp/catalog.json": "catalog"} if server_card else {}
         #: a mcpkit.auth.ResourceServer: every MCP request must carry a valid bearer token
         self.auth = auth
         self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
@@ -316,6 +340,20 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
             await self._plain(send, 400, _error_body(
                 INVALID_REQUEST, f"The {twice} header was sent more than once; send it once."), {})
             return
+        if self.metrics is not None and scope["path"] == "/metrics" and scope["method"] == "GET":
+            await self._metrics_page(send, headers)
+            return
+        which = self._discovery.get(scope["path"]) if self._discovery else None
+        if which is not None and scope["method"] == "GET":
+            # public metadata for any origin and without a token; the Host guard still applies
+            host = headers.get(b"host", b"").decode("latin-1")
+            if not self.guard.host_allowed(host):
+                await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
+                return
+            from .discovery import serve
+
+            await serve(self, scope, send, headers, which)
+            return
         refused = self.guard.refusal(headers)
         if refused is not None:
             await self._plain(send, 403, _error_body(INVALID_REQUEST, refused), headers)
@@ -329,6 +367,19 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
             await self._authenticated(scope, receive, send, headers, path, method)
             return
         await self._route(scope, receive, send, headers, path, method)
+
+    async def _metrics_page(self, send: Any, headers: dict[bytes, bytes]) -> None:
+        """Prometheus text for a scraper: behind the Host guard like everything else."""
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self.guard.host_allowed(host):
+            await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
+            return
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        body = self.metrics.render()  # type: ignore[union-attr]
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", CONTENT_TYPE_LATEST.encode())]})
+        await send({"type": "http.response.body", "body": body})
 
     async def _route(
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes], path: str, method: str
@@ -637,8 +688,10 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
             if not gone.is_set():
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 if ended and store is not None:
-                    # delivered to the end on a live connection: nothing left to resume
-                    await self._drop_events(store, [stream.id])
+                    # delivered to the end on a live connection: nothing left to resume, unless
+                    # a reverse proxy read it for a client that had gone (HAProxy and nginx
+                    # drain an answer whatever the client does): kept RESUME_GRACE more seconds
+                    await self._drop_events(store, [stream.id], RESUME_GRACE)
         except OSError:
             pass  # the client went away mid-write; the stream stays resumable
         finally:
@@ -653,9 +706,9 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
                 asyncio.ensure_future(self._drain_to_store(hs, stream, store))
 
     @staticmethod
-    async def _drop_events(store: Any, stream_ids: list[str]) -> None:
+    async def _drop_events(store: Any, stream_ids: list[str], grace: float = 0.0) -> None:
         try:
-            await store.drop(stream_ids)
+            await store.drop(stream_ids, grace) if grace else await store.drop(stream_ids)
         except Exception as exc:  # noqa: BLE001 - a shared store that is down: the TTL drops them
             log.warning("event store unavailable; old events expire by themselves: %s", exc)
 

@@ -109,7 +109,7 @@ class SessionTable:
         hs = self.sessions.pop(session_id, None)
         self.quotas.remove(session_id)
         if hs is not None:
-            stream_ids = [f"{session_id}.{n}" for n in range(1, hs._seq + 1)] + [f"{session_id}.get"]
+            stream_ids = hs.stream_ids()
             hs.close()
             if self.loop is not None:
                 self.loop.create_task(self._drop_events(self.event_store, stream_ids))

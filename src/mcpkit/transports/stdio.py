@@ -127,7 +127,8 @@ class StdioServer:
         """Called under the session lock: write the messages, in order, as lines."""
         if self._broken:
             return
-        data = b"\n".join([m.payload for m in messages]) + b"\n"
+        # one copy of the payloads, not two (a join, then a concatenation for the last newline)
+        data = b"\n".join([*[m.payload for m in messages], b""])
         view = memoryview(data)
         try:
             while view:
@@ -345,11 +346,15 @@ class StdioServer:
         limit = self.max_message_bytes
         with self._rlock:
             buf = self._partial
-            buf += chunk
             start = 0
+            # the held part has no newline: look only at what arrived, or a line of many chunks
+            # is searched again from its start on every read
+            scan = len(buf)
+            buf += chunk
             lines = self._lines
             while True:
-                nl = buf.find(b"\n", start)
+                nl = buf.find(b"\n", scan)
+                scan = nl + 1
                 if nl < 0:
                     break
                 if self._discarding:

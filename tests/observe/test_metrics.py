@@ -1,0 +1,64 @@
+"""--metrics: Prometheus text at /metrics whose numbers move with traffic."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+
+import pytest
+
+from tests.test_http import clients, start_server, stop_server  # noqa: F401 - clients is a fixture
+
+pytest.importorskip("prometheus_client", reason="the metrics tests need prometheus-client (the dev extra)")
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        assert reply.headers["content-type"].startswith("text/plain")
+        return reply.read().decode()
+
+
+def value(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split(" ")[0]))
+        if all(found.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+@pytest.mark.asyncio
+async def test_serve_metrics_is_scraped_and_moves_with_traffic(clients):
+    proc, port = start_server("--metrics")
+    try:
+        before = scrape(port)
+        assert "mcp_server_requests_total" in before or "# HELP mcp_server_requests" in before
+        client = clients.tcp(port)
+        await client.initialize()
+        for i in range(3):
+            await client.tool("add", {"a": i, "b": 1})
+        await client.tool("test_error_handling", {})
+        after = scrape(port)
+        assert value(after, "mcp_server_requests_total", method="tools/call", tool="add", outcome="ok") == 3
+        assert value(after, "mcp_server_requests_total", method="tools/call", tool="test_error_handling",
+                     outcome="tool_error") == 1
+        assert value(after, "mcp_server_operation_duration_seconds_count", method="tools/call") == 4
+        assert value(after, "mcp_server_active_sessions") == 1
+        assert (await client.delete()).status == 200
+        assert value(scrape(port), "mcp_server_active_sessions") == 0
+    finally:
+        assert "Traceback" not in stop_server(proc)
+
+
+def test_the_metrics_page_keeps_the_host_guard():
+    import asyncio
+
+    from mcpkit import Server
+    from tests.test_http import AsgiDriver
+
+    async def go() -> int:
+        reply = await AsgiDriver(Server("s").http_app(metrics=True)).open("GET", "/metrics", {"host": "evil.example"})
+        return reply.status
+
+    assert asyncio.run(go()) == 403
