@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from .. import _json
@@ -27,12 +28,14 @@ __all__ = ["BodyReading", "DEFAULT_BODY_TIMEOUT", "DEFAULT_OFF_LOOP_BYTES"]
 DEFAULT_BODY_TIMEOUT = 30.0
 #: bodies larger than this are parsed off the event loop
 DEFAULT_OFF_LOOP_BYTES = 256 * 1024
+_monotonic = time.monotonic
 
 
 class BodyReading:
     """The body steps of McpHttpApp (transports/http.py): it sets the three settings and
     provides ``_plain``."""
 
+    loop: Any
     max_body_bytes: int
     body_timeout: float
     off_loop_bytes: int
@@ -49,19 +52,33 @@ class BodyReading:
 
     async def _read_body(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> bytes | None:
         """The whole body, or None when it was refused (413, 408: answered here) or cut short."""
+        limit = self.max_body_bytes
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._too_large(send, headers)
+            return None
         task = asyncio.current_task()
         reads = self._body_reads
         if reads is None:
             reads = self._body_reads = {}
             self._body_overdue = set()
-        loop = asyncio.get_running_loop()
-        reads[task] = loop.time() + self.body_timeout
+        reads[task] = _monotonic() + self.body_timeout
+        loop = self.loop  # the running loop: the app sets it on every request
         if self._body_watch is None or self._body_watch_loop is not loop:  # (an app may outlive a loop)
             every = min(1.0, max(0.02, self.body_timeout / 4))
             self._body_watch_loop = loop
             self._body_watch = loop.call_later(every, self._watch_bodies, loop, every)
         try:
-            return await self._receive_body(receive, send, headers)
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None  # the client left before its body arrived: nothing to run, nobody to answer
+            body = message.get("body", b"")
+            if not message.get("more_body"):  # the fast path: the body came whole with its head
+                if len(body) > limit:
+                    await self._too_large(send, headers)
+                    return None
+                return body
+            return await self._rest_of_body(receive, send, headers, body)
         except asyncio.CancelledError:
             overdue = self._body_overdue
             if overdue is None or task not in overdue:
@@ -79,32 +96,20 @@ class BodyReading:
         """The body timer: cancel each read past its deadline; stop while nothing is read."""
         reads, overdue = self._body_reads, self._body_overdue
         assert reads is not None and overdue is not None
-        now = loop.time()
+        now = _monotonic()
         for task, deadline in list(reads.items()):
             if deadline <= now:
-                del reads[task]
+                del reads[task]  # cancelled once only
                 overdue.add(task)
                 task.cancel()
         self._body_watch = loop.call_later(every, self._watch_bodies, loop, every) if reads else None
 
-    async def _receive_body(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> bytes | None:
+    async def _rest_of_body(self, receive: Any, send: Any, headers: dict[bytes, bytes], first: bytes) -> bytes | None:
         limit = self.max_body_bytes
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._too_large(send, headers)
-            return None
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None  # the client left before its body arrived: nothing to run, nobody to answer
-        body = message.get("body", b"")
-        if not message.get("more_body"):
-            if len(body) > limit:
-                await self._too_large(send, headers)
-                return None
-            return body
-        chunks = [body]
-        size = len(body)
-        while message.get("more_body"):
+        chunks = [first]
+        size = len(first)
+        more = True
+        while more:
             message = await receive()
             if message["type"] == "http.disconnect":
                 return None  # cut short (RFC 9112 §8: an incomplete message): never run a part of it
@@ -114,6 +119,7 @@ class BodyReading:
                 await self._too_large(send, headers)
                 return None
             chunks.append(chunk)
+            more = message.get("more_body", False)
         return b"".join(chunks)
 
     async def _too_large(self, send: Any, headers: dict[bytes, bytes]) -> None:

@@ -62,6 +62,10 @@ class HostGuard:
         origins = {o.rstrip("/").lower() for o in (allowed_origins or ())}
         self.any_origin = "*" in origins
         self.origins = origins - {"*"}
+        # verdicts by raw header value: a client sends the same Host and Origin every time, so
+        # the common case is one dict lookup (bounded: odd values sent on purpose cannot grow it)
+        self._hosts_seen: dict[bytes, bool] = {}
+        self._origins_seen: dict[bytes, bool] = {}
 
     def host_allowed(self, host: str) -> bool:
         return self.any_host or host.lower() in self.hosts or hostname(host) in self.hosts
@@ -76,12 +80,25 @@ class HostGuard:
 
     def refusal(self, headers: dict[bytes, bytes]) -> str | None:
         """HS-01/HS-02: why this request's Host or Origin may not be served (None: it may)."""
-        host = headers.get(b"host", b"").decode("latin-1")
-        if not self.host_allowed(host):
-            return f"Host {host!r} is not allowed; configure allowed_hosts to serve it."
+        raw = headers.get(b"host", b"")
+        ok = self._hosts_seen.get(raw)
+        if ok is None:
+            ok = _remember(self._hosts_seen, raw, self.host_allowed(raw.decode("latin-1")))
+        if not ok:
+            return f"Host {raw.decode('latin-1')!r} is not allowed; configure allowed_hosts to serve it."
         origin = headers.get(b"origin")
         if origin is not None:
             text = origin.decode("latin-1").strip().rstrip("/").lower()
-            if not self.origin_allowed(text):
+            ok = self._origins_seen.get(origin)
+            if ok is None:
+                ok = _remember(self._origins_seen, origin, self.origin_allowed(text))
+            if not ok:
                 return f"Origin {text!r} is not allowed; configure allowed_origins to serve it."
         return None
+
+
+def _remember(seen: dict[bytes, bool], raw: bytes, verdict: bool) -> bool:
+    if len(seen) >= 256:
+        seen.clear()
+    seen[raw] = verdict
+    return verdict
