@@ -947,8 +947,9 @@ class Server:
         """This server as an ASGI app: Streamable HTTP at ``/mcp`` plus legacy SSE at ``/sse``.
 
         Options (see :class:`mcpkit.transports.http.McpHttpApp`): ``path``, ``json_response``,
-        ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``,
-        ``max_sessions``, ``session_idle_timeout``, ``event_store``, ``legacy_sse``, ``cors_origins``,
+        ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``, ``body_timeout``,
+        ``off_loop_bytes``, ``max_sessions``, ``max_sessions_per_client``, ``session_idle_timeout``,
+        ``event_store``, ``legacy_sse``, ``cors_origins``,
         ``server_card`` (default on: the SEP-2127 Server Card at ``<path>/server-card`` and the
         catalog at ``/.well-known/mcp/catalog.json``) and ``card_name`` (its reverse-DNS name).
         """
