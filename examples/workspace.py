@@ -13,7 +13,12 @@ Every guard rail of mcpkit.policy is on:
 - an audit trail in ``<root>/.mcpkit/audit.log``, secrets redacted;
 - rate limits (600 calls a minute, 60 writes a minute), timeouts, size limits, terminal
   escape sequences stripped from what the tools return;
-- paths confined to the root (``SandboxPath``): ``..`` and symlinks that lead out are refused;
+- paths confined to the root (``SandboxPath``): ``..`` and symlinks that lead out are refused,
+  glob patterns cannot climb out, hard links are refused, and every file operation goes through
+  directory descriptors (O_NOFOLLOW), so swapping a directory for a symlink mid-call fails closed;
+- ``search`` with ``regex=true`` uses RE2, a linear-time engine (``pip install mcpkit[regex]``):
+  no pattern can make it backtrack for hours; and it runs in a worker process
+  (``isolation="process"``) that is killed at its 10 s deadline whatever it is doing;
 - ``files``, a manager tool with one action per operation;
 - ``open_in_editor``, which needs an editor plugin listening on a Unix socket
   (``MCPKIT_EDITOR_SOCKET``, default ``<root>/.mcpkit/editor.sock``): it is listed only while
@@ -23,7 +28,6 @@ Every guard rail of mcpkit.policy is on:
 from __future__ import annotations
 
 import os
-import re
 import socket
 import sys
 from dataclasses import dataclass
@@ -94,29 +98,22 @@ def list_files(path: SandboxPath = Path("."), pattern: str = "*", recursive: boo
 
     Args:
         path: the directory, relative to the project root.
-        pattern: a glob on the entry name, e.g. "*.py".
+        pattern: a glob on the entry name, e.g. "*.py" (relative; ".." is refused).
         recursive: descend into subdirectories.
     """
     if not path.is_dir():
         raise ToolError(f"{policy.sandbox.relative(path)!r} is not a directory.", code="E_NOT_FOUND",
                         suggested_fix="List its parent directory to see what exists.")
+    # a SandboxPath globs through the sandbox: the pattern cannot climb out, results stay inside
     entries = path.rglob(pattern) if recursive else path.glob(pattern)
     out = []
-    for entry in sorted(entries):
-        if _hidden(entry) or (entry.is_symlink() and not _inside(entry)):
-            continue
+    for entry in entries:
+        if _hidden(entry) or (entry.is_symlink() and not entry.exists()):
+            continue  # the audit trail, and links that lead outside (or nowhere)
         out.append(_info(entry))
         if len(out) >= MAX_LIST:
             break
     return out
-
-
-def _inside(path: Path) -> bool:
-    try:
-        policy.sandbox.resolve(str(path))
-        return True
-    except ToolError:
-        return False
 
 
 @server.tool(read_only=True, open_world=False, max_result_bytes=MAX_READ + 4_000)
@@ -127,30 +124,52 @@ def read_file(path: SandboxPath) -> str:
     if not path.is_file():
         raise ToolError(f"{policy.sandbox.relative(path)!r} is not a file.", code="E_NOT_FOUND",
                         suggested_fix="List the directory to see which files exist.")
-    with policy.sandbox.open(path, "rb") as fh:
-        data = fh.read(MAX_READ + 1)
+    data = policy.sandbox.read_bytes(path, MAX_READ + 1)
     text = data[:MAX_READ].decode("utf-8", errors="replace")
     if len(data) > MAX_READ:
         text += f"\n[... truncated at {MAX_READ} bytes]"
     return text
 
 
-@server.tool(read_only=True, open_world=False, timeout=10.0)
+MAX_PATTERN = 1_000
+
+
+def _matcher(query: str, regex: bool):  # type: ignore[no-untyped-def]
+    """A line predicate. Regular expressions run on RE2, whose matching time is linear in the
+    text whatever the pattern: Python's re backtracks, and a pattern like (\\w+\\s?)*$ on a
+    long identifier would run for hours."""
+    if not regex:
+        return lambda line: query in line
+    if len(query) > MAX_PATTERN:
+        raise ToolError(f"The regular expression is longer than {MAX_PATTERN} characters.",
+                        code="E_SCHEMA_VALIDATION", suggested_fix="Use a shorter pattern.")
+    try:
+        import re2  # google-re2: mcpkit[regex]
+    except ImportError:
+        raise ToolError("Regular-expression search is not available on this server: it needs the "
+                        "linear-time RE2 engine.", code="E_UNSUPPORTED",
+                        suggested_fix="Search with regex=false, or ask the operator to install "
+                                      "mcpkit[regex] (google-re2).") from None
+    try:
+        return re2.compile(query).search
+    except re2.error as exc:
+        raise ToolError(f"Invalid regular expression: {exc}.", code="E_SCHEMA_VALIDATION",
+                        suggested_fix="RE2 syntax has no backreferences or lookaround; escape special "
+                                      "characters, or search with regex=false.") from None
+
+
+@server.tool(read_only=True, open_world=False, timeout=10.0, isolation="process")
 def search(query: str, path: SandboxPath = Path("."), regex: bool = False, max_results: int = 100) -> list[Match]:
     """Find lines containing ``query`` in the project's text files.
 
     Args:
-        query: the text (or, with regex=true, the Python regular expression) to find.
+        query: the text (or, with regex=true, the RE2 regular expression) to find.
         path: where to look, a file or a directory.
-        regex: treat query as a regular expression.
+        regex: treat query as a regular expression (RE2 syntax).
         max_results: stop after this many matches.
     """
-    try:
-        needle = re.compile(query if regex else re.escape(query))
-    except re.error as exc:
-        raise ToolError(f"Invalid regular expression: {exc}.", code="E_SCHEMA_VALIDATION",
-                        suggested_fix="Escape special characters, or search with regex=false.") from None
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    matches = _matcher(query, regex)
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
     found: list[Match] = []
     for file in files:
         if _hidden(file):
@@ -158,12 +177,12 @@ def search(query: str, path: SandboxPath = Path("."), regex: bool = False, max_r
         try:
             with file.open("r", encoding="utf-8", errors="strict") as fh:
                 for number, line in enumerate(fh, 1):
-                    if needle.search(line):
+                    if matches(line):
                         found.append(Match(policy.sandbox.relative(file), number, line.rstrip("\n")[:300]))
                         if len(found) >= max_results:
                             return found
-        except (UnicodeDecodeError, OSError):
-            continue  # binary or unreadable: not a text file to search
+        except (UnicodeDecodeError, OSError, ToolError):
+            continue  # binary, unreadable, a hard link or raced away: not a text file to search
     return found
 
 
@@ -179,14 +198,16 @@ def write_file(path: SandboxPath, content: str) -> Outcome:
 def _write(path: Path, content: str, overwrite: bool) -> FileInfo:
     if _hidden(path):
         raise ToolError("That location is reserved for the server.", code="E_PERMISSION_DENIED")
-    if path.exists() and not overwrite:
-        raise ToolError(f"{policy.sandbox.relative(path)!r} already exists.", code="E_PERMISSION_DENIED",
-                        suggested_fix="Choose another name, or use files with action=write and overwrite=true.")
     if path.is_dir():
         raise ToolError(f"{policy.sandbox.relative(path)!r} is a directory.", code="E_UNSUPPORTED")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with policy.sandbox.open(path, "w", encoding="utf-8") as fh:
-        fh.write(content)
+    try:
+        # "x" creates or fails, atomically: no check-then-write window
+        with path.open("w" if overwrite else "x", encoding="utf-8") as fh:
+            fh.write(content)
+    except FileExistsError:
+        raise ToolError(f"{policy.sandbox.relative(path)!r} already exists.", code="E_PERMISSION_DENIED",
+                        suggested_fix="Choose another name, or use files with action=write and overwrite=true.") from None
     return _info(path)
 
 
@@ -195,14 +216,14 @@ def move(source: ExistingSandboxPath, destination: SandboxPath) -> FileInfo:
     """Move or rename a file or directory; refuses to replace an existing destination."""
     if _hidden(source) or _hidden(destination):
         raise ToolError("That location is reserved for the server.", code="E_PERMISSION_DENIED")
-    if destination.exists():
+    if destination.exists() or destination.is_symlink():
         raise ToolError(f"{policy.sandbox.relative(destination)!r} already exists.", code="E_PERMISSION_DENIED",
                         suggested_fix="Move to a new name, or delete the destination first.")
     if source == ROOT:
         raise ToolError("The project root cannot be moved.", code="E_PERMISSION_DENIED")
     destination.parent.mkdir(parents=True, exist_ok=True)
-    source.rename(destination)
-    return _info(destination)
+    moved = source.rename(destination)  # through directory descriptors: a swapped parent fails closed
+    return _info(moved)
 
 
 @server.tool(destructive=True, open_world=False, rate_limit="60/min")

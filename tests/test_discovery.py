@@ -90,3 +90,23 @@ def test_names_and_validation():
     assert validate_card({**good, "remotes": [{"type": "ws", "url": "ftp://x"}]}) == [
         "remotes[0].type must be 'streamable-http' or 'sse'",
         "remotes[0].url must be an http(s) URL or start with a {variable}"]
+
+
+def test_mcpkit_check_validates_a_published_card():
+    import subprocess
+    import sys
+
+    from tests.test_http import start_server, stop_server
+
+    proc, port = start_server()
+    try:
+        done = subprocess.run([sys.executable, "-m", "mcpkit", "check", f"http://127.0.0.1:{port}/mcp", "--rule",
+                               "discovery.server-card", "--format", "json"], capture_output=True, text=True, timeout=120)
+    finally:
+        stop_server(proc)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+
+    report = json.loads(done.stdout)
+    findings = [f for f in report["findings"] if f["rule"] == "discovery.server-card"]
+    assert findings and all(f["status"] == "pass" for f in findings), findings

@@ -26,6 +26,9 @@ __all__ = [
     "Context",
     "ToolError",
     "McpError",
+    "ResourceNotFound",
+    "PromptNotFound",
+    "HostCompatibilityWarning",
     "ClientCapabilityError",
     "ToolResult",
     "Content",
@@ -48,6 +51,9 @@ _LAZY = {
     "ClientCapabilityError": (".server.context", "ClientCapabilityError"),
     "ToolError": (".protocol.errors", "ToolError"),
     "McpError": (".protocol.errors", "McpError"),
+    "ResourceNotFound": (".protocol.errors", "ResourceNotFound"),
+    "PromptNotFound": (".protocol.errors", "PromptNotFound"),
+    "HostCompatibilityWarning": (".server.server", "HostCompatibilityWarning"),
     "ToolResult": (".server.content", "ToolResult"),
     "Content": (".server.content", "Content"),
     "text": (".server.content", "text"),
@@ -61,10 +67,10 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from .client import Client
-    from .protocol.errors import McpError, ToolError
+    from .protocol.errors import McpError, PromptNotFound, ResourceNotFound, ToolError
     from .server.content import Content, ToolResult, assistant, audio, image, resource, resource_link, text, user
     from .server.context import ClientCapabilityError, Context
-    from .server.server import Server
+    from .server.server import HostCompatibilityWarning, Server
 
 
 __getattr__ = exports(__name__, _LAZY, globals())

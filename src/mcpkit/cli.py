@@ -253,9 +253,22 @@ def worker_app() -> Any:
     return _observed(load_server(args.target), args).http_app(**_http_options(args, _auth(args)))
 
 
+def _proxy(args: argparse.Namespace) -> int:
+    from .proxy.cli import run
+
+    return run(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser(argv)
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    tail = None
+    if words and words[0] == "proxy" and "--" in words:  # `mcpkit proxy [OPTIONS] -- COMMAND ...`
+        cut = words.index("--")
+        words, tail = words[:cut], words[cut + 1:]
+    args = parser.parse_args(words)
+    if tail is not None:
+        args.command_tail = tail
     args.argv = argv
     return int(args.func(args) or 0)
 
@@ -265,6 +278,33 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve an MCP server (default: the bundled reference server)")
     serve.add_argument("target", nargs="?", help="path/to/server.py[:ATTR] or package.module[:ATTR]")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="HTTP: N worker processes on one port (needs MCPKIT_STORE=redis://...)")
+    serve.add_argument("--root", action="append", metavar="DIR",
+                       help="policy: a sandbox root for path parameters (repeatable; sets MCPKIT_ROOT)")
+    serve.add_argument("--read-only", action="store_true",
+                       help="policy: only tools declared read-only are listed and run (sets MCPKIT_READ_ONLY)")
+    serve.add_argument("--policy", action="store_true",
+                       help="turn on the secure-by-default policy for a server built without one (MCPKIT_POLICY)")
+    _add_serving_options(serve)
+    serve.set_defaults(func=_serve)
+    words = sys.argv[1:] if argv is None else argv
+    if not words or words[0] != "serve":  # serving stays light: the client commands load only when asked
+        from .commands import register
+        from .proxy.cli import add_arguments
+
+        register(sub)
+        proxy = sub.add_parser("proxy", help="serve MCP servers written elsewhere behind mcpkit's guard rails")
+        add_arguments(proxy)
+        _add_serving_options(proxy)
+        proxy.set_defaults(func=_proxy, command_tail=None)
+    return parser
+
+
+def _add_serving_options(parser: argparse.ArgumentParser) -> None:
+    """The options of how a server is served (stdio or HTTP, and HTTP authorization), shared by
+    ``mcpkit serve`` and ``mcpkit proxy``."""
+    serve = parser
     serve.add_argument("--max-message-bytes", type=int, default=None, help="largest accepted message (bytes)")
     serve.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="serve Streamable HTTP (and legacy SSE) instead of stdio")
     serve.add_argument("--json", action="store_true", help="HTTP: answer POSTs with one JSON body instead of an SSE stream")
@@ -286,8 +326,6 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                         help="most connections served at once; past it requests get 503 (default 1000)")
     limits.add_argument("--max-header-bytes", type=int, default=None, metavar="BYTES",
                         help="largest request head accepted (default 65536)")
-    serve.add_argument("--workers", type=int, default=1, metavar="N",
-                       help="HTTP: N worker processes on one port (needs MCPKIT_STORE=redis://...)")
     serve.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
                        help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
     serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
@@ -297,12 +335,6 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--otel", action="store_true", default=os.environ.get("MCPKIT_OTEL") == "1",
                        help="trace and measure every request with OpenTelemetry, to the globally configured "
                        "providers (needs opentelemetry-api: mcpkit[otel]; also MCPKIT_OTEL=1)")
-    serve.add_argument("--root", action="append", metavar="DIR",
-                       help="policy: a sandbox root for path parameters (repeatable; sets MCPKIT_ROOT)")
-    serve.add_argument("--read-only", action="store_true",
-                       help="policy: only tools declared read-only are listed and run (sets MCPKIT_READ_ONLY)")
-    serve.add_argument("--policy", action="store_true",
-                       help="turn on the secure-by-default policy for a server built without one (MCPKIT_POLICY)")
     auth = serve.add_argument_group("authorization (HTTP only; docs/auth.md; each option also from MCPKIT_AUTH_*)")
     env = os.environ.get
     auth.add_argument("--auth", metavar="MODE", default=env("MCPKIT_AUTH"),
@@ -328,13 +360,6 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     auth.add_argument("--scope", action="append", metavar="SCOPE", help="a scope to advertise (repeatable)")
     auth.add_argument("--required-scope", action="append", metavar="SCOPE",
                       help="a scope every request needs (repeatable)")
-    serve.set_defaults(func=_serve)
-    words = sys.argv[1:] if argv is None else argv
-    if not words or words[0] != "serve":  # serving stays light: the client commands load only when asked
-        from .commands import register
-
-        register(sub)
-    return parser
 
 
 if __name__ == "__main__":  # pragma: no cover

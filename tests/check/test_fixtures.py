@@ -1,34 +1,51 @@
-"""``mcpkit check`` on the fixture servers: each broken one fails exactly its fault's rules."""
+"""``mcpkit check`` on the fixture servers: each broken one fails exactly its fault's rules, with the
+severity the spec's keyword gives (MUST -> error, SHOULD -> warning, advice -> info)."""
 
 from __future__ import annotations
+
+import sys
+import time
 
 import pytest
 
 from mcpkit.check import run_checks
+from mcpkit.check.model import EXIT_INFRASTRUCTURE
 from tests.check.helpers import HANDSHAKE_ONLY, by_rule, fixture, http_fixture
 
 LEGACY = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 
 
+def _failed(report) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return {(f.rule, f.severity) for f in report.failed()}
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
-    ("name", "expected"),
+    ("name", "expected", "exit_code"),
     [
-        ("good", set()),
-        ("stdout_noise", {"stdio.stdout-clean"}),
-        ("bad_tool_names", {"tools.name"}),
-        ("invalid_schema", {"schema.input-valid"}),
-        ("wrong_error_codes", {"errors.unknown-tool", "errors.invalid-arguments"}),
-        ("absent_list_changed", {"capabilities.backed"}),
-        ("echo_version", {"lifecycle.negotiation"}),
-        ("bad_output", {"tools.read-only-output"}),
+        ("good", set(), 0),
+        ("stdout_noise", {("stdio.stdout-clean", "error")}, 1),
+        ("bad_tool_names", {("tools.name", "warning")}, 0),
+        ("invalid_schema", {("schema.input-valid", "error")}, 1),
+        ("wrong_error_codes", {("errors.unknown-tool", "warning"), ("errors.invalid-arguments", "warning")}, 0),
+        ("absent_list_changed", {("capabilities.backed", "error")}, 1),
+        ("echo_version", {("lifecycle.negotiation", "error")}, 1),
+        ("bad_output", {("tools.read-only-output", "error")}, 1),
+        ("lazy_tools", {("capabilities.list-changed", "warning")}, 0),
+        ("answers_notifications", {("protocol.notification-unanswered", "error")}, 1),
+        ("ignores_eof", {("stdio.exit-on-eof", "warning")}, 0),
     ],
 )
-async def test_a_fixture_fails_exactly_the_rules_of_its_fault(name: str, expected: set[str]) -> None:
+async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
+    name: str, expected: set[tuple[str, str]], exit_code: int,
+) -> None:
     report = await run_checks(fixture(name), call_read_only=True, progress=False)
-    assert report.failed_rules() == expected, [f.to_dict() for f in report.failed()]
+    assert _failed(report) == expected, [f.to_dict() for f in report.failed()]
     assert report.negotiated == HANDSHAKE_ONLY
-    assert report.exit_code == (1 if expected else 0)
+    assert report.exit_code == exit_code
+    if expected:  # a warning fails the run when asked to
+        report.fail_on = "warning"
+        assert report.exit_code == 1
 
 
 @pytest.mark.asyncio
@@ -36,24 +53,51 @@ async def test_the_good_fixture_passes_every_rule_on_every_revision() -> None:
     report = await run_checks(fixture("good"), call_read_only=True, progress=False)
     per_rule = {rule_id: by_rule(report, rule_id) for rule_id in report.rules}
     everywhere = {v: "pass" for v in LEGACY}
-    for rule_id in ("lifecycle.ping", "tools.name", "tools.description", "schema.input-valid",
-                    "errors.unknown-tool", "errors.invalid-arguments", "resources.not-found-code",
-                    "pagination.cursor", "pagination.invalid-cursor", "capabilities.backed", "stdio.stdout-clean"):
+    for rule_id in ("lifecycle.ping", "tools.description", "schema.input-valid", "errors.unknown-tool",
+                    "resources.not-found-code", "pagination.cursor", "pagination.invalid-cursor",
+                    "capabilities.backed", "protocol.notification-unanswered"):
         assert per_rule[rule_id] == everywhere, rule_id
-    # outputSchema (and so structuredContent) exists from 2025-06-18, annotations from 2025-03-26
-    assert per_rule["schema.output-valid"] == {**everywhere, "2024-11-05": "skip", "2025-03-26": "skip"}
-    assert per_rule["tools.read-only-output"] == {**everywhere, "2024-11-05": "skip"}
+    # annotations (readOnlyHint) exist from 2025-03-26: the invalid-argument call needs them
+    assert per_rule["tools.input-validated"] == {**everywhere, "2024-11-05": "skip"}
+    # TL-06 and the isError rule for invalid arguments are 2025-11-25 requirements
+    assert per_rule["tools.name"] == {"2025-11-25": "pass"}
+    assert per_rule["errors.invalid-arguments"] == {"2025-11-25": "pass"}
+    # outputSchema (and so structuredContent) exists from 2025-06-18
+    assert per_rule["schema.output-valid"] == {"2025-06-18": "pass", "2025-11-25": "pass"}
+    assert per_rule["tools.read-only-output"] == {"2025-06-18": "pass", "2025-11-25": "pass"}
+    assert per_rule["capabilities.list-changed"] == {v: "skip" for v in LEGACY}  # no listChanged declared
     assert by_rule(report, "lifecycle.handshake") == everywhere
     assert by_rule(report, "lifecycle.negotiation") == {None: "pass"}
+    assert by_rule(report, "stdio.exit-on-eof") == {None: "pass"}
+    assert by_rule(report, "stdio.framing") == {**everywhere, None: "pass"}  # None: the made-up revision
     assert report.server_info == {"name": "fixture", "version": "1.0.0"}
+    assert {t["tool"] for t in report.tools_called} == {"add", "echo"}  # both annotated readOnlyHint
 
 
 @pytest.mark.asyncio
 async def test_stdout_noise_names_the_banner_on_each_revision() -> None:
     report = await run_checks(fixture("stdout_noise"), progress=False)
     failed = report.failed()
-    assert sorted(f.revision for f in failed) == LEGACY
+    # every process printed it: the four handshakes, the refused 2026-07-28 probe, the made-up revision
+    assert sorted(str(f.revision) for f in failed) == sorted([*LEGACY, "2026-07-28", "None"])
     assert {f.detail["lines"][0] for f in failed} == {"Starting the fixture server v1.0 ..."}
+
+
+@pytest.mark.req("ST-01")
+@pytest.mark.asyncio
+async def test_pretty_printed_json_is_reported_as_such_at_once() -> None:
+    """ST-01: the handshake answer spread over 20 lines is named, not "no answer within 10 s"; the
+    run stops after the first connection instead of waiting once per revision."""
+    started = time.monotonic()
+    report = await run_checks(fixture("pretty_printed"), progress=False)
+    assert time.monotonic() - started < 8  # far below one 10 s request timeout
+    assert _failed(report) == {("stdio.framing", "error")}
+    [failure] = report.failed()
+    assert failure.revision == "2025-11-25"
+    assert failure.message.startswith("1 JSON-RPC message(s) pretty-printed over several lines (the first, id 1, ")
+    assert "the handshake answer was among them" in failure.message
+    assert report.exit_code == 1 and report.error is None
+    assert report.notes and "the other revisions were not tried" in report.notes[0]
 
 
 @pytest.mark.asyncio
@@ -76,14 +120,16 @@ async def test_invalid_schemas_name_the_root_type_and_the_bad_keyword() -> None:
 
 @pytest.mark.asyncio
 async def test_invalid_arguments_are_judged_by_the_revision() -> None:
-    """-32602 is right before 2025-11-25 and wrong from then on (TL-10, SEP-1303)."""
-    report = await run_checks(fixture("wrong_error_codes"), progress=False)
-    assert by_rule(report, "errors.invalid-arguments") == {
-        "2024-11-05": "pass", "2025-03-26": "pass", "2025-06-18": "pass", "2025-11-25": "fail",
-    }
+    """Before 2025-11-25 -32602 and an isError result are both allowed; from then on it is isError
+    (TL-10, SEP-1303), a SHOULD: a warning."""
+    report = await run_checks(fixture("wrong_error_codes"), call_read_only=True, progress=False)
+    assert by_rule(report, "errors.invalid-arguments") == {"2025-11-25": "fail"}
+    assert by_rule(report, "tools.input-validated") == {"2024-11-05": "skip", "2025-03-26": "pass",
+                                                        "2025-06-18": "pass", "2025-11-25": "pass"}
     assert by_rule(report, "errors.unknown-tool") == {v: "fail" for v in LEGACY}
     unknown = next(f for f in report.failed() if f.rule == "errors.unknown-tool")
     assert unknown.message == "an unknown tool got -32601 Method not found; it is -32602 Invalid params"
+    assert unknown.severity == "warning"
 
 
 @pytest.mark.asyncio
@@ -102,35 +148,133 @@ async def test_a_made_up_revision_must_not_be_echoed() -> None:
     )
 
 
+@pytest.mark.req("TL-13")
 @pytest.mark.asyncio
-async def test_a_server_that_does_not_start_fails_the_handshake() -> None:
-    report = await run_checks(fixture("no_such_fixture"), revisions=["2025-11-25"], progress=False)
-    assert report.failed_rules() == {"lifecycle.handshake"}
-    assert by_rule(report, "lifecycle.negotiation") == {None: "skip"}
-    assert report.exit_code == 1
+async def test_a_list_that_changes_without_its_notification_is_named() -> None:
+    report = await run_checks(fixture("lazy_tools"), revisions=["2025-11-25"], progress=False)
+    [failure] = report.failed()
+    assert failure.message == ("tools/list changed during the connection (added ['plugin_status']) without "
+                               "notifications/tools/list_changed")
+
+
+@pytest.mark.req("BP-09")
+@pytest.mark.asyncio
+async def test_an_answered_notification_shows_the_answer() -> None:
+    report = await run_checks(fixture("answers_notifications"), revisions=["2025-11-25"], progress=False)
+    [failure] = report.failed()
+    assert failure.message == "1 response(s) to notifications (error -32601, id None)"
+
+
+@pytest.mark.req("ST-07")
+@pytest.mark.asyncio
+async def test_a_server_that_ignores_eof_is_terminated_and_reported() -> None:
+    report = await run_checks(fixture("ignores_eof"), revisions=["2025-11-25"], progress=False)
+    [failure] = report.failed()
+    assert failure.rule == "stdio.exit-on-eof" and failure.severity == "warning"
+    assert failure.message.startswith("the server was still running ")
+    assert "s after its stdin was closed (1 of 1 processes) and had to be terminated" in failure.message
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_does_not_start_is_an_infrastructure_failure() -> None:
+    report = await run_checks(["/nonexistent/mcp-server"], progress=False)
+    assert report.exit_code == EXIT_INFRASTRUCTURE
+    assert report.error is not None and report.error.startswith("could not start the server: ")
+    assert report.failed() == []  # not a compliance finding
+    assert list(report.negotiated) == ["2025-11-25"]  # one launch, not six
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_crashes_before_answering_is_an_infrastructure_failure() -> None:
+    command = [sys.executable, "-c", "import sys; sys.stderr.write('missing API_KEY\\n'); sys.exit(3)"]
+    report = await run_checks(command, progress=False)
+    assert report.exit_code == EXIT_INFRASTRUCTURE
+    assert report.error is not None and "exited before answering" in report.error and "missing API_KEY" in report.error
+    assert report.failed() == []
+
+
+@pytest.mark.asyncio
+async def test_a_refused_connection_is_an_infrastructure_failure() -> None:
+    from tests.test_http import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    report = await run_checks(url, progress=False)
+    assert report.exit_code == EXIT_INFRASTRUCTURE
+    assert report.error is not None and report.error.startswith(f"could not connect to {url}")
+    assert report.failed() == []
+
+
+@pytest.mark.asyncio
+async def test_the_deadline_bounds_the_worst_server() -> None:
+    """A server that never answers and ignores EOF: without a deadline one request timeout (10 s)
+    plus the EOF grace; with --deadline 2 the run ends near 2 s."""
+    started = time.monotonic()
+    report = await run_checks(fixture("hangs"), deadline=2.0, progress=False)
+    took = time.monotonic() - started
+    assert took < 2.0 + 6.0  # the deadline, then at most the process's termination
+    assert report.incomplete == "the --deadline of 2 s ran out"
+    assert report.exit_code == EXIT_INFRASTRUCTURE
 
 
 @pytest.mark.asyncio
 async def test_http_fixture_without_host_and_origin_guards() -> None:
     with http_fixture("no_host_guard") as url:
         report = await run_checks(url, progress=False)
-    assert report.failed_rules() == {"http.host-guard", "http.origin-guard"}
+    assert _failed(report) == {("http.host-guard", "info"), ("http.origin-guard", "error")}
     assert report.negotiated == HANDSHAKE_ONLY
-    assert by_rule(report, "http.session") == {None: "pass"}
-    assert by_rule(report, "http.session-required") == {None: "pass"}
+    for rule_id in ("http.session", "http.session-unknown", "http.session-required", "http.notification-accepted",
+                    "http.protocol-version-header"):
+        assert by_rule(report, rule_id) == {None: "pass"}, rule_id
     assert {f.detail["status"] for f in report.failed()} == {200}
-    assert report.exit_code == 1  # the Origin guard is error-level; the Host guard a warning
+    assert report.exit_code == 1  # the Origin guard is a MUST; the Host guard is advice
+
+
+@pytest.mark.req("HL-04", "HL-19")
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("name", "rule_id", "message"),
+    [
+        ("notification_body", "http.notification-accepted",
+         "a notification got HTTP 200 (application/json); an accepted notification gets 202 with no body"),
+        ("version_header_ignored", "http.protocol-version-header",
+         "a request with MCP-Protocol-Version: 1999-01-01 got HTTP 200; expected 400"),
+    ],
+)
+async def test_http_fixtures_fail_their_must(name: str, rule_id: str, message: str) -> None:
+    with http_fixture(name) as url:
+        report = await run_checks(url, progress=False)
+    [failure] = report.failed()
+    assert (failure.rule, failure.severity, failure.message) == (rule_id, "error", message)
+    assert report.exit_code == 1
+
+
+@pytest.mark.asyncio
+async def test_the_guarded_http_fixture_passes() -> None:
+    with http_fixture("http_base") as url:
+        report = await run_checks(url, progress=False)
+    assert report.failed() == [], [f.to_dict() for f in report.failed()]
+    assert report.exit_code == 0
 
 
 @pytest.mark.asyncio
 async def test_output_is_checked_only_when_read_only_tools_may_be_called() -> None:
     quiet = await run_checks(fixture("bad_output"), progress=False)
-    assert quiet.failed() == [] and "tools.read-only-output" not in quiet.rules
+    assert quiet.failed() == [] and "tools.read-only-output" not in quiet.rules and quiet.tools_called == []
     report = await run_checks(fixture("bad_output"), call_read_only=True, revisions=["2025-06-18"], progress=False)
     [failure] = report.failed()
     assert failure.detail == {"tool": "add", "arguments": {"a": 0, "b": 0}}
     assert failure.message.startswith("tool 'add' structuredContent does not match the outputSchema: ")
-    assert "sum" in failure.message
+    assert "sum" in failure.message and failure.severity == "error"
+    assert {t["tool"] for t in report.tools_called} == {"add", "echo"}
+
+
+@pytest.mark.asyncio
+async def test_a_tool_not_annotated_read_only_is_never_called() -> None:
+    """The fixture's tools carry readOnlyHint from 2025-03-26 on; at 2024-11-05 there are no
+    annotations, so nothing is called, even with --call-tools."""
+    report = await run_checks(fixture("good"), call_read_only=True, revisions=["2024-11-05"], progress=False)
+    assert report.tools_called == []
+    assert by_rule(report, "tools.input-validated") == {"2024-11-05": "skip"}
 
 
 @pytest.mark.asyncio

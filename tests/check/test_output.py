@@ -1,4 +1,5 @@
-"""The report: JSON, JUnit XML, the table, the progress line, the command line and its exit code."""
+"""The report: JSON, JUnit XML, SARIF 2.1.0, the table, the progress line, the command line, its
+options and its exit codes (0 clean, 1 findings, 2 the checker could not do its job)."""
 
 from __future__ import annotations
 
@@ -6,60 +7,155 @@ import io
 import json
 from xml.etree import ElementTree as ET
 
+import jsonschema
 import pytest
 
 from mcpkit.check import Report, render_table, run_checks
 from mcpkit.check.cli import main
+from mcpkit.check.formats import junit_xml, sarif
 from mcpkit.check.render import Progress
 from tests.check.helpers import fixture
 
 REVISION = "2025-11-25"
 
+#: the part of the SARIF 2.1.0 schema (sarif-schema-2.1.0.json, OASIS) that code-scanning UIs read,
+#: written down with the schema's own property names, types and enums
+SARIF_SHAPE = {
+    "type": "object",
+    "required": ["version", "runs"],
+    "properties": {
+        "$schema": {"type": "string", "format": "uri"},
+        "version": {"const": "2.1.0"},
+        "runs": {"type": "array", "minItems": 1, "items": {
+            "type": "object",
+            "required": ["tool"],
+            "properties": {
+                "tool": {"type": "object", "required": ["driver"], "properties": {"driver": {
+                    "type": "object", "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string"}, "version": {"type": "string"},
+                        "informationUri": {"type": "string"},
+                        "rules": {"type": "array", "items": {
+                            "type": "object", "required": ["id"],
+                            "properties": {
+                                "id": {"type": "string"},
+                                "shortDescription": {"$ref": "#/$defs/message"},
+                                "fullDescription": {"$ref": "#/$defs/message"},
+                                "help": {"$ref": "#/$defs/message"},
+                                "helpUri": {"type": "string"},
+                                "defaultConfiguration": {"type": "object", "properties": {
+                                    "level": {"enum": ["none", "note", "warning", "error"]}}},
+                                "properties": {"type": "object"},
+                            },
+                        }},
+                    },
+                }}},
+                "invocations": {"type": "array", "items": {
+                    "type": "object", "required": ["executionSuccessful"],
+                    "properties": {"executionSuccessful": {"type": "boolean"}, "exitCode": {"type": "integer"}},
+                }},
+                "results": {"type": "array", "items": {
+                    "type": "object", "required": ["message"],
+                    "properties": {
+                        "ruleId": {"type": "string"},
+                        "ruleIndex": {"type": "integer", "minimum": -1},
+                        "level": {"enum": ["none", "note", "warning", "error"]},
+                        "message": {"$ref": "#/$defs/message"},
+                        "baselineState": {"enum": ["new", "unchanged", "updated", "absent"]},
+                        "locations": {"type": "array", "items": {"type": "object", "properties": {
+                            "physicalLocation": {"type": "object", "properties": {
+                                "artifactLocation": {"type": "object", "properties": {"uri": {"type": "string"}}}}},
+                            "logicalLocations": {"type": "array", "items": {"type": "object"}},
+                        }}},
+                    },
+                }},
+            },
+        }},
+    },
+    "$defs": {"message": {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}},
+}
+
 
 @pytest.fixture(scope="module")
 def report() -> Report:
-    """wrong_error_codes at one revision: two error-level failures."""
+    """wrong_error_codes at one revision, tools called: two warning-level failures."""
     import asyncio
 
-    return asyncio.run(run_checks(fixture("wrong_error_codes"), revisions=[REVISION], progress=False))
+    return asyncio.run(run_checks(fixture("wrong_error_codes"), revisions=[REVISION], call_read_only=True,
+                                  progress=False))
 
 
 def test_json_shape(report: Report) -> None:
     data = json.loads(json.dumps(report.to_json()))
     assert set(data) == {"target", "transport", "server", "negotiated", "revisions", "summary", "exit_code",
-                         "duration", "findings", "rules"}
+                         "duration", "findings", "rules", "fail_on", "error", "incomplete", "notes", "tools_called"}
     assert data["transport"] == "stdio"
     assert data["negotiated"] == {REVISION: REVISION}
-    assert data["revisions"] == [REVISION]
-    assert data["exit_code"] == 1
+    assert data["exit_code"] == 0 and data["fail_on"] == "error"  # warnings only
     assert data["server"] == {"name": "fixture", "version": "1.0.0"}
     failed = [f for f in data["findings"] if f["status"] == "fail"]
     assert sorted(f["rule"] for f in failed) == ["errors.invalid-arguments", "errors.unknown-tool"]
     assert all(set(f) >= {"rule", "severity", "status", "message", "revision"} for f in data["findings"])
     assert {f["revision"] for f in failed} == {REVISION}
-    assert data["summary"]["fail"] == 2 and data["summary"]["errors"] == 2 and data["summary"]["warnings"] == 0
+    assert data["summary"]["fail"] == 2 and data["summary"]["errors"] == 0 and data["summary"]["warnings"] == 2
     unknown = data["rules"]["errors.unknown-tool"]
-    assert unknown["severity"] == "error" and unknown["requirements"] == ["TL-10"] and unknown["fix"]
+    assert unknown["severity"] == "warning" and unknown["keyword"] == "SHOULD" and unknown["requirements"] == ["TL-10"]
+    assert data["tools_called"][0] == {"tool": "add", "revision": REVISION,
+                                       "why": "arguments missing their required properties"}
+    assert {t["tool"] for t in data["tools_called"]} == {"add", "echo"}  # both annotated readOnlyHint
 
 
-def test_junit_has_one_testcase_per_rule_and_revision(report: Report, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "check.xml"
-    report.to_junit(str(path))
-    suite = ET.parse(path).getroot().find("testsuite")
+def test_junit_agrees_with_the_exit_code(report: Report) -> None:
+    root = ET.fromstring(junit_xml(report))
+    suite = root.find("testsuite")
     assert suite is not None
     cases = suite.findall("testcase")
     names = [c.get("name") for c in cases]
     assert len(names) == len(set(names)) == int(suite.get("tests", "0"))
     assert "errors.unknown-tool [2025-11-25]" in names
     assert "lifecycle.negotiation" in names  # a server-wide rule has no revision
-    failed = {c.get("name"): c.find("failure") for c in cases if c.find("failure") is not None}
-    assert set(failed) == {"errors.unknown-tool [2025-11-25]", "errors.invalid-arguments [2025-11-25]"}
-    assert suite.get("failures") == "2"
-    failure = failed["errors.unknown-tool [2025-11-25]"]
-    assert failure.get("type") == "error"
-    assert "requirements: TL-10" in (failure.text or "")
-    skipped = [c for c in cases if c.find("skipped") is not None]
+    assert all(float(c.get("time", "-1")) >= 0 for c in cases)
+    # warnings do not fail the run at --fail-on error: no <failure>, the message in <system-out>
+    assert suite.get("failures") == "0"
+    unknown = next(c for c in cases if c.get("name") == "errors.unknown-tool [2025-11-25]")
+    assert "warning: an unknown tool got -32601" in (unknown.findtext("system-out") or "")
+    report.fail_on = "warning"
+    try:
+        suite = ET.fromstring(junit_xml(report)).find("testsuite")
+    finally:
+        report.fail_on = "error"
+    assert suite is not None and suite.get("failures") == "2"
+    failure = next(c for c in suite.findall("testcase") if c.get("name") == "errors.unknown-tool [2025-11-25]")
+    node = failure.find("failure")
+    assert node is not None and node.get("type") == "warning"
+    assert "requirements: TL-10 (SHOULD)" in (node.text or "")
+    skipped = [c for c in suite.findall("testcase") if c.find("skipped") is not None]
     assert suite.get("skipped") == str(len(skipped))
+
+
+def test_sarif_has_the_shape_of_sarif_2_1_0(report: Report) -> None:
+    log = sarif(report)
+    jsonschema.validate(log, SARIF_SHAPE)
+    run = log["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == sorted(report.rules)
+    levels = {r["id"]: r["defaultConfiguration"]["level"] for r in rules}
+    assert levels["errors.unknown-tool"] == "warning" and levels["tools.description"] == "note"
+    assert {r["ruleId"] for r in run["results"]} == {"errors.unknown-tool", "errors.invalid-arguments"}
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["message"]["text"].startswith("[2025-11-25] ")
+    assert run["invocations"] == [{"executionSuccessful": True, "exitCode": 0}]
+
+
+def test_sarif_of_a_run_that_could_not_start() -> None:
+    bad = Report(target="x", transport="stdio", error="could not start the server: 'x': not found")
+    log = sarif(bad)
+    jsonschema.validate(log, SARIF_SHAPE)
+    [invocation] = log["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False and invocation["exitCode"] == 2
+    root = ET.fromstring(junit_xml(bad))
+    assert root.get("errors") == "1"
 
 
 def test_table_lists_failures_with_their_fix(report: Report) -> None:
@@ -68,10 +164,11 @@ def test_table_lists_failures_with_their_fix(report: Report) -> None:
     assert "errors.unknown-tool" in text and "FAIL" in text
     assert "[2025-11-25] an unknown tool got -32601 Method not found; it is -32602 Invalid params" in text
     assert "fix: answer tools/call naming a tool you do not have" in text
+    assert "tools called: add" in text
     last = text.splitlines()[-1]
-    assert last.startswith("FAILED  fixture 1.0.0, revisions 2025-11-25 (stdio): ")
-    assert "2 error(s), 0 warning(s)" in last
-    assert "\x1b[31m" in render_table(report, color=True)
+    assert last.startswith("OK  fixture 1.0.0, revisions 2025-11-25 (stdio): ")
+    assert "0 error(s), 2 warning(s)" in last
+    assert "\x1b[33m" in render_table(report, color=True)
 
 
 def test_progress_is_drawn_only_when_enabled() -> None:
@@ -84,32 +181,78 @@ def test_progress_is_drawn_only_when_enabled() -> None:
     assert hidden.getvalue() == ""
 
 
-def test_cli_exit_codes_json_and_junit(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_exit_codes_and_formats(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert main([*fixture("good"), "--revision", REVISION]) == 0
     assert "OK  fixture 1.0.0" in capsys.readouterr().out
     junit = tmp_path / "out.xml"
-    code = main([*fixture("wrong_error_codes"), "--json", "--junit", str(junit), "--revision", REVISION])
+    code = main([*fixture("absent_list_changed"), "--format", "json", "--junit", str(junit), "--revision", REVISION])
     assert code == 1
     data = json.loads(capsys.readouterr().out)
-    assert data["exit_code"] == 1 and junit.is_file()
+    assert data["exit_code"] == 1 and ET.parse(junit).getroot().get("failures") == "1"
+    out = tmp_path / "check.sarif"
+    assert main([*fixture("absent_list_changed"), "--format", "sarif", "-o", str(out), "--revision", REVISION]) == 1
+    jsonschema.validate(json.loads(out.read_text()), SARIF_SHAPE)
 
 
-def test_cli_warnings_alone_exit_zero(capsys) -> None:  # type: ignore[no-untyped-def]
-    """Only error-level failures make the exit code 1: restrict the run to a warning rule that fails."""
-    from tests.check.helpers import http_fixture
-
-    with http_fixture("no_host_guard") as url:
-        assert main([url, "--rule", "http.host-guard", "--json"]) == 0
-        data = json.loads(capsys.readouterr().out)
-        assert [f["rule"] for f in data["findings"] if f["status"] == "fail"] == ["http.host-guard"]
-        assert main([url, "--rule", "http.origin-guard"]) == 1
+def test_cli_fail_on_and_skip(capsys) -> None:  # type: ignore[no-untyped-def]
+    args = [*fixture("wrong_error_codes"), "--revision", REVISION]
+    assert main(args) == 0  # two SHOULD-level failures: warnings
+    assert main([*args, "--fail-on", "warning"]) == 1
+    assert main([*args, "--fail-on", "warning", "--skip", "errors"]) == 0  # a family
+    assert main([*args, "--fail-on", "warning", "--rule", "lifecycle.ping"]) == 0
+    capsys.readouterr()
 
 
-def test_cli_refuses_an_unknown_revision_and_a_bad_header(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_baseline_lets_known_findings_pass_and_new_ones_fail(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    baseline = tmp_path / "baseline.json"
+    assert main([*fixture("absent_list_changed"), "--revision", REVISION, "--format", "json",
+                 "-o", str(baseline)]) == 1
+    assert main([*fixture("absent_list_changed"), "--revision", REVISION, "--baseline", str(baseline)]) == 0
+    assert "(in the baseline)" in capsys.readouterr().out
+    # a server with another fault: its failures are new
+    assert main([*fixture("invalid_schema"), "--revision", REVISION, "--baseline", str(baseline)]) == 1
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("option", ["--rule", "--skip"])
+def test_cli_refuses_an_unknown_rule_with_exit_code_2(option: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main([*fixture("good"), option, "tools.nmae"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown rule 'tools.nmae'" in err and "--list-rules" in err
+
+
+def test_cli_infrastructure_failures_exit_2_without_advice(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["/nonexistent/mcp-server --stdio"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no table, no "fix:" advice
+    assert captured.err.startswith("mcpkit check: could not start the server: ")
+
+
+def test_cli_refuses_an_unknown_revision_a_bad_header_and_a_bad_baseline(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert main([*fixture("good"), "--revision", "1999-01-01"]) == 2
     assert "unknown revision '1999-01-01'" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="--header wants 'Name: value'"):
         main(["http://127.0.0.1:1/mcp", "--header", "no-colon"])
+    (tmp_path / "b.json").write_text("[1, 2]")
+    assert main([*fixture("good"), "--baseline", str(tmp_path / "b.json")]) == 2
+    assert "has no findings list" in capsys.readouterr().err
+    assert main([*fixture("good"), "--sse"]) == 2
+
+
+def test_cli_list_rules(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--list-rules"]) == 0
+    text = capsys.readouterr().out
+    assert "stdio.exit-on-eof" in text and "SHOULD" in text and "ST-07" in text
+    assert main(["--list-rules", "--format", "json"]) == 0
+    listed = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert listed["http.origin-guard"]["severity"] == "error" and listed["http.origin-guard"]["keyword"] == "MUST"
+    assert listed["resources.not-found-code"]["keywords"] == {"2026-07-28": "MUST"}
+
+
+def test_cli_quick_checks_one_revision(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main([*fixture("good"), "--quick", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["negotiated"] == {"2025-11-25": "2025-11-25"} and data["revisions"] == ["2025-11-25"]
 
 
 def test_a_quoted_command_line_is_split() -> None:

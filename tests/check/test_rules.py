@@ -7,6 +7,7 @@ import importlib
 import pytest
 
 from mcpkit.check import all_rules
+from mcpkit.check.model import FRAMEWORKS
 from mcpkit.check.samples import invalid_arguments, sample_arguments, sample_value
 from tests.plugins.compliance import load_checklist
 
@@ -21,8 +22,24 @@ def test_every_rule_is_well_formed_and_cites_known_requirements() -> None:
         assert rule.severity in ("error", "warning", "info")
         assert rule.requirements and set(rule.requirements) <= known, rule_id
         assert rule.title and rule.fix, rule_id
+        assert rule.quote and rule.source, rule_id  # the spec's words, and where they are
+        assert set(rule.fixes) == set(FRAMEWORKS), rule_id
         module = importlib.import_module(rule.check.__module__)
         assert module.__name__.startswith("mcpkit.check.rules."), rule_id
+
+
+def test_the_severity_follows_the_spec_keyword() -> None:
+    """MUST -> error, SHOULD -> warning, advice -> info; a keyword may differ by revision."""
+    rules = all_rules()
+    assert rules["stdio.exit-on-eof"].severity == "warning"  # ST-07 is a SHOULD
+    assert rules["http.origin-guard"].severity == "error"  # HS-01/HS-02 are MUSTs
+    assert rules["http.host-guard"].severity == "info"  # not in the spec
+    assert rules["tools.name"].severity == "warning" and rules["tools.name"].revisions == ("2025-11-25", "2026-07-28")
+    not_found = rules["resources.not-found-code"]
+    assert not_found.severity_at("2025-11-25") == "warning" and not_found.severity_at("2026-07-28") == "error"
+    for rule in rules.values():
+        if rule.id.startswith(("errors.", "pagination.")) or "SHOULD" == rule.keyword:
+            assert rule.severity_at(None) != "error" or rule.keywords, rule.id
 
 
 def test_the_rules_the_issue_asks_for_exist() -> None:
@@ -31,6 +48,8 @@ def test_the_rules_the_issue_asks_for_exist() -> None:
         "errors.unknown-tool", "errors.invalid-arguments", "resources.not-found-code", "pagination.cursor",
         "capabilities.backed", "lifecycle.handshake", "lifecycle.negotiation", "lifecycle.ping",
         "http.host-guard", "http.origin-guard", "http.session", "tools.read-only-output", "conformance.suite",
+        "stdio.exit-on-eof", "stdio.framing", "capabilities.list-changed", "protocol.notification-unanswered",
+        "http.notification-accepted", "http.protocol-version-header", "tools.input-validated",
     } <= set(all_rules())
 
 

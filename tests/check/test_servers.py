@@ -41,7 +41,9 @@ def http_url() -> Iterator[str]:
 async def test_the_reference_server_on_stdio_passes() -> None:
     report = await run_checks(mcpkit_command("serve"), call_read_only=True, progress=False)
     _no_failures(report)
-    assert by_rule(report, "stdio.stdout-clean") == {v: "pass" for v in SUPPORTED_VERSIONS}
+    # None: the connection offering a made-up revision
+    assert by_rule(report, "stdio.stdout-clean") == {**{v: "pass" for v in SUPPORTED_VERSIONS}, None: "pass"}
+    assert by_rule(report, "stdio.exit-on-eof") == {None: "pass"}
     assert by_rule(report, "resources.not-found-code") == {v: "pass" for v in SUPPORTED_VERSIONS}
     assert by_rule(report, "tools.read-only-output")["2025-11-25"] == "pass"
     assert report.server_info is not None and report.server_info["name"] == "mcpkit-reference"
@@ -52,7 +54,8 @@ async def test_the_reference_server_on_stdio_passes() -> None:
 async def test_the_reference_server_over_http_passes(http_url: str) -> None:
     report = await run_checks(http_url, call_read_only=True, progress=False)
     _no_failures(report)
-    for rule_id in ("http.host-guard", "http.origin-guard", "http.session", "http.session-required"):
+    for rule_id in ("http.host-guard", "http.origin-guard", "http.session", "http.session-unknown",
+                    "http.session-required", "http.notification-accepted", "http.protocol-version-header"):
         assert by_rule(report, rule_id) == {None: "pass"}, rule_id
     assert "stdio.stdout-clean" not in report.rules
 
@@ -75,3 +78,20 @@ async def test_an_in_memory_server_is_checked_without_the_transport_rules() -> N
     _no_failures(report)
     assert report.transport == "memory"
     assert not any(r.startswith(("stdio.", "http.")) for r in report.rules)
+
+
+def test_the_reference_server_over_legacy_sse_with_the_cli(capsys) -> None:  # type: ignore[no-untyped-def]
+    """--sse checks an HTTP+SSE endpoint (2024-11-05) like `mcpkit list --sse` reaches one."""
+    from mcpkit.check.cli import main
+
+    proc, port = start_server()
+    try:
+        assert main([f"http://127.0.0.1:{port}/sse", "--sse", "--format", "json"]) == 0
+    finally:
+        stop_server(proc)
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert data["transport"] == "sse" and data["exit_code"] == 0
+    assert data["negotiated"]["2024-11-05"] == "2024-11-05"
+    assert not any(rule.startswith(("http.", "stdio.")) for rule in data["rules"])

@@ -94,7 +94,7 @@ def test_custom_redactor(tmp_path: Path) -> None:
 def test_permissions(tmp_path: Path) -> None:
     directory = tmp_path / "state" / "audit"
     path = directory / "audit.jsonl"
-    log = AuditLog(path, max_bytes=300, backups=2)
+    log = AuditLog(path, max_bytes=300, backups=2, keep_recent=0)  # drop backups however recent
     assert not directory.exists()  # opened lazily
     for n in range(10):
         log.record(entry(n))
@@ -123,7 +123,7 @@ def test_rotation(tmp_path: Path) -> None:
     with AuditLog(probe, clock=lambda: T0) as log:
         log.record(entry(100))
     size = probe.stat().st_size  # every record below has this size (ids 100..199)
-    with AuditLog(path, max_bytes=3 * size + size // 2, backups=3, clock=lambda: T0) as log:
+    with AuditLog(path, max_bytes=3 * size + size // 2, backups=3, clock=lambda: T0, keep_recent=0) as log:
         for n in range(100, 200):
             log.record(entry(n))
     names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("audit"))

@@ -187,15 +187,18 @@ def test_call_while_down_is_a_retryable_not_connected_error() -> None:
     err = info.value
     assert invoked == []
     assert err.code == E_NOT_CONNECTED and err.retryable is True
-    assert err.details == {"bridge": "editor", "retryAfterMs": 300}
+    assert err.details == {"bridge": "editor", "retryAfterMs": 300, "breaker": "closed",
+                           "lastError": "ConnectionRefusedError: refused"}
     assert err.message == "editor is not connected (reconnecting)."
     assert err.suggested_fix is not None
     assert err.suggested_fix.startswith("Retry after 0.3 s") and "start the editor" in err.suggested_fix
     with pytest.raises(ToolError) as info:
         _ = bridge.connection
-    assert info.value.details == {"bridge": "editor", "retryAfterMs": 300}
+    assert info.value.details == {"bridge": "editor", "retryAfterMs": 300, "breaker": "closed",
+                           "lastError": "ConnectionRefusedError: refused"}
     clock.t = 9.0  # the attempt is overdue (nobody stepped): still at least 1 ms
-    assert bridge.not_connected_error().details == {"bridge": "editor", "retryAfterMs": 1}
+    assert bridge.not_connected_error().details == {"bridge": "editor", "retryAfterMs": 1, "breaker": "closed",
+                                                  "lastError": "ConnectionRefusedError: refused"}
 
 
 def test_call_runs_fn_on_the_connection_with_its_arguments() -> None:
@@ -215,7 +218,8 @@ def test_three_failing_calls_open_the_breaker_and_later_calls_fail_fast() -> Non
         assert bridge.up and bridge.breaker == "closed" and bridge.stats["failures"] == n
     with pytest.raises(ToolError) as info:
         bridge.call(refuse)
-    assert info.value.details == {"bridge": "editor", "retryAfterMs": 30000}
+    assert info.value.details == {"bridge": "editor", "retryAfterMs": 30000, "breaker": "open",
+                                   "lastError": "ConnectionResetError: reset by peer"}
     assert "not connected" in info.value.message
     assert not bridge.up and bridge.breaker == "open"
     assert seen == [True, False]
@@ -225,7 +229,8 @@ def test_three_failing_calls_open_the_breaker_and_later_calls_fail_fast() -> Non
     clock.t = 11.0
     with pytest.raises(ToolError) as info:
         bridge.call(invoked.append)
-    assert invoked == [] and info.value.details == {"bridge": "editor", "retryAfterMs": 20000}
+    assert invoked == [] and info.value.details == {"bridge": "editor", "retryAfterMs": 20000, "breaker": "open",
+                                                        "lastError": "ConnectionResetError: reset by peer"}
     assert bridge.step() == 20.0 and peer.connect_calls == 1  # no reconnect while open
 
 

@@ -7,6 +7,7 @@ what the handler saw, and what the audit trail recorded.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import threading
@@ -184,7 +185,9 @@ async def test_contract_envelope_matches_the_advertised_output_schema(wire):
     assert env["error"] is None
     assert env["meta"]["tool"] == "count" and env["meta"]["action"] is None
     assert env["meta"]["correlationId"] == ok["_meta"][CID_META_KEY]
-    assert ok["content"] == [{"type": "text", "text": "3 numbers"}]
+    # the text content is the envelope itself: a host that reads only content loses nothing
+    (text,) = ok["content"]
+    assert text["type"] == "text" and json.loads(text["text"]) == env
     assert "isError" not in ok
     benv = bad["structuredContent"]
     jsonschema.validate(benv, schema)

@@ -85,7 +85,7 @@ def test_buffered_audit_lines_are_written_at_interpreter_exit(tmp_path):
 
 
 def test_buffered_audit_rotates_between_whole_lines(tmp_path):
-    log = AuditLog(tmp_path / "audit.log", flush_interval=60.0, max_bytes=600, backups=2)
+    log = AuditLog(tmp_path / "audit.log", flush_interval=60.0, max_bytes=600, backups=2, keep_recent=0)
     for i in range(20):
         log.record_call(f"id{i:02d}", "p", "add", None, {"i": i}, "ok", None, 0.1)
     log.close()

@@ -11,11 +11,12 @@ from tests.harness import connect
 from tests.policy.test_chain import LATEST_HANDSHAKE, MemoryAudit, call, error_of
 
 
-def make(gates: Gates | None = None, contract: bool = True) -> tuple[Server, MemoryAudit, list[str]]:
+def make(gates: Gates | None = None, contract: bool = True,
+         schema: str = "flat") -> tuple[Server, MemoryAudit, list[str]]:
     audit = MemoryAudit()
     server = Server("m", policy=Policy(gates=gates or Gates(), contract=contract, audit=audit))
     ran: list[str] = []
-    notes = server.manager("notes", description="Keep notes.")
+    notes = server.manager("notes", description="Keep notes.", schema=schema)
 
     @notes.action(read_only=True, open_world=False)
     def get(key: str) -> str:
@@ -39,8 +40,8 @@ def make(gates: Gates | None = None, contract: bool = True) -> tuple[Server, Mem
 
 @pytest.mark.req("TL-05", "TL-14")
 @pytest.mark.asyncio
-async def test_the_schema_has_an_action_enum_and_one_closed_branch_per_action(wire):
-    server, _, _ = make(Gates(allow_destructive=True))
+async def test_the_oneof_form_has_an_action_enum_and_one_closed_branch_per_action(wire):
+    server, _, _ = make(Gates(allow_destructive=True), schema="oneOf")
     async with connect(server, wire, LATEST_HANDSHAKE) as c:
         (tool,) = (await c.request("tools/list", {}))["tools"]
     schema = tool["inputSchema"]
@@ -77,9 +78,9 @@ async def test_actions_are_validated_dispatched_and_named_in_the_envelope(wire):
     assert ran == ["get a", "put b True"]
     for bad in (extra, missing, unknown, absent):
         assert bad["isError"] is True and error_of(bad)["code"] == "E_SCHEMA_VALIDATION"
-    # the message names the branch's own problem, not one error per branch
-    assert "'text' was unexpected" in error_of(extra)["message"]
-    assert '"text" is a required property' in error_of(missing)["message"]
+    # the message names the action and the field, not one error per branch
+    assert "action 'get' does not take 'text' (it is a parameter of 'put')" in error_of(extra)["message"]
+    assert "action 'put' requires 'text'" in error_of(missing)["message"]
     assert "'zap' is not one of ['get', 'put']" in error_of(unknown)["message"]
     assert [a["action"] for a in audit.lines] == ["get", "put", "get", "put", None, None]
 

@@ -37,10 +37,10 @@ SECRET_KEYS = [
     "DB_PASSWORD", "passwd", "passphrase", "api_key", "apiKey", "X-Api-Key", "x.api.key", "API KEY",
     "apikey", "authorization", "Authorization", "Proxy-Authorization", "cookie", "Set-Cookie",
     "set_cookie", "cookies", "private_key", "privateKey", "secret_key", "aws_secret_access_key",
-    "credential", "credentials", "session_id", "Mcp-Session-Id", "secrets", "signing_key",
+    "credential", "credentials", "session_id", "Mcp-Session-Id", "secrets", "signing_key", "tokens",
 ]
 PLAIN_KEYS = [
-    "max_tokens", "maxTokens", "token_count", "tokenizer", "tokens", "total_tokens", "token_type",
+    "max_tokens", "maxTokens", "token_count", "tokenizer", "total_tokens", "token_type",
     "author", "authority", "auth_url", "authorization_url", "cookie_policy", "password_hint",
     "passwordless", "secretary", "keywords", "key", "monkey", "session", "path", "name", "id",
     "credential_type", "apikey_id", "",

@@ -20,6 +20,8 @@ from .._lazy import exports
 
 __all__ = [
     "AccessToken",
+    "ApiKeyAuth",
+    "api_key",
     "IntrospectionVerifier",
     "InvalidToken",
     "JWTVerifier",
@@ -32,6 +34,8 @@ __all__ = [
 
 _LAZY = {
     "AccessToken": (".tokens", "AccessToken"),
+    "ApiKeyAuth": (".apikey", "ApiKeyAuth"),
+    "api_key": (".apikey", "api_key"),
     "InvalidToken": (".tokens", "InvalidToken"),
     "TokenVerifier": (".tokens", "TokenVerifier"),
     "parse_scopes": (".tokens", "parse_scopes"),
@@ -43,6 +47,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from .apikey import ApiKeyAuth, api_key
     from .introspection import IntrospectionVerifier
     from .jwt import JWTVerifier
     from .resource import ResourceServer

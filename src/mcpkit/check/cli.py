@@ -1,4 +1,9 @@
-"""``mcpkit check TARGET``: the command line of the checker (the ``mcpkit`` CLI registers it)."""
+"""``mcpkit check TARGET``: the command line of the checker (the ``mcpkit`` CLI registers it).
+
+Exit codes: 0 clean (no failure at or above --fail-on), 1 findings, 2 the checker could not do
+its job (the server could not be started or reached, it exited before answering, a bad option
+such as an unknown rule id, or --deadline ran out before anything failed).
+"""
 
 from __future__ import annotations
 
@@ -10,26 +15,60 @@ import shlex
 import sys
 from typing import Any
 
+from .model import EXIT_INFRASTRUCTURE, SEVERITIES
+
 __all__ = ["add_arguments", "run"]
+
+FORMATS = ("text", "json", "junit", "sarif", "markdown")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", nargs="+", metavar="TARGET",
+    parser.add_argument("target", nargs="*", metavar="TARGET",
                         help="the server: a command line (stdio; quote it or put it after --) or an http(s):// URL")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
-    parser.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML to FILE")
-    parser.add_argument("--call-read-only", action="store_true",
-                        help="call the tools annotated readOnlyHint with sample arguments and check their output")
-    parser.add_argument("--conformance", action="store_true",
-                        help="HTTP only: also run the official conformance suite (needs npm)")
-    parser.add_argument("--revision", action="append", metavar="V",
-                        help="check only this protocol revision (repeatable; default: every revision)")
-    parser.add_argument("--header", action="append", metavar="'K: V'", default=[],
-                        help="HTTP: send this header with every request, e.g. 'Authorization: Bearer ...'")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                        help="how long one request may take (default 10)")
-    parser.add_argument("--rule", action="append", metavar="ID", help="run only this rule (repeatable)")
-    parser.add_argument("--no-color", action="store_true", help="no colors in the table")
+    out = parser.add_argument_group("report")
+    out.add_argument("--format", choices=FORMATS, default=None,
+                     help="text (default), json, junit (JUnit XML), sarif (SARIF 2.1.0); markdown for --list-rules")
+    out.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    out.add_argument("--json", action="store_true", help="the same as --format json")
+    out.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML to FILE")
+    out.add_argument("--list-rules", action="store_true",
+                     help="list the rules (id, severity, spec keyword, requirements, revisions) and exit; "
+                     "--format json or markdown")
+    out.add_argument("--no-color", action="store_true", help="no colors in the table")
+    sel = parser.add_argument_group("what to check")
+    sel.add_argument("--rule", action="append", metavar="ID",
+                     help="run only this rule or family, e.g. http or tools.name (repeatable)")
+    sel.add_argument("--skip", action="append", metavar="ID", help="do not run this rule or family (repeatable)")
+    sel.add_argument("--revision", action="append", metavar="V",
+                     help="check only this protocol revision (repeatable; default: every revision)")
+    sel.add_argument("--quick", action="store_true",
+                     help="check the latest handshake revision only (one connection)")
+    tools = sel.add_mutually_exclusive_group()
+    tools.add_argument("--call-tools", "--call-read-only", dest="call_tools", action="store_true",
+                       help="call the tools annotated readOnlyHint: true (never any other) with sample and "
+                       "invalid arguments, to check their results and errors")
+    tools.add_argument("--no-tool-calls", dest="call_tools", action="store_false",
+                       help="call no tool (the default)")
+    sel.add_argument("--hosts", metavar="LIST", default=None,
+                     help="the hosts whose hosts.* rules run: a comma list of claude, bedrock, vertex, openai, "
+                     "openai-strict, gemini, gemini-openapi, cursor, vscode, or 'all' (default claude,openai,gemini)")
+    sel.add_argument("--conformance", action="store_true",
+                     help="HTTP only: also run the official conformance suite (needs npm)")
+    ci = parser.add_argument_group("CI")
+    ci.add_argument("--fail-on", choices=SEVERITIES, default="error",
+                    help="the lowest severity that fails the run (default: error)")
+    ci.add_argument("--baseline", metavar="FILE",
+                    help="a JSON report of an earlier run (--format json): its failures are reported but do not "
+                    "fail the run; new ones do")
+    ci.add_argument("--deadline", type=float, metavar="SECONDS", help="stop the whole run after SECONDS")
+    ci.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                    help="how long one request may take (default 10)")
+    ci.add_argument("--jobs", type=int, default=None, metavar="N",
+                    help="connections at once (default 3; 1 for a server that cannot run twice)")
+    conn = parser.add_argument_group("connection")
+    conn.add_argument("--header", action="append", metavar="'K: V'", default=[],
+                      help="HTTP: send this header with every request, e.g. 'Authorization: Bearer ...'")
+    conn.add_argument("--sse", action="store_true", help="the URL is a legacy HTTP+SSE endpoint (2024-11-05)")
 
 
 def _headers(values: list[str]) -> dict[str, str]:
@@ -49,30 +88,80 @@ def _target(parts: list[str]) -> Any:
     return parts
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the checks ``args`` describe, print the report; the exit code (1 when an error-level
-    rule failed)."""
-    from .render import render_table
-    from .runner import run_checks
+def _fail(message: str) -> int:
+    print(f"mcpkit check: {message}", file=sys.stderr)
+    return EXIT_INFRASTRUCTURE
 
+
+def _emit(text: str, output: str | None) -> None:
+    text = text.rstrip("\n")
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    else:
+        print(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the checks ``args`` describe, print the report; the exit code."""
+    from .formats import junit_xml, rules_listing, sarif
+    from ..hosts import parse_hosts
+    from .registry import resolve
+    from .render import render_table
+    from .runner import load_baseline, run_checks
+
+    fmt = args.format or ("json" if args.json else "text")
+    if args.list_rules:
+        _emit(rules_listing(fmt), args.output)
+        return 0
+    if fmt == "markdown":
+        return _fail("--format markdown is for --list-rules; a report is text, json, junit or sarif")
+    if not args.target:
+        return _fail("give a TARGET: a command line in quotes (stdio) or an http(s):// URL")
+    try:
+        resolve(args.rule)
+        resolve(args.skip)
+        parse_hosts(args.hosts)  # an unknown host is a usage error, before anything runs
+        baseline = load_baseline(args.baseline) if args.baseline else None
+    except ValueError as exc:
+        return _fail(str(exc))
+    target = _target(args.target)
+    transport = "auto"
+    if args.sse:
+        if not isinstance(target, str):
+            return _fail("--sse needs an http(s):// URL")
+        transport = "sse"
     options: dict[str, Any] = {
-        "revisions": args.revision, "call_read_only": args.call_read_only, "conformance": args.conformance,
-        "headers": _headers(args.header), "rules": set(args.rule) if args.rule else None,
+        "revisions": args.revision, "call_read_only": bool(args.call_tools), "conformance": args.conformance,
+        "headers": _headers(args.header), "rules": args.rule, "skip": args.skip, "quick": args.quick,
+        "deadline": args.deadline, "fail_on": args.fail_on, "baseline": baseline, "transport": transport,
+        "hosts": args.hosts,
     }
     if args.timeout is not None:
         options["timeout"] = args.timeout
+    if args.jobs is not None:
+        options["jobs"] = args.jobs
     try:
-        report = asyncio.run(run_checks(_target(args.target), **options))
+        report = asyncio.run(run_checks(target, **options))
     except ValueError as exc:
-        print(f"mcpkit check: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc))
     if args.junit:
-        report.to_junit(args.junit)
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2, default=str))
+        with open(args.junit, "w", encoding="utf-8") as fh:
+            fh.write(junit_xml(report))
+    if fmt == "json":
+        _emit(json.dumps(report.to_json(), indent=2, default=str), args.output)
+    elif fmt == "junit":
+        _emit(junit_xml(report), args.output)
+    elif fmt == "sarif":
+        _emit(json.dumps(sarif(report), indent=2, default=str), args.output)
+    elif report.error is not None:
+        # nothing was judged: no table, no advice on fixing the server
+        return _fail(report.error)
     else:
-        color = not args.no_color and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        print(render_table(report, color=color))
+        color = not args.no_color and not args.output and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        _emit(render_table(report, color=color), args.output)
+    if report.error is not None:
+        print(f"mcpkit check: {report.error}", file=sys.stderr)
     return report.exit_code
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from ..protocol import revisions
 from .model import Finding, Rule
 
-__all__ = ["CheckContext", "Options", "Probe", "Skip", "RULE_TIMEOUT", "describe"]
+__all__ = ["CheckContext", "Options", "Probe", "Skip", "RULE_TIMEOUT", "describe", "read_only"]
 
 #: paginated list method -> (result key, the capability it needs)
 LISTS = {
@@ -30,11 +30,20 @@ class Options:
     target: Any
     transport: str
     headers: dict[str, str] = field(default_factory=dict)
+    #: --call-tools: the rules may call the tools annotated readOnlyHint: true (never others)
     call_read_only: bool = False
     conformance: bool = False
     timeout: float = RULE_TIMEOUT
     #: the transport argument the Client gets ("auto", "stdio", "http", "sse", "memory")
     client_transport: str = "auto"
+    #: the hosts whose hosts.* rules run (mcpkit/hosts.py; --hosts)
+    hosts: tuple[str, ...] = ("claude", "openai", "gemini")
+    #: set once the first connection has answered: how long a later handshake may take, and how
+    #: long a process gets to exit at EOF (both scale with the server's start-up on this machine)
+    handshake_floor: float = 0.0
+    eof_grace: float = 5.0
+    #: the tools the rules called: {"tool", "revision", "why"} (the report lists them)
+    tools_called: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -52,6 +61,18 @@ class Probe:
     exception: BaseException | None = None
     #: the JSON-RPC error code when the server refused with an error response
     code: Any = None
+    #: stdout lines that were not JSON-RPC messages, when the handshake failed (stdio)
+    noise: list[bytes] = field(default_factory=list)
+    #: the handshake got no answer because the checker could not reach the server at all
+    #: (not started, connection refused, exited before answering): not a compliance finding
+    unreachable: bool = False
+    #: stdio: seconds the server took to exit once its stdin was closed; None when it had not
+    #: exited after the grace period (and was terminated); unset (-1) when not measured
+    eof_exit: float | None = -1.0
+    #: the grace period eof_exit was measured against
+    eof_grace: float = 0.0
+    #: seconds from the start of the connection to the handshake's answer
+    handshake_time: float | None = None
 
     @property
     def accepted(self) -> bool:
@@ -116,7 +137,8 @@ class CheckContext:
 
     def _finding(self, status: str, message: str, revision: str | None, detail: dict[str, Any]) -> Finding:
         assert self.rule is not None
-        return Finding(self.rule.id, self.rule.severity, status, message, revision or self.revision, detail)
+        where = revision or self.revision
+        return Finding(self.rule.id, self.rule.severity_at(where), status, message, where, detail)
 
     def fail(self, message: str, *, revision: str | None = None, **detail: Any) -> Finding:
         return self._finding("fail", message, revision, detail)
@@ -145,7 +167,7 @@ class CheckContext:
             items = self.cache[method]
         else:
             try:
-                items = await self._paginate(method, key)
+                items = await self.read_list(method, key)
             except Exception as exc:  # noqa: BLE001 - any failure is reported by the list's own rules
                 items = exc
             self.cache[method] = items
@@ -153,7 +175,7 @@ class CheckContext:
             raise Skip(f"{method} failed ({_describe(items)}); see capabilities.backed and pagination.cursor")
         return items
 
-    async def _paginate(self, method: str, key: str) -> list[dict[str, Any]]:
+    async def read_list(self, method: str, key: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         cursor: Any = None
         for _ in range(1000):
@@ -182,10 +204,30 @@ class CheckContext:
             self.cache["first-pages"] = pages
         return pages
 
+    async def call_tool(self, tool: dict[str, Any], arguments: dict[str, Any], why: str) -> Any:
+        """tools/call of ``tool``: only with --call-tools, and only for a tool annotated
+        readOnlyHint: true (the checker never runs a tool that may change anything). Raises
+        Skip otherwise; returns the result, or raises what the request raised."""
+        name = tool.get("name")
+        if not self.options.call_read_only:
+            raise Skip("calling tools is off (pass --call-tools to call the tools annotated readOnlyHint)")
+        if not read_only(tool):
+            raise Skip(f"tool {name!r} is not annotated readOnlyHint: true; the checker does not call it")
+        self.options.tools_called.append({"tool": name, "revision": self.revision, "why": why})
+        return await self.client.request(
+            "tools/call", {"name": name, "arguments": arguments}, timeout=self.timeout, fulfil_inputs=False
+        )
+
     async def tools(self) -> list[dict[str, Any]]:
         if not self.has("tools"):
             raise Skip("the server declares no tools capability")
         return await self.listing("tools/list", "tools")
+
+
+def read_only(tool: dict[str, Any]) -> bool:
+    """The tool says it changes nothing (annotations.readOnlyHint is true)."""
+    annotations = tool.get("annotations")
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
 
 
 def _describe(exc: BaseException) -> str:

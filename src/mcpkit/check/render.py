@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from .model import Finding, Report
+from .model import SEVERITIES, Finding, Report
 
 __all__ = ["render_table", "Progress", "rule_status"]
 
@@ -36,9 +36,13 @@ def _summary(report: Report, color: bool) -> str:
     parts = [
         f"{len(per_rule)} rules: {statuses.count('pass')} passed, {statuses.count('fail')} failed, "
         f"{statuses.count('skip')} skipped",
-        f"{c['errors']} error(s), {c['warnings']} warning(s)",
+        f"{c['errors']} error(s), {c['warnings']} warning(s), {c['infos']} info",
     ]
-    verdict = _paint("FAILED", "fail", color) if report.exit_code else _paint("OK", "pass", color)
+    if c["baselined"]:
+        parts.append(f"{c['baselined']} in the baseline")
+    code = report.exit_code
+    verdict = (_paint("FAILED", "fail", color) if code == 1 else _paint("INCOMPLETE", "fail", color) if code == 2
+               else _paint("OK", "pass", color))
     return (f"{verdict}  {name}revisions {', '.join(accepted) or 'none'} ({report.transport}): "
             + "; ".join(parts) + f" in {report.duration:.1f} s")
 
@@ -60,7 +64,8 @@ def render_table(report: Report, color: bool = False) -> str:
         for rule_id in sorted(families[family]):
             findings = per_rule[rule_id]
             status = rule_status(findings)
-            severity = findings[0].severity
+            failing = [f for f in findings if f.status == "fail"]
+            severity = min((f.severity for f in failing), key=SEVERITIES.index) if failing else findings[0].severity
             shown = [f for f in findings if f.status == status]
             revisions = sorted({f.revision for f in shown if f.revision})
             message = shown[0].message
@@ -72,11 +77,18 @@ def render_table(report: Report, color: bool = False) -> str:
             if status == "fail":
                 for f in shown:
                     where = f"[{f.revision}] " if f.revision else ""
-                    lines.append(f"      {_paint(where, 'dim', color)}{f.message}")
+                    known = " (in the baseline)" if f.baselined else ""
+                    lines.append(f"      {_paint(where, 'dim', color)}{f.message}{known}")
                 rule = report.rules.get(rule_id)
                 if rule is not None:
                     lines.append(_paint(f"      fix: {rule.fix} ({', '.join(rule.requirements)})", "dim", color))
     lines.append("")
+    called = sorted({str(t.get("tool")) for t in report.tools_called})
+    lines.append("tools called: " + (", ".join(called) if called else "none"))
+    for note in report.notes:
+        lines.append(f"note: {note}")
+    if report.incomplete:
+        lines.append(f"incomplete: {report.incomplete}; the rules that had not run are not reported")
     lines.append(_summary(report, color))
     return "\n".join(lines)
 

@@ -1,26 +1,46 @@
-"""The runner: connect once per revision, run every rule, collect the findings."""
+"""The runner: connect once per revision, run every rule, collect the findings.
+
+Where the time goes, and what keeps a run short: every revision needs its own connection (a
+stdio server serves one handshake per process), so a Python server's start-up is paid once per
+revision. The first connection (the latest handshake revision) runs alone: when it gets no answer
+at all the run stops there (one launch, not six). The others then run side by side, a few at a
+time, and each process is closed in the background: stdin closed, a short grace to exit (measured
+for ST-07), then terminated.
+"""
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import re
 import sys
 import time
 from typing import Any
 
+from .. import _json
 from ..protocol import revisions as revision_table
+from .framing import pretty_printed
 from .context import RULE_TIMEOUT, CheckContext, Options, Probe, Skip, describe
 from .model import Finding, Report, Rule
-from .registry import all_rules
+from .registry import all_rules, resolve
 from .render import Progress
 
-__all__ = ["run_checks", "check", "UNKNOWN_VERSION"]
+__all__ = ["run_checks", "check", "UNKNOWN_VERSION", "EOF_GRACE"]
 
 #: offered as a made-up revision: the answer must be one the server supports (LC-02)
 UNKNOWN_VERSION = "2000-01-01"
 #: how long a legacy-only server gets to answer the server/discover probe
 MODERN_PROBE_TIMEOUT = 5.0
+#: ST-07: how long a stdio server gets to exit once its stdin is closed before it is terminated
+EOF_GRACE = 5.0
+#: how long the first connection may take to start the server and answer its handshake (a big
+#: import, a package manager fetching the server, a loaded machine); later ones scale from it
+STARTUP_TIMEOUT = 30.0
+#: a first handshake slower than this (seconds) makes the later connections run one at a time
+SLOW_START = 2.0
+#: how many connections run at once after the first (a server that cannot run twice: jobs=1)
+JOBS = 2
 #: the rules that run only when asked for: rule id -> the run_checks option
 OPTIONAL = {"tools.read-only-output": "call_read_only", "conformance.suite": "conformance"}
 
@@ -45,15 +65,17 @@ def _label(target: Any) -> str:
     return f"{getattr(target, 'name', type(target).__name__)} (in memory)"
 
 
-def _selected(options: Options, only: set[str] | None) -> list[Rule]:
+def _selected(options: Options, only: set[str] | None, skip: set[str]) -> list[Rule]:
     chosen = []
     for rule in all_rules().values():
-        if only is not None and rule.id not in only:
+        if (only is not None and rule.id not in only) or rule.id in skip:
             continue
         if not rule.default and not getattr(options, OPTIONAL.get(rule.id, ""), False):
             continue
         if rule.transports and options.transport not in rule.transports:
             continue
+        if rule.family == "hosts" and rule.id.split(".", 1)[1] not in options.hosts:
+            continue  # --hosts: only the hosts asked for
         chosen.append(rule)
     return chosen
 
@@ -61,13 +83,18 @@ def _selected(options: Options, only: set[str] | None) -> list[Rule]:
 async def _run_rule(rule: Rule, ctx: CheckContext, progress: Progress) -> list[Finding]:
     ctx.rule = rule
     progress.step(rule.id, ctx.revision)
+    started = time.monotonic()
     try:
         found = await rule.check(ctx)
     except Skip as skip:
-        return [Finding(rule.id, rule.severity, "skip", str(skip), ctx.revision)]
+        found = [Finding(rule.id, rule.severity_at(ctx.revision), "skip", str(skip), ctx.revision)]
     except Exception as exc:  # noqa: BLE001 - a request that failed is a failure of the rule
-        return [Finding(rule.id, rule.severity, "fail", f"the check could not complete: {describe(exc)}", ctx.revision)]
-    return found or [ctx.ok(rule.title)]
+        found = [ctx.fail(f"the check could not complete: {describe(exc)}")]
+    found = found or [ctx.ok(rule.title)]
+    took = time.monotonic() - started
+    for f in found:
+        f.duration = took
+    return found
 
 
 def _answered_in(error: BaseException) -> str | None:
@@ -82,8 +109,64 @@ def _answered_in(error: BaseException) -> str | None:
     return value if isinstance(value, str) else None
 
 
+async def _unreachable(exc: BaseException, client: Any, kind: str, label: str) -> str | None:
+    """Why the checker could not reach the server at all (an infrastructure failure, exit code
+    2), or None when the server was reached and its answer is what failed."""
+    from ..client import ClientError
+
+    if not isinstance(exc, ClientError):
+        return None
+    text = str(exc)
+    if text.startswith("cannot start"):
+        return f"could not start the server: {text[len('cannot start '):]}"
+    if kind in ("http", "sse"):
+        cause = exc.__cause__
+        try:
+            import httpx
+
+            if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
+                return f"could not connect to {label}: {cause}"
+        except ImportError:  # pragma: no cover - the HTTP client needs httpx
+            pass
+        return None
+    proc = getattr(client.transport, "proc", None)
+    if kind == "stdio" and proc is not None and not client.transport.stdout_noise:
+        if proc.returncode is None and "closed its stdout" in text:
+            with contextlib.suppress(asyncio.TimeoutError):  # it is exiting: a loaded machine is slow to tell
+                await asyncio.wait_for(proc.wait(), 5.0)
+            if proc.returncode is not None:
+                text = f"the server exited with code {proc.returncode}" + (
+                    f"; stderr: {client.stderr.strip()[-2000:]}" if client.stderr.strip() else "")
+        if proc.returncode is not None:
+            return f"the server exited before answering the handshake: {text}"
+    return None
+
+
+async def _handshake(client: Any, limit: float) -> Any:
+    """client.connect(), ended early when the answer arrives pretty-printed over several lines
+    (it would never be read: wait no longer)."""
+    task = asyncio.ensure_future(client.connect())
+    deadline = time.monotonic() + limit
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=min(0.1, max(0.0, deadline - time.monotonic())))
+            if done:
+                return task.result()
+            noise = client.stdout_noise if client.transport is not None else []
+            if noise and pretty_printed(list(noise)) is not None:
+                raise asyncio.TimeoutError("pretty-printed")
+            if time.monotonic() >= deadline:
+                raise asyncio.TimeoutError
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
 async def _connection(
     options: Options, version: str, rules: list[Rule], progress: Progress, closing: list[asyncio.Future[None]],
+    patience: float = 1.0,
 ) -> tuple[Probe, list[Finding], dict[str, Any] | None]:
     from ..client import Client, RpcError
 
@@ -91,35 +174,116 @@ async def _connection(
     findings: list[Finding] = []
     client = Client(options.target, transport=options.client_transport, protocol_version=version,
                     headers=options.headers or None, timeout=options.timeout)
-    limit = MODERN_PROBE_TIMEOUT if version in revision_table.MODERN_VERSIONS else options.timeout
+    limit = patience * max(options.handshake_floor, min(
+        MODERN_PROBE_TIMEOUT if version in revision_table.MODERN_VERSIONS else options.timeout, options.timeout))
+    started = time.monotonic()
     try:
         try:
-            probe.result = await asyncio.wait_for(client.connect(), min(limit, options.timeout))
+            probe.result = await _handshake(client, limit)
+            probe.handshake_time = time.monotonic() - started
         except RpcError as exc:
             probe.error, probe.code, probe.exception = describe(exc), exc.code, exc
             return probe, findings, None
         except (Exception, asyncio.TimeoutError) as exc:  # noqa: BLE001 - recorded for lifecycle.handshake
-            probe.error = describe(exc) if not isinstance(exc, asyncio.TimeoutError) else f"no answer within {limit} s"
             probe.exception = exc
+            if isinstance(exc, asyncio.TimeoutError):
+                probe.error = f"no answer within {limit:g} s"
+                if str(exc) == "pretty-printed":
+                    probe.error = "the answer came pretty-printed over several lines, which no client can read"
+            else:
+                probe.error = describe(exc)
+                reason = await _unreachable(exc, client, options.transport, _label(options.target))
+                if reason is not None:
+                    probe.error, probe.unreachable = reason, True
             probe.answered = _answered_in(exc)
+            if client.transport is not None:
+                probe.noise = list(client.stdout_noise)
             return probe, findings, None
         probe.answered = client.protocol_version
         if not probe.accepted:
             return probe, findings, None
         ctx = CheckContext(options, client=client, revision=version)
         for rule in rules:
-            findings.extend(await _run_rule(rule, ctx, progress))
+            if rule.applies_to(version):
+                findings.extend(await _run_rule(rule, ctx, progress))
         return probe, findings, dict(client.server_info or {})
     finally:
         # closed in the background: a server slow to exit at EOF must not hold up the next connection
-        closing.append(asyncio.ensure_future(_close(client)))
+        closing.append(asyncio.ensure_future(_close(client, probe, options)))
 
 
-async def _close(client: Any) -> None:
+async def _close(client: Any, probe: Probe, options: Options) -> None:
+    """Close the connection. On stdio: close stdin and time how long the server takes to exit
+    (ST-07), terminating it after the grace period (EOF_GRACE, more for a slow starter)."""
+    transport = client.transport
+    proc = getattr(transport, "proc", None)
     try:
+        if proc is not None and proc.returncode is None and proc.stdin is not None:
+            started = time.monotonic()
+            grace = probe.eof_grace = options.eof_grace
+            with contextlib.suppress(Exception):
+                proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), grace)
+                probe.eof_exit = time.monotonic() - started
+            except asyncio.TimeoutError:
+                probe.eof_exit = None
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+                try:
+                    await asyncio.wait_for(proc.wait(), 1.0)
+                except asyncio.TimeoutError:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
         await client.close()
-    except Exception:  # noqa: BLE001 - closing a broken connection may fail too
-        pass
+        probe.noise = list(client.stdout_noise)  # read after the exit: what it wrote at EOF counts too
+    except BaseException:  # noqa: BLE001 - closing a broken connection may fail too
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+
+def _silent(probe: Probe) -> bool:
+    """The handshake got no answer at all (not an error, not a counter-offer, not noise)."""
+    return (probe.error is not None and probe.code is None and probe.answered is None and not probe.unreachable
+            and not probe.noise)
+
+
+def _plan(revisions: list[str] | tuple[str, ...] | None, quick: bool) -> list[str]:
+    """The revisions to offer, the first one alone (the fail-fast probe)."""
+    if revisions:
+        for version in revisions:
+            if version not in revision_table.SUPPORTED_VERSIONS:
+                raise ValueError(f"unknown revision {version!r}; known: "
+                                 f"{', '.join(revision_table.SUPPORTED_VERSIONS)}")
+        return list(dict.fromkeys(revisions))
+    if quick:
+        return [revision_table.LATEST_HANDSHAKE]
+    offered = [revision_table.LATEST_HANDSHAKE]
+    offered += [v for v in revision_table.SUPPORTED_VERSIONS if v not in offered]
+    return [*offered, UNKNOWN_VERSION]
+
+
+def load_baseline(path: str) -> set[str]:
+    """The fingerprints of the failures in a JSON report written earlier (``--format json``)."""
+    from .model import Finding as _Finding
+
+    try:
+        with open(path, "rb") as fh:
+            data = _json.loads(fh.read())
+    except OSError as exc:
+        raise ValueError(f"cannot read the baseline {path}: {exc.strerror or exc}") from None
+    except _json.JSONDecodeError:
+        raise ValueError(f"the baseline {path} is not JSON; write one with --format json") from None
+    findings = data.get("findings") if isinstance(data, dict) else None
+    if not isinstance(findings, list):
+        raise ValueError(f"the baseline {path} has no findings list; write one with --format json")
+    known = set()
+    for item in findings:
+        if isinstance(item, dict) and item.get("status") == "fail":
+            known.add(_Finding(str(item.get("rule")), str(item.get("severity")), "fail", str(item.get("message")),
+                               item.get("revision")).fingerprint)
+    return known
 
 
 async def run_checks(
@@ -131,52 +295,131 @@ async def run_checks(
     conformance: bool = False,
     headers: dict[str, str] | None = None,
     timeout: float = RULE_TIMEOUT,
-    rules: set[str] | None = None,
+    rules: set[str] | list[str] | None = None,
+    skip: set[str] | list[str] | None = None,
+    quick: bool = False,
+    deadline: float | None = None,
+    fail_on: str = "error",
+    baseline: set[str] | None = None,
+    jobs: int = JOBS,
     progress: bool | None = None,
+    hosts: str | list[str] | tuple[str, ...] | None = None,
 ) -> Report:
     """Check the MCP server at ``target`` (a command line for stdio, a URL for HTTP, or an mcpkit
-    Server in memory): connect once per revision in ``revisions`` (default: the four handshake
-    revisions and 2026-07-28; plus a made-up one for negotiation), run every rule on each
-    connection the server accepts at the offered revision, then the server-wide rules.
-    ``rules`` restricts the run to those rule ids."""
+    Server in memory): connect once per revision in ``revisions`` (default: every revision, plus
+    a made-up one for negotiation; ``quick``: the latest handshake revision only), run every rule
+    on each connection the server accepts at the offered revision, then the server-wide rules.
+
+    ``rules``/``skip`` take rule ids or families (an unknown one raises ValueError);
+    ``call_read_only`` lets rules call the tools annotated readOnlyHint (never others);
+    ``deadline`` bounds the whole run in seconds (what ran is reported, the report says it is
+    incomplete); ``baseline`` holds fingerprints of known failures, which do not fail the run;
+    ``hosts`` ("claude,openai", or a list) picks the hosts.* rules (default claude, openai, gemini;
+    mcpkit/hosts.py)."""
+    from ..hosts import parse_hosts
+
     kind = _transport_kind(target, transport)
     options = Options(target=target, transport=kind, headers=dict(headers or {}), call_read_only=call_read_only,
-                      conformance=conformance, timeout=timeout, client_transport=transport)
-    offered = list(revisions) if revisions else list(revision_table.SUPPORTED_VERSIONS)
-    for version in offered:
-        if version not in revision_table.SUPPORTED_VERSIONS:
-            raise ValueError(f"unknown revision {version!r}; known: {', '.join(revision_table.SUPPORTED_VERSIONS)}")
-    if not revisions:
-        offered.append(UNKNOWN_VERSION)
-    selected = _selected(options, rules)
+                      conformance=conformance, timeout=timeout, client_transport=transport,
+                      hosts=parse_hosts(hosts))
+    offered = _plan(revisions, quick)
+    selected = _selected(options, resolve(rules), resolve(skip) or set())
     per_connection = sorted((r for r in selected if r.scope == "connection"), key=lambda r: r.order)
     per_server = [r for r in selected if r.scope == "server"]
     shown = sys.stderr.isatty() if progress is None else progress
-    report = Report(target=_label(target), transport=kind, rules={r.id: r for r in selected})
+    report = Report(target=_label(target), transport=kind, rules={r.id: r for r in selected}, fail_on=fail_on,
+                    tools_called=options.tools_called)
     started = time.monotonic()
+    ends = None if deadline is None else started + deadline
+    done: dict[str, tuple[Probe, list[Finding], dict[str, Any] | None]] = {}
+    closing: list[asyncio.Future[None]] = []
+    gate = asyncio.Semaphore(max(1, jobs))
+
+    async def one(version: str, patience: float = 1.0) -> None:
+        async with gate:
+            rules_here = [] if version == UNKNOWN_VERSION else per_connection
+            done[version] = await _connection(options, version, rules_here, bar, closing, patience)
+
+    def left() -> float | None:
+        return None if ends is None else max(0.0, ends - time.monotonic())
+
     with Progress(shown) as bar:
-        # one connection after the other: some servers cannot run twice at once (a lock, a port)
-        closing: list[asyncio.Future[None]] = []
-        done = []
         try:
-            for version in offered:
-                rules_here = [] if version == UNKNOWN_VERSION else per_connection
-                done.append(await _connection(options, version, rules_here, bar, closing))
+            first, rest = offered[0], offered[1:]
+            options.handshake_floor = STARTUP_TIMEOUT
+            tasks = [asyncio.ensure_future(one(first))]
+            await asyncio.wait(tasks, timeout=left())
+            probe = done[first][0] if first in done else None
+            options.handshake_floor = 0.0
+            if probe is not None and probe.handshake_time is not None:
+                # a server slow to start (a big import, a loaded machine) is given time in
+                # proportion, and started one at a time: its start-up is CPU-bound
+                options.handshake_floor = 3 * probe.handshake_time
+                options.eof_grace = max(EOF_GRACE, 2 * probe.handshake_time)
+                if probe.handshake_time > SLOW_START:
+                    gate = asyncio.Semaphore(1)
+            if probe is not None and probe.unreachable:
+                report.error = probe.error
+                rest = []
+            elif probe is not None and probe.error is not None and probe.code is None and probe.answered is None \
+                    and rest:
+                report.notes.append(f"the handshake offering {first} got no answer ({probe.error}); the other "
+                                    "revisions were not tried")
+                rest = []
+            if first in done:
+                tasks += [asyncio.ensure_future(one(v)) for v in rest]
+                await asyncio.wait(tasks, timeout=left())
+                # a start-up slowed down by the others (a loaded machine) is not the server's fault:
+                # a handshake that got no answer while the first one did is tried again, alone
+                if probe is not None and probe.accepted:
+                    for version in [v for v in rest if v in done and _silent(done[v][0])]:
+                        gate = asyncio.Semaphore(1)
+                        retry = asyncio.ensure_future(one(version, patience=2.0))
+                        tasks.append(retry)
+                        await asyncio.wait([retry], timeout=left())
+            pending = [t for t in tasks if not t.done()]
+            if pending:
+                report.incomplete = f"the --deadline of {deadline:g} s ran out"
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
         finally:
-            await asyncio.gather(*closing)
+            # the processes must go, whatever happened; a deadline leaves them less time
+            grace = left()
+            waited = asyncio.gather(*closing, return_exceptions=True)
+            if grace is None:
+                await waited
+            else:
+                await asyncio.wait({asyncio.ensure_future(waited)}, timeout=grace + options.eof_grace + 1.5)
         probes: dict[str, Probe] = {}
-        for version, (probe, findings, info) in zip(offered, done, strict=True):
+        for version in sorted(offered, key=lambda v: (v == UNKNOWN_VERSION, v)):
+            if version not in done:
+                continue
+            probe, findings, info = done[version]
             probes["unknown" if version == UNKNOWN_VERSION else version] = probe
             report.findings.extend(findings)
             if info and report.server_info is None:
                 report.server_info = info
             if version != UNKNOWN_VERSION:
                 report.negotiated[version] = probe.answered
-        server_ctx = CheckContext(options, probes=probes)
         server_findings: list[Finding] = []
-        for rule in per_server:
-            server_findings.extend(await _run_rule(rule, server_ctx, bar))
+        if report.error is None:
+            server_ctx = CheckContext(options, probes=probes)
+            for rule in per_server:
+                remaining = left()
+                if remaining is not None and remaining <= 0:
+                    report.incomplete = report.incomplete or f"the --deadline of {deadline:g} s ran out"
+                    break
+                try:
+                    server_findings.extend(await asyncio.wait_for(_run_rule(rule, server_ctx, bar), remaining))
+                except asyncio.TimeoutError:
+                    report.incomplete = f"the --deadline of {deadline:g} s ran out"
+                    break
+    order = {v: i for i, v in enumerate(revision_table.SUPPORTED_VERSIONS)}
+    report.findings.sort(key=lambda f: order.get(f.revision or "", -1))
     report.findings[:0] = server_findings
+    if baseline:
+        report.apply_baseline(baseline)
     report.duration = time.monotonic() - started
     return report
 

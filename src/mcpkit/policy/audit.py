@@ -20,12 +20,21 @@ Guarantees:
   past ``max_bytes`` first shifts ``path`` → ``path.1`` → … → ``path.<backups>`` (the oldest
   dropped); ``backups=0`` truncates in place. A line is never split across files. Rotation
   assumes one writing process per file.
+* **Evidence survives a burst**: a caller must not be able to wipe the record of what it did by
+  making many large calls. A line keeps at most ``max_argument_bytes`` of arguments (as
+  redacted JSON); larger arguments are replaced by ``null`` and an ``argumentsTruncated``
+  object: their size in bytes, the sha256 of that redacted JSON and its first bytes as a
+  preview. And rotation never drops a backup whose newest line is younger than
+  ``keep_recent`` seconds (an hour by default): a burst makes more backups instead, up to
+  ``max_backups`` (then the oldest goes, with a warning on the ``mcpkit.audit`` logger).
 
 Thread-safe (one lock); the file is opened on the first record, and again after :meth:`close`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import threading
 import time
@@ -98,8 +107,19 @@ class AuditLog:
         wire_fds: tuple[int, ...] = (1,),
         clock: Callable[[], float] = time.time,
         flush_interval: float = 0.0,
+        max_argument_bytes: int = 4096,
+        keep_recent: float = 3600.0,
+        max_backups: int = 50,
     ) -> None:
         self.path = os.fspath(path)
+        if max_argument_bytes < 0 or keep_recent < 0 or max_backups < 0:
+            raise ValueError("max_argument_bytes, keep_recent and max_backups must be >= 0 (0: off)")
+        #: arguments larger than this (as redacted JSON) are summarised: size, sha256, preview
+        self.max_argument_bytes = max_argument_bytes
+        #: seconds: a backup whose newest line is younger is kept on rotation, beyond ``backups``
+        self.keep_recent = keep_recent
+        #: however recent, never more backups than this (a disk budget: max_bytes each)
+        self.max_backups = max(max_backups, backups)
         if flush_interval < 0:
             raise ValueError("flush_interval must be >= 0 seconds (0: every line is written at once)")
         #: 0: each record is written before record() returns. > 0: lines are buffered and
@@ -150,12 +170,36 @@ class AuditLog:
         """Append ``entry`` as one JSON line, redacted, ``time`` first unless it has one."""
         try:
             clean = self._redact(entry)
-            line = _json.dumps(clean if "time" in clean else {"time": self._now(), **clean})
+            clean = clean if "time" in clean else {"time": self._now(), **clean}
+            line = _json.dumps(clean)
         except TypeError:
             # A non-JSON value (a Path, an object): written as its str(), then redacted.
             clean = self.redactor.redact(_jsonable(entry))
-            line = _json.dumps(clean if "time" in clean else {"time": self._now(), **clean})
+            clean = clean if "time" in clean else {"time": self._now(), **clean}
+            line = _json.dumps(clean)
+        if self.max_argument_bytes and len(line) > self.max_argument_bytes and "arguments" in clean:
+            line = self._capped(dict(clean)) or line
         self._append(line + b"\n")
+
+    def _capped(self, entry: dict[str, Any]) -> bytes | None:
+        """The line of ``entry`` with its (redacted) arguments summarised when they are larger
+        than max_argument_bytes; None when they are not."""
+        try:
+            data = _json.dumps(entry["arguments"])
+        except TypeError:
+            data = _json.dumps(_jsonable(entry["arguments"]))
+        if len(data) <= self.max_argument_bytes:
+            return None
+        entry["arguments"] = None
+        entry["argumentsTruncated"] = {
+            "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "preview": data[:_PREVIEW_BYTES].decode("utf-8", "ignore"),
+        }
+        try:
+            return _json.dumps(entry)
+        except TypeError:
+            return _json.dumps(self.redactor.redact(_jsonable(entry)))
 
     def _append(self, data: bytes | tuple[Any, ...]) -> None:
         if self.flush_interval:
@@ -235,6 +279,8 @@ class AuditLog:
             line = _json.dumps(entry)
         except TypeError:
             line = _json.dumps(redactor.redact(_jsonable(entry)))
+        if self.max_argument_bytes and len(line) > self.max_argument_bytes:
+            line = self._capped(entry) or line
         return line + b"\n"
 
     def _remember(self, name: str) -> str:
@@ -344,10 +390,22 @@ class AuditLog:
         if self.backups == 0:
             self._open(truncate=True)
             return
-        for n in range(self.backups - 1, 0, -1):
-            older = f"{self.path}.{n}"
-            if os.path.exists(older):
-                os.replace(older, f"{self.path}.{n + 1}")
+        count = 0
+        while os.path.exists(f"{self.path}.{count + 1}"):
+            count += 1
+        now = time.time()  # file times are the system's, whatever clock stamps the lines
+        while count >= self.backups:
+            oldest = f"{self.path}.{count}"
+            recent = now - _mtime(oldest) < self.keep_recent
+            if recent and count < self.max_backups:
+                break  # recent history is evidence: this burst gets more backups instead
+            if recent:
+                _log.warning("audit log %s: %d backups written within %.0f s; dropping the oldest "
+                             "(raise max_backups to keep more)", self.path, count, self.keep_recent)
+            os.remove(oldest)
+            count -= 1
+        for n in range(count, 0, -1):
+            os.replace(f"{self.path}.{n}", f"{self.path}.{n + 1}")
         if os.path.exists(self.path):
             os.replace(self.path, f"{self.path}.1")
         self._open()
@@ -381,14 +439,18 @@ class AuditLog:
         environ: Mapping[str, str] | None = None,
         **options: Any,
     ) -> AuditLog | None:
-        """An audit log configured by ``MCPKIT_AUDIT_LOG`` (path), ``MCPKIT_AUDIT_MAX_BYTES`` and
-        ``MCPKIT_AUDIT_BACKUPS``; ``None`` when neither the environment nor ``default_path``
-        names a file. ``options`` go to the constructor."""
+        """An audit log configured by ``MCPKIT_AUDIT_LOG`` (path), ``MCPKIT_AUDIT_MAX_BYTES``,
+        ``MCPKIT_AUDIT_BACKUPS``, ``MCPKIT_AUDIT_MAX_ARGUMENT_BYTES``, ``MCPKIT_AUDIT_KEEP_RECENT``
+        (seconds) and ``MCPKIT_AUDIT_MAX_BACKUPS``; ``None`` when neither the environment nor
+        ``default_path`` names a file. ``options`` go to the constructor."""
         env = os.environ if environ is None else environ
         path = env.get("MCPKIT_AUDIT_LOG") or default_path
         if not path:
             return None
-        for name, option in (("MCPKIT_AUDIT_MAX_BYTES", "max_bytes"), ("MCPKIT_AUDIT_BACKUPS", "backups")):
+        for name, option in (("MCPKIT_AUDIT_MAX_BYTES", "max_bytes"), ("MCPKIT_AUDIT_BACKUPS", "backups"),
+                             ("MCPKIT_AUDIT_MAX_ARGUMENT_BYTES", "max_argument_bytes"),
+                             ("MCPKIT_AUDIT_KEEP_RECENT", "keep_recent"),
+                             ("MCPKIT_AUDIT_MAX_BACKUPS", "max_backups")):
             raw = env.get(name, "").strip()
             if raw:
                 try:
@@ -404,6 +466,17 @@ _PLAIN_FIELDS = frozenset({"correlationId", "parentCorrelationId", "action", "ou
 
 #: buffered lines are written at once beyond this many, whatever the interval
 _FLUSH_LINES = 512
+#: how much of summarised arguments a line keeps, as a preview
+_PREVIEW_BYTES = 256
+
+_log = logging.getLogger("mcpkit.audit")
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 def _flush_at_exit(ref: Any) -> None:

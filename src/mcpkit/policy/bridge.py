@@ -168,6 +168,37 @@ class Bridge:
         with self._lock:
             self._callbacks.append(callback)
 
+    async def wait_up(self, timeout: float) -> bool:
+        """Wait until the bridge is up (True) or ``timeout`` seconds pass (False).
+
+        For start-up ("wait for the editor before serving") and tests; the bridge's own thread
+        does the connecting, this only listens for the transition.
+        """
+        import asyncio
+
+        if self._up:
+            return True
+        loop = asyncio.get_running_loop()
+        arrived = loop.create_future()
+
+        def on_change(up: bool) -> None:
+            if up:
+                loop.call_soon_threadsafe(lambda: arrived.done() or arrived.set_result(True))
+
+        with self._lock:
+            self._callbacks.append(on_change)
+        try:
+            if self._up:  # came up between the first check and the subscription
+                return True
+            try:
+                await asyncio.wait_for(arrived, timeout)
+            except TimeoutError:
+                return self._up
+            return True
+        finally:
+            with self._lock:
+                self._callbacks.remove(on_change)
+
     # --- calls (the hot path) ---------------------------------------------------------------
 
     def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -424,7 +455,9 @@ class Bridge:
             message,
             code=E_NOT_CONNECTED,
             retryable=True,
-            details={"bridge": self.name, "retryAfterMs": ms},
+            # the breaker and the last failure tell an agent (and its operator) why, not just when
+            details={"bridge": self.name, "retryAfterMs": ms, "breaker": self._breaker,
+                     "lastError": self._last_error},
             suggested_fix=f"Retry after {ms / 1000:g} s; if it keeps failing, start the {self.name} "
             f"or check that it is running and reachable.",
         )

@@ -29,6 +29,8 @@ from ..protocol.errors import (
     E_UNSUPPORTED,
     INVALID_PARAMS,
     McpError,
+    PromptNotFound,
+    ResourceNotFound,
     ToolError,
 )
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
@@ -37,7 +39,7 @@ from ..server.schema import BindError, _identity, _to_json
 from ..server.session import SyncCall, new_correlation_id
 from ..server.tools import OutputSchemaError, shape_for_revision
 from ..server.validation import format_errors
-from . import envelope, limits
+from . import envelope, isolation, limits
 from .config import INHERIT
 from .paths import ACTIVE_SANDBOX
 
@@ -108,7 +110,8 @@ class _Settings:
     every call: the hot path reads attributes instead of merging options."""
 
     __slots__ = ("policy", "contract", "sanitize", "max_argument_bytes", "max_result_bytes", "timeout",
-                 "limiter", "rate", "gate_refusal", "action_refusals", "bridges", "audit", "record_call")
+                 "limiter", "rate", "gate_refusal", "action_refusals", "bridges", "audit", "record_call",
+                 "isolated")
 
     def __init__(self, server: Any, tool: Tool) -> None:
         policy = self.policy = server._policy
@@ -144,6 +147,8 @@ class _Settings:
         self.audit = policy.audit if policy is not None else None
         #: the audit sink's fast entry point, when it has one (AuditLog.record_call)
         self.record_call = getattr(self.audit, "record_call", None)
+        #: the targets (None: the tool, else action names) run in worker processes, or None
+        self.isolated = isolation.isolated_targets(server, tool)
 
 
 def settings_of(server: Any, tool: Tool) -> _Settings:
@@ -159,7 +164,7 @@ class _Call:
 
     __slots__ = (
         "session", "req", "tool", "policy", "settings", "target", "action", "cid", "parent", "principal",
-        "arguments", "start", "contract", "ctx",
+        "arguments", "start", "contract", "ctx", "timeout",
     )
 
     def __init__(self, session: ServerSession, req: RequestReceived, tool: Tool, arguments: Any,
@@ -179,13 +184,14 @@ class _Call:
         self.start = time.perf_counter()
         self.contract = settings.contract
         self.ctx: Context | None = None
+        self.timeout = settings.timeout  # a manager action may set its own (manager.admit_action)
 
     def expire(self) -> None:
         """The deadline of a sync call passed (on the timer thread, which won the race with the
         handler): answer E_TIMEOUT now and ask the handler to stop."""
         if self.ctx is not None:
             self.ctx.cancelled.set()  # a cooperative handler polls this and stops
-        result = self.fail(_timeout_error(self, self.settings.timeout))
+        result = self.fail(_timeout_error(self, self.timeout))
         self.session._finish(self.req.id, result, None, "tools/call", flush=True)
 
     # ---------------------------------------------------------------- outcomes
@@ -225,18 +231,14 @@ class _Call:
         rev = self.req.revision
         settings = self.settings
         if settings.sanitize:
+            if "structuredContent" in result:
+                result = envelope.sanitized(result, self.contract)
             content = result.get("content")
             if not (type(content) is list and len(content) == 1 and content[0].get("type") == "text"
                     and _CONTROL.search(content[0].get("text", "")) is None):  # the common case, inline
                 result = limits.sanitize_result(result)
         if settings.max_result_bytes:
             result = limits.truncate_result(result, settings.max_result_bytes)
-        if self.contract and not rev.structured_content and "structuredContent" in result:
-            # 2024-11-05 and 2025-03-26 have no structuredContent: the envelope rides as JSON text
-            from .. import _json
-
-            result = {**result, "content": [*result["content"],
-                                            {"type": "text", "text": _json.dumps_str(result["structuredContent"])}]}
         if rev.downgrades:
             result = shape_for_revision(result, rev)
         meta = result.get("_meta")
@@ -254,15 +256,23 @@ class _Call:
                 summary = None
                 if isinstance(value, envelope.Outcome):
                     summary, value = value.summary, value.result
-                if self.target is tool:
+                # content blocks (an image, a ToolResult) stay blocks beside the envelope
+                was_content, value, blocks, meta, failed = envelope.split(value)
+                if failed is not None:
+                    return self.fail(ToolError(failed, code=envelope.E_TOOL_FAILED))
+                if self.target is tool and not was_content:
                     value = tool.result_dump(value)
                     # the envelope is built here, valid by construction; the tool's own value is
                     # what needs checking, against the result schema inside the advertised one
                     tool.check_result(value)
+                elif self.target is tool and value is not None and not isinstance(value, str):
+                    tool.check_result(value)  # a ToolResult's structured value (TL-07)
                 else:
                     value = _to_json(value)  # an action's own value, as JSON
                 ms = self.ms()
-                result = envelope.success(tool.name, self.action, self.cid, ms, value, summary)
+                result = envelope.success(tool.name, self.action, self.cid, ms, value, summary, blocks)
+                if meta:
+                    result["_meta"] = dict(meta)
                 owned = True
             else:
                 ms = None
@@ -272,7 +282,10 @@ class _Call:
             return self.fail(exc)
         except TypeError as exc:  # a value that has no JSON form
             return self.fail(exc)
-        self.audit("ok", None, ms)
+        if result.get("isError") is True:  # a ToolResult(is_error=True) or a raw isError dict
+            self.audit("error", envelope.E_TOOL_FAILED, ms)
+        else:
+            self.audit("ok", None, ms)
         return self.finish(result, owned)
 
     def fail(self, exc: BaseException, outcome: str = "error") -> dict[str, Any]:
@@ -301,6 +314,9 @@ class _Call:
             return ToolError(str(exc), code=E_TIMEOUT)
         if isinstance(exc, ClientRequestError):
             return ToolError(str(exc), code=E_INTERNAL)
+        if isinstance(exc, (ResourceNotFound, PromptNotFound)):  # raised by shared code a tool calls
+            return ToolError(exc.message, code=E_NOT_FOUND,
+                             details={"uri": exc.uri} if isinstance(exc, ResourceNotFound) else {"name": exc.name})
         if isinstance(exc, FileNotFoundError):
             return ToolError(f"{name}: no such file or directory.", code=E_NOT_FOUND)
         if isinstance(exc, PermissionError):
@@ -337,6 +353,9 @@ class _Call:
                     raise ToolError(f"Action {act.name!r} of tool {tool.name!r} is not available: {reason}.",
                                     code=E_PERMISSION_DENIED, details={"tool": tool.name, "action": act.name},
                                     suggested_fix="Use another action, or ask the operator to enable it.")
+                from .manager import admit_action
+
+                self.timeout = admit_action(act, self)
         for bridge in settings.bridges:
             if not bridge.up:
                 raise bridge.not_connected_error()  # E_NOT_CONNECTED, retryable
@@ -450,7 +469,9 @@ def _run(c: _Call, *, nested: bool, outer: Context | None = None) -> Any:
     finally:
         if token is not None:
             ACTIVE_SANDBOX.reset(token)
-    timeout = c.settings.timeout
+    timeout = c.timeout  # the tool's, or a manager action's own (manager.admit_action)
+    if c.settings.isolated is not None and c.action in c.settings.isolated:
+        return isolation.run(c, target, args, kwargs, timeout)  # a worker process, killed at the deadline
     if target.is_async:
         return _run_async(c, target, args, kwargs, timeout)
     if timeout and not nested:

@@ -43,6 +43,8 @@ class ToolOptions:
     max_result_bytes: Any = INHERIT
     sanitize: Any = INHERIT
     requires: tuple[Any, ...] = ()
+    #: "process": each call runs in a worker process killed at its deadline (policy/isolation.py)
+    isolation: str | None = None
 
     @classmethod
     def build(cls, *, requires: Any = None, **values: Any) -> ToolOptions | None:
@@ -64,6 +66,10 @@ class ToolOptions:
         if "timeout" in given and given["timeout"] not in (None, False):
             if not isinstance(given["timeout"], (int, float)) or given["timeout"] <= 0:
                 raise ValueError("timeout must be a positive number of seconds (or None to turn it off)")
+        if "isolation" in given:
+            from .isolation import check_mode
+
+            given["isolation"] = check_mode(given["isolation"])
         if not given and not bridges:
             return None
         return cls(**given, requires=bridges)
@@ -116,11 +122,16 @@ class Policy:
         rate_limit: Any = "600/min",
         contract: bool = False,
         environ: Mapping[str, str] | None = None,
+        env_prefix: str = "MCPKIT_",
+        gate_switches: Mapping[str, str] | None = None,
         **gates: bool,
     ) -> Policy:
         """Everything on, with the environment's switches:
 
-        MCPKIT_READ_ONLY, MCPKIT_ALLOW_DESTRUCTIVE, MCPKIT_ALLOW_OPEN_WORLD (gates);
+        MCPKIT_READ_ONLY, MCPKIT_ALLOW_DESTRUCTIVE, MCPKIT_ALLOW_OPEN_WORLD (gates; another
+        prefix with ``env_prefix="GODOT_"``, or the server's own names with
+        ``gate_switches={"read_only": "READ_ONLY_MODE", "allow_destructive": "ALLOW_DANGEROUS_OPS"}``;
+        ``read_only=True`` and the like set a gate in code);
         MCPKIT_ROOT (sandbox roots, os.pathsep-separated); MCPKIT_AUDIT_LOG (the audit file;
         by default ``<first root>/.mcpkit/audit.log``, or the ``mcpkit.audit`` logger on stderr
         when there is no root); MCPKIT_RATE_LIMIT (e.g. "600/min"; "off" for none);
@@ -158,7 +169,7 @@ class Policy:
             sanitize=True,
         )
         return cls(
-            gates=Gates.from_env(env, **gates),
+            gates=Gates.from_env(env, prefix=env_prefix, names=gate_switches, **gates),
             contract=contract or env_flag("MCPKIT_CONTRACT", False, env),
             audit=audit_log,
             rate_limiter=limiter,
@@ -190,6 +201,9 @@ def _default_audit(env: Mapping[str, str], sandbox: Any) -> Any:
     return _LoggerAudit()
 
 
+_LOGGED_ARGUMENT_BYTES = 4096
+
+
 class _LoggerAudit:
     """The audit trail as JSON lines on the ``mcpkit.audit`` logger (stderr, never stdout)."""
 
@@ -208,6 +222,15 @@ class _LoggerAudit:
         if "arguments" in entry:
             entry["arguments"] = self._redactor.redact(entry["arguments"])
         line = json.dumps(entry, default=str, ensure_ascii=False, separators=(",", ":"))
+        if len(line) > _LOGGED_ARGUMENT_BYTES and "arguments" in entry:
+            import hashlib
+
+            data = json.dumps(entry["arguments"], default=str, ensure_ascii=False, separators=(",", ":")).encode()
+            if len(data) > _LOGGED_ARGUMENT_BYTES:  # as AuditLog: a line keeps a summary of large arguments
+                entry["arguments"] = None
+                entry["argumentsTruncated"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                                               "preview": data[:256].decode("utf-8", "ignore")}
+                line = json.dumps(entry, default=str, ensure_ascii=False, separators=(",", ":"))
         self._log.info("%s", self._redactor.redact_text(line))
 
     def close(self) -> None:

@@ -4,9 +4,13 @@
      "meta": {"tool": "files", "action": "list", "correlationId": "…", "durationMs": 0.41}}
 
 The envelope is the result's ``structuredContent``, the tool advertises the matching
-``outputSchema`` (so TL-07 holds and clients can validate), the summary is the text content,
-and ``isError`` is ``not ok`` (TL-10). Failures carry ``error: {code, message, details,
-retryable, suggestedFix}`` with one of the codes of protocol/errors.py.
+``outputSchema`` (so TL-07 holds and clients can validate), and ``isError`` is ``not ok``
+(TL-10). The text content is the serialized envelope itself, as the spec recommends when
+``structuredContent`` is sent (TL-08): a host that reads only ``content`` (many do) loses
+nothing, not even the error code. Images, audio, embedded resources and resource links a tool
+returns stay real content blocks after it, never base64 inside the JSON. Failures carry
+``error: {code, message, details, retryable, suggestedFix}`` with a code of
+protocol/errors.py or the tool's own ``E_...`` code.
 """
 
 from __future__ import annotations
@@ -16,7 +20,11 @@ from typing import Any, Generic, TypeVar
 from .. import _json
 from ..protocol.errors import TOOL_ERROR_CODES, ToolError
 
-__all__ = ["Outcome", "envelope_schema", "success", "failure", "default_summary"]
+__all__ = ["Outcome", "envelope_schema", "success", "failure", "default_summary", "split", "sanitized",
+           "E_TOOL_FAILED"]
+
+#: the code of a ``ToolResult(is_error=True)`` under the contract (the tool said it failed)
+E_TOOL_FAILED = "E_TOOL_FAILED"
 
 _SUMMARY_MAX = 200
 
@@ -54,7 +62,10 @@ def envelope_schema(result_schema: dict[str, Any] | None) -> dict[str, Any]:
                     {
                         "type": "object",
                         "properties": {
-                            "code": {"enum": sorted(TOOL_ERROR_CODES)},
+                            # the standard codes, or a tool's own (ToolError(code="E_CONFLICT"))
+                            "code": {"type": "string", "pattern": "^E_[A-Z][A-Z_]*$",
+                                     "description": "One of " + ", ".join(sorted(TOOL_ERROR_CODES))
+                                     + ", or a code of the tool's own."},
                             "message": {"type": "string"},
                             "details": {},
                             "retryable": {"type": "boolean"},
@@ -98,7 +109,10 @@ def default_summary(tool: str, action: str | None, result: Any) -> str:
     elif isinstance(result, list):
         return f"{label}: {len(result)} item{'s' if len(result) != 1 else ''}"
     else:
-        text = _json.dumps_str(result)
+        from .limits import strip_structured
+
+        # a summary is display text: no control character survives as a JSON \u001b escape
+        text = _json.dumps_str(strip_structured(result))
     if len(text) > _SUMMARY_MAX:
         text = text[: _SUMMARY_MAX - 1] + "…"
     return f"{label}: {text}" if text else f"{label}: done"
@@ -117,7 +131,7 @@ def success(
     text = summary if summary is not None else default_summary(tool, action, result)
     env = {"ok": True, "summary": text, "result": result, "error": None,
            "meta": _meta(tool, action, cid, duration_ms)}
-    return {"content": [{"type": "text", "text": text}, *(content or ())], "structuredContent": env}
+    return {"content": [{"type": "text", "text": _json.dumps_str(env)}, *(content or ())], "structuredContent": env}
 
 
 def failure(tool: str, action: str | None, cid: str, duration_ms: float, error: ToolError) -> dict[str, Any]:
@@ -128,4 +142,60 @@ def failure(tool: str, action: str | None, cid: str, duration_ms: float, error: 
         text += f" Fix: {error.suggested_fix}"
     env = {"ok": False, "summary": text, "result": None, "error": error.to_error(),
            "meta": _meta(tool, action, cid, duration_ms)}
-    return {"content": [{"type": "text", "text": text}], "structuredContent": env, "isError": True}
+    return {"content": [{"type": "text", "text": _json.dumps_str(env)}], "structuredContent": env, "isError": True}
+
+
+def _is_block(value: Any) -> bool:
+    return getattr(type(value), "__mcp_content__", False) is True
+
+
+def split(value: Any) -> tuple[bool, Any, list[dict[str, Any]], dict[str, Any] | None, str | None]:
+    """What a tool returned, taken apart for the envelope: (was content, the value for
+    ``result``, content blocks to keep beside the envelope, the result's ``_meta``, the error
+    text when it is a ``ToolResult(is_error=True)``). Text blocks become the result (joined);
+    images, audio, resources and links stay blocks."""
+    from ..server.content import ToolResult
+
+    if isinstance(value, ToolResult):
+        texts, blocks = _partition(value.content)
+        text = "\n".join(texts) if texts else None
+        if value.is_error:
+            return True, None, blocks, value.meta, text or "The tool reported a failure."
+        return True, value.structured if value.structured is not None else text, blocks, value.meta, None
+    if _is_block(value):
+        value = [value]
+    if type(value) is list and value and all(_is_block(v) for v in value):
+        texts, blocks = _partition(value)
+        return True, "\n".join(texts) if texts else None, blocks, None, None
+    return False, value, [], None, None
+
+
+def _partition(blocks: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    texts: list[str] = []
+    others: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, dict) and block.get("type") == "text" and set(block) <= {"type", "text"}:
+            texts.append(block.get("text", ""))
+        else:
+            others.append(block)
+    return texts, others
+
+
+def sanitized(result: dict[str, Any], contract: bool) -> dict[str, Any]:
+    """``result`` with terminal control sequences stripped from the strings of its
+    ``structuredContent`` too (a host may print any of them), and the text mirror of the
+    structured value rebuilt from the clean one. ``result`` itself when nothing changed."""
+    from .limits import strip_structured
+
+    structured = result.get("structuredContent")
+    if structured is None:
+        return result
+    clean = strip_structured(structured)
+    if clean is structured:
+        return result
+    out = {**result, "structuredContent": clean}
+    content = result.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict) and content[0].get("type") == "text" \
+            and (contract or content[0].get("text") == _json.dumps_str(structured)):
+        out["content"] = [{**content[0], "text": _json.dumps_str(clean)}, *content[1:]]
+    return out

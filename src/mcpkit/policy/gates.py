@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Gates", "env_flag", "tool_kinds"]
+__all__ = ["Gates", "SWITCHES", "env_flag", "tool_kinds"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
@@ -50,50 +50,105 @@ def tool_kinds(annotations: Mapping[str, Any] | None) -> tuple[bool, bool, bool]
     return read_only, destructive, open_world
 
 
+#: the switches' fields and the name each gets after the prefix (``MCPKIT_READ_ONLY``, ...)
+SWITCHES = {"read_only": "READ_ONLY", "allow_destructive": "ALLOW_DESTRUCTIVE", "allow_open_world": "ALLOW_OPEN_WORLD"}
+
+
 @dataclass(frozen=True, slots=True)
 class Gates:
     """The server's switches. By default read-write tools run, destructive and open-world
     ones do not; ``from_env`` reads MCPKIT_READ_ONLY, MCPKIT_ALLOW_DESTRUCTIVE and
-    MCPKIT_ALLOW_OPEN_WORLD."""
+    MCPKIT_ALLOW_OPEN_WORLD, or names of the server's own (``prefix=`` or ``names=``), so a
+    server keeps its documented ``READ_ONLY_MODE`` / ``ALLOW_DANGEROUS_OPS``.
+
+    ``switches`` records where each switch was set: field -> the environment variable that
+    sets it, or None when the server's code does; refusals name what would change the answer.
+    """
 
     read_only: bool = False
     allow_destructive: bool = False
     allow_open_world: bool = False
+    switches: tuple[tuple[str, str | None], ...] = field(default=(), compare=False)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: bool) -> Gates:
-        values = {
-            "read_only": env_flag("MCPKIT_READ_ONLY", False, environ),
-            "allow_destructive": env_flag("MCPKIT_ALLOW_DESTRUCTIVE", False, environ),
-            "allow_open_world": env_flag("MCPKIT_ALLOW_OPEN_WORLD", False, environ),
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, prefix: str = "MCPKIT_",
+                 names: Mapping[str, str] | None = None, **overrides: bool | None) -> Gates:
+        """The switches from the environment: ``{prefix}READ_ONLY``, ``{prefix}ALLOW_DESTRUCTIVE``,
+        ``{prefix}ALLOW_OPEN_WORLD``, or the variables ``names`` gives per field
+        (``{"read_only": "READ_ONLY_MODE", "allow_destructive": "ALLOW_DANGEROUS_OPS"}``).
+        ``overrides`` set a switch in code (the environment is not read for it)."""
+        unknown = sorted(set(names or {}) - set(SWITCHES)) + sorted(set(overrides) - set(SWITCHES))
+        if unknown:
+            raise ValueError(f"unknown gate switch(es) {', '.join(unknown)}; the switches are {', '.join(SWITCHES)}")
+        env_names = {field: (names or {}).get(field, prefix + suffix) for field, suffix in SWITCHES.items()}
+        values: dict[str, bool] = {}
+        where: list[tuple[str, str | None]] = []
+        for field, name in env_names.items():
+            given = overrides.get(field)
+            if given is not None:
+                values[field] = bool(given)
+                where.append((field, None))
+            else:
+                values[field] = env_flag(name, False, environ)
+                where.append((field, name))
+        return cls(**values, switches=tuple(where))
 
     @classmethod
     def open(cls) -> Gates:
         """Every tool permitted (the gates of a server without a policy)."""
         return cls(read_only=False, allow_destructive=True, allow_open_world=True)
 
+    def switch(self, field: str) -> str | None:
+        """The environment variable that sets ``field``, or None when it is set in code."""
+        return dict(self.switches).get(field)
+
+    def _enable(self, field: str, what: str) -> str:
+        name = self.switch(field)
+        if name is not None:
+            return f"set {name}=1 to enable them"
+        return f"the server's code sets {field}=False (Gates / Policy.secure); change it there to enable {what}"
+
     def refusal(self, annotations: Mapping[str, Any] | None) -> str | None:
         """None when a tool with these annotations may run; else why not and what would permit it."""
         read_only, destructive, open_world = tool_kinds(annotations)
         if self.read_only and not read_only:
-            return (
-                "the server is in read-only mode (MCPKIT_READ_ONLY) and this tool is not declared read-only"
-            )
+            name = self.switch("read_only")
+            how = f"{name} is set" if name is not None else "set in the server's code"
+            return f"the server is in read-only mode ({how}) and this tool is not declared read-only"
         if destructive and not self.allow_destructive:
             return (
-                "destructive tools are disabled: set MCPKIT_ALLOW_DESTRUCTIVE=1 to enable them"
+                f"destructive tools are disabled: {self._enable('allow_destructive', 'them')}"
                 + ("" if annotations and "destructiveHint" in annotations
                    else " (the tool does not declare destructive=False, so it counts as destructive)")
             )
         if open_world and not self.allow_open_world:
             return (
-                "open-world tools are disabled: set MCPKIT_ALLOW_OPEN_WORLD=1 to enable them"
+                f"open-world tools are disabled: {self._enable('allow_open_world', 'them')}"
                 + ("" if annotations and "openWorldHint" in annotations
                    else " (the tool does not declare open_world=False, so it counts as open-world)")
             )
+        return None
+
+    def explain(self, annotations: Mapping[str, Any] | None) -> str | None:
+        """One line for start-up: why a tool with these annotations is hidden and the fix, or None."""
+        read_only, destructive, open_world = tool_kinds(annotations)
+        ann = annotations or {}
+        if self.read_only and not read_only:
+            name = self.switch("read_only")
+            switch = f"unset {name}" if name is not None else "turn read-only mode off in the server's code"
+            return f"hidden, not declared read-only in read-only mode; declare read_only=True or {switch}"
+        if destructive and not self.allow_destructive:
+            name = self.switch("allow_destructive")
+            switch = f"set {name}=1" if name is not None else "allow destructive tools in the server's code"
+            why = "destructive" if "destructiveHint" in ann else "destructive undeclared"
+            fix = "declare destructive=False or " if "destructiveHint" not in ann else ""
+            return f"hidden, {why}; {fix}{switch}"
+        if open_world and not self.allow_open_world:
+            name = self.switch("allow_open_world")
+            switch = f"set {name}=1" if name is not None else "allow open-world tools in the server's code"
+            why = "open-world" if "openWorldHint" in ann else "open_world undeclared"
+            fix = "declare open_world=False or " if "openWorldHint" not in ann else ""
+            return f"hidden, {why}; {fix}{switch}"
         return None
 
     def permits(self, annotations: Mapping[str, Any] | None) -> bool:

@@ -36,6 +36,7 @@ __all__ = [
     "Limits",
     "check_argument_size",
     "check_limit",
+    "strip_structured",
     "json_size",
     "sanitize_result",
     "strip_control",
@@ -73,6 +74,31 @@ def strip_control(text: str) -> str:
     return _SEQUENCE.sub("", text)
 
 
+def strip_structured(value: Any) -> Any:
+    """``value`` (JSON) with :func:`strip_control` applied to every string in it, keys included;
+    ``value`` itself (the same object) when nothing changed, so a clean result costs no copy."""
+    if isinstance(value, str):
+        return strip_control(value)
+    if isinstance(value, dict):
+        out = None
+        for key, item in value.items():
+            clean_key = strip_control(key) if isinstance(key, str) else key
+            clean = strip_structured(item)
+            if out is None and (clean is not item or clean_key is not key):
+                out = {}
+                for k, v in value.items():
+                    if k == key:
+                        break
+                    out[k] = v
+            if out is not None:
+                out[clean_key] = clean
+        return value if out is None else out
+    if isinstance(value, list):
+        items = [strip_structured(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    return value
+
+
 def _clean_fields(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:
     """A copy of ``d`` with the string values at ``keys`` stripped, or None if none changed."""
     out = None
@@ -98,10 +124,9 @@ def sanitize_result(result: dict[str, Any]) -> dict[str, Any]:
     links. Returns ``result`` itself when nothing changed, else a shallow copy with new blocks;
     the input and its blocks are never modified (a handler may return a shared constant).
 
-    ``structuredContent`` is left alone: it is data the client parses and checks against the
-    tool's outputSchema, not text shown as-is, and rewriting a value inside it could silently
-    change what the data means (an ID or a hash that happens to contain a control character).
-    Its text mirror in ``content``, which is what gets displayed, is sanitized.
+    ``structuredContent`` is not touched here: the call chain strips its strings with
+    :func:`strip_structured` (policy/envelope.py ``sanitized``), since hosts print structured
+    values too, and rebuilds its text mirror from the clean value.
     """
     content = result.get("content")
     if not content or not isinstance(content, list):

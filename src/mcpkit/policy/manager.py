@@ -8,12 +8,20 @@
     @files.action(destructive=True)
     def delete(path: SandboxPath) -> None: ...
 
-The advertised inputSchema has an ``action`` enum and one ``oneOf`` branch per action, each
-closed with ``additionalProperties: false``; that schema is the one enforced (one validation
-path). Each action carries its own read-only/destructive/open-world declaration: actions the
-server's gates do not permit are left out of the schema and refused by name, and the tool's
-annotations summarise the actions that remain (TL-14). The action that ran is reported in the
-envelope's ``meta.action``.
+What hosts see (the advertised inputSchema) is one flat object: ``action`` (an enum, required)
+plus the union of the actions' parameters, each described with the actions it belongs to, and
+no ``oneOf``/``anyOf``/``allOf`` at the root. The Anthropic API, OpenAI and Gemini refuse a root
+combinator and fail the whole session (mcpkit/hosts.py has the sources), so the closed
+``oneOf`` form (one branch per action) is only advertised with ``server.manager(...,
+schema="oneOf")``. Either way each call is validated strictly against its own action's closed
+branch, compiled once: a missing parameter or one that belongs to another action is refused
+with E_SCHEMA_VALIDATION naming the action and the field.
+
+Each action carries its own read-only/destructive/open-world declaration, bridges
+(``requires=``), timeout and rate limit: actions the server's gates do not permit, or whose
+bridge is down, are left out of the schema and refused by name, and the tool's annotations
+summarise the actions that remain (TL-14). The action that ran is reported in the envelope's
+``meta.action``.
 """
 
 from __future__ import annotations
@@ -28,9 +36,11 @@ from ..server.validation import compile_schema, describe_errors
 if TYPE_CHECKING:
     from .gates import Gates
 
-__all__ = ["Action", "ManagerTool"]
+__all__ = ["Action", "ManagerTool", "SCHEMA_STYLES", "admit_action"]
 
 _PLACEHOLDER = {"type": "object", "properties": {"action": {"type": "string", "enum": []}}, "required": ["action"]}
+#: how a manager tool advertises its inputSchema: "flat" (every host) or "oneOf" (closed branches)
+SCHEMA_STYLES = ("flat", "oneOf")
 
 
 class Action:
@@ -38,11 +48,11 @@ class Action:
 
     __slots__ = (
         "name", "handler", "description", "annotations", "schema", "defs", "bind", "context_param",
-        "is_async", "raw", "_validator",
+        "is_async", "raw", "options", "_validator", "_params", "_required",
     )
 
     def __init__(self, name: str, fn: Callable[..., Any], description: str | None,
-                 annotations: dict[str, Any] | None) -> None:
+                 annotations: dict[str, Any] | None, options: Any = None) -> None:
         from ..server.context import Context
         from ..server.schema import function_description, input_spec
 
@@ -55,6 +65,8 @@ class Action:
         self.handler = fn
         self.description = description if description is not None else function_description(fn)
         self.annotations = annotations
+        #: the action's own ToolOptions (requires=, timeout=, rate_limit=), or None
+        self.options = options
         body = {k: v for k, v in spec.schema.items() if k != "$defs"}
         props = {"action": {"const": name}, **body.get("properties", {})}
         self.schema: dict[str, Any] = {
@@ -64,6 +76,8 @@ class Action:
             "required": ["action", *body.get("required", [])],
             "additionalProperties": False,
         }
+        self._params = frozenset(body.get("properties", {}))
+        self._required = tuple(body.get("required", []))
         self.defs: dict[str, Any] = spec.schema.get("$defs", {})
         self.bind = spec.bind
         self.context_param = spec.context_param
@@ -71,36 +85,68 @@ class Action:
         self.raw = False
         self._validator: Any = None
 
+    @property
+    def requires(self) -> tuple[Any, ...]:
+        return self.options.requires if self.options is not None else ()
+
     def call_args(self, arguments: dict[str, Any], ctx: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
         kwargs = self.bind({k: v for k, v in arguments.items() if k != "action"})
         if self.context_param is not None:
             kwargs = {**kwargs, self.context_param: ctx}
         return (), kwargs
 
-    def errors(self, arguments: Any, defs: dict[str, Any]) -> list[dict[str, Any]]:
-        """Why ``arguments`` fail this action's branch, in the words of that branch alone."""
+    def errors(self, arguments: dict[str, Any], defs: dict[str, Any],
+               owners: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+        """Why ``arguments`` fail this action's closed branch, naming the action and the field:
+        parameters of other actions, missing required ones, then anything else the branch says."""
+        out: list[dict[str, Any]] = []
+        for key in arguments:
+            if key != "action" and key not in self._params:
+                elsewhere = [a for a in (owners or {}).get(key, ()) if a != self.name]
+                where = f" (it is a parameter of {', '.join(repr(a) for a in elsewhere)})" if elsewhere else ""
+                takes = ", ".join(sorted(self._params)) or "no parameters"
+                out.append({"path": f"/{key}",
+                            "message": f"action {self.name!r} does not take {key!r}{where}; it takes: {takes}"})
+        for key in self._required:
+            if key not in arguments:
+                out.append({"path": f"/{key}", "message": f"action {self.name!r} requires {key!r}"})
+        if out:
+            return out
+        validator = self.validator(defs)
+        if validator.is_valid(arguments):
+            return []
+        return [{"path": e["path"], "message": f"action {self.name!r}: {e['message']}"}
+                for e in describe_errors(validator, arguments)]
+
+    def validator(self, defs: dict[str, Any]) -> Any:
+        """This action's closed branch, compiled once (again only when the shared $defs change)."""
         if self._validator is None:
             schema = {**self.schema, "$defs": defs} if defs else self.schema
             self._validator = compile_schema(schema, f"action {self.name!r}")
-        return describe_errors(self._validator, arguments)
+        return self._validator
 
 
 class ManagerTool(Tool):
     """A Tool whose inputSchema is generated from its actions."""
 
-    __slots__ = ("actions", "visible", "_server", "_gates", "_defs", "_base_annotations")
+    __slots__ = ("actions", "visible", "style", "_server", "_gates", "_defs", "_base_annotations", "_owners")
 
     def __init__(self, server: Any, name: str, *, description: str | None = None, title: str | None = None,
                  annotations: dict[str, Any] | None = None, icons: list[dict[str, Any]] | None = None,
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: dict[str, Any] | None = None, schema: str = "flat") -> None:
+        if schema not in SCHEMA_STYLES:
+            raise ValueError(f"manager tool {name!r}: schema must be one of {SCHEMA_STYLES}, not {schema!r}")
         super().__init__(name, self._not_called, input_schema=_PLACEHOLDER, description=description,
                          title=title, icons=icons, meta=meta, trusted_schemas=True)
         self.actions: dict[str, Action] = {}
         self.visible: dict[str, Action] = {}
+        #: "flat" (the default: every host takes it) or "oneOf" (closed branches at the root)
+        self.style = schema
         self._server = server
         self._gates: Gates | None = None
         self._defs: dict[str, Any] = {}
         self._base_annotations = annotations
+        self._owners: dict[str, list[str]] = {}
 
     @staticmethod
     def _not_called(*args: Any, **kwargs: Any) -> Any:
@@ -116,8 +162,18 @@ class ManagerTool(Tool):
         destructive: bool | None = None,
         idempotent: bool | None = None,
         open_world: bool | None = None,
+        requires: Any = None,
+        timeout: Any = None,
+        rate_limit: Any = None,
     ) -> Any:
-        """Register an action: ``@tool.action`` or ``@tool.action(read_only=True)``."""
+        """Register an action: ``@tool.action`` or ``@tool.action(read_only=True)``.
+
+        ``requires`` (a Bridge, or several): the action is offered only while they are up;
+        ``timeout`` (seconds) and ``rate_limit`` ("10/min") override the tool's for this action."""
+        from .config import INHERIT, ToolOptions
+
+        values = {k: v for k, v in (("timeout", timeout), ("rate_limit", rate_limit)) if v is not None}
+        options = ToolOptions.build(requires=requires, **{k: values.get(k, INHERIT) for k in ("timeout", "rate_limit")})
 
         def deco(func: Callable[..., Any]) -> Callable[..., Any]:
             act_name = name or func.__name__
@@ -125,7 +181,9 @@ class ManagerTool(Tool):
                 raise ValueError(f"manager tool {self.name!r} already has an action {act_name!r}")
             ann = annotations_from_hints(None, read_only=read_only, destructive=destructive,
                                          idempotent=idempotent, open_world=open_world)
-            self.actions[act_name] = Action(act_name, func, description, ann)
+            act = self.actions[act_name] = Action(act_name, func, description, ann, options)
+            for bridge in act.requires:
+                bridge.on_change(self._bridge_changed)
             self.rebuild(self._gates)
             if self._server is not None:
                 self._server._changed("tools")
@@ -135,10 +193,17 @@ class ManagerTool(Tool):
             return deco(fn)
         return deco
 
+    def _bridge_changed(self, up: bool) -> None:
+        # TL-13: an action whose bridge went down leaves the schema, and comes back with it
+        self.rebuild(self._gates)
+        if self._server is not None:
+            self._server._changed("tools")
+
     def rebuild(self, gates: Gates | None) -> None:
-        """Regenerate the advertised (and enforced) schema from the actions ``gates`` permit."""
+        """Regenerate the advertised schema from the actions ``gates`` permit and whose bridges are up."""
         self._gates = gates
-        self.visible = {n: a for n, a in self.actions.items() if gates is None or gates.permits(a.annotations)}
+        self.visible = {n: a for n, a in self.actions.items()
+                        if (gates is None or gates.permits(a.annotations)) and all(b.up for b in a.requires)}
         defs: dict[str, Any] = {}
         for act in self.visible.values():
             for key, value in act.defs.items():
@@ -146,39 +211,110 @@ class ManagerTool(Tool):
                     raise ValueError(f"manager tool {self.name!r}: two actions define different types named {key!r}")
                 defs[key] = value
         names = list(self.visible)
-        schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {"action": {"type": "string", "enum": names,
-                                      "description": "What to do: " + "; ".join(
-                                          f"{n}: {a.description.splitlines()[0]}" if a.description else n
-                                          for n, a in self.visible.items())}},
-            "required": ["action"],
-        }
-        if names:
-            schema["oneOf"] = [a.schema for a in self.visible.values()]
+        selector = {"type": "string", "enum": names,
+                    "description": "What to do: " + "; ".join(
+                        f"{n}: {a.description.splitlines()[0]}" if a.description else n
+                        for n, a in self.visible.items())}
+        owners: dict[str, list[str]] = {}
+        for act in self.actions.values():
+            for param in act.schema["properties"]:
+                if param != "action":
+                    owners.setdefault(param, []).append(act.name)
+        self._owners = owners
+        if self.style == "oneOf":
+            schema: dict[str, Any] = {"type": "object", "properties": {"action": selector}, "required": ["action"]}
+            if names:
+                schema["oneOf"] = [a.schema for a in self.visible.values()]
+        else:
+            schema = {"type": "object", "properties": {"action": selector, **_union(self.visible)},
+                      "required": ["action"], "additionalProperties": False}
         if defs:
             schema["$defs"] = defs
+        if defs != self._defs:
+            for act in self.actions.values():
+                act._validator = None  # compiled against the old $defs
         self._defs = defs
         self.input_schema = schema
         self.annotations = _summarise([a.annotations for a in self.visible.values()], self._base_annotations)
         self._validator = None
-        for act in self.actions.values():
-            act._validator = None
+
+    def compile(self) -> None:
+        """At warm-up: the advertised schema (a valid schema, checked once) and every offered
+        action's closed branch, so no call pays for compiling the one it is validated against."""
+        super().compile()
+        for act in self.visible.values():
+            act.validator(self._defs)
 
     def check_arguments(self, arguments: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
-        if self._validator is None:
-            self.compile()
-        if self._validator.is_valid(arguments):
-            return arguments, None
-        act = self.visible.get(arguments.get("action")) if isinstance(arguments, dict) else None
+        """The selector first, then the chosen action's closed branch (never the advertised union)."""
+        if not isinstance(arguments, dict):
+            return None, [{"path": "", "message": f"arguments must be an object, not {type(arguments).__name__}"}]
+        act = self.visible.get(arguments.get("action"))  # type: ignore[arg-type]
         if act is None:
-            # the selector itself is wrong: say so plainly instead of one error per branch
-            got = arguments.get("action") if isinstance(arguments, dict) else None
+            got = arguments.get("action")
+            if got is None:
+                return None, [{"path": "/action", "message": f"'action' is required: one of {list(self.visible)}"}]
             return None, [{"path": "/action", "message": f"{got!r} is not one of {list(self.visible)}"}]
-        return None, act.errors(arguments, self._defs)
+        errors = act.errors(arguments, self._defs, self._owners)
+        return (arguments, None) if not errors else (None, errors)
 
     def target(self, arguments: dict[str, Any]) -> Action | None:
         return self.actions.get(arguments.get("action"))  # type: ignore[arg-type]
+
+
+def _union(actions: dict[str, Action]) -> dict[str, Any]:
+    """Every action's parameters in one properties object. A parameter several actions share
+    with one schema appears once; with different schemas, as an anyOf of them. Each says which
+    actions take it (and which require it), so a model reading only the flat schema knows."""
+    seen: dict[str, list[tuple[str, dict[str, Any], bool]]] = {}
+    for act in actions.values():
+        required = set(act.schema["required"])
+        for param, sub in act.schema["properties"].items():
+            if param != "action":
+                seen.setdefault(param, []).append((act.name, sub, param in required))
+    out: dict[str, Any] = {}
+    for param, uses in seen.items():
+        variants: list[dict[str, Any]] = []
+        for _, sub, _ in uses:
+            plain = {k: v for k, v in sub.items() if k != "description"}
+            if plain not in variants:
+                variants.append(plain)
+        prop: dict[str, Any] = dict(variants[0]) if len(variants) == 1 else {"anyOf": variants}
+        own = next((sub["description"] for _, sub, _ in uses if sub.get("description")), None)
+        names = [n for n, _, _ in uses]
+        needed = [n for n, _, req in uses if req]
+        note = f"Used by action{'s' if len(names) > 1 else ''}: {', '.join(names)}"
+        if needed:
+            note += f" (required by {', '.join(needed)})"
+        prop["description"] = f"{own.rstrip().rstrip('.')}. {note}." if own else f"{note}."
+        out[param] = prop
+    return out
+
+
+def admit_action(act: Action, call: Any) -> float | None:
+    """What an action's own options demand before it runs (bridges up, its rate limit); the
+    timeout that applies to it. ``call`` is the chain's call (policy/chain.py)."""
+    options = act.options
+    if options is None:
+        return call.settings.timeout  # type: ignore[no-any-return]
+    for bridge in options.requires:
+        if not bridge.up:
+            raise bridge.not_connected_error()  # E_NOT_CONNECTED, retryable
+    from .config import INHERIT
+
+    rate = options.rate_limit
+    if rate is not INHERIT and rate not in (None, False):
+        policy = call.policy
+        limiter = policy.rate_limiter if policy is not None and policy.rate_limiter is not None \
+            else call.session.server.tool_limiter()
+        key = f"{call.tool.name}.{act.name}"
+        wait = limiter.check(call.principal, key, rate)
+        if wait is not None:
+            raise limiter.limit_error(key, wait, rate)
+    timeout = options.timeout
+    if timeout is INHERIT:
+        return call.settings.timeout  # type: ignore[no-any-return]
+    return None if timeout in (None, False) else timeout
 
 
 def _summarise(annotations: list[dict[str, Any] | None], base: dict[str, Any] | None) -> dict[str, Any] | None:

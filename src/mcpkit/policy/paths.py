@@ -5,9 +5,17 @@
         return path.read_text()
 
 The client sends a string (the inputSchema says ``type: string``); before the handler runs it
-becomes a real ``pathlib.Path`` inside one of the sandbox roots, resolved with realpath, or the
-call is refused with E_PERMISSION_DENIED (TL-11). ``SandboxPath`` uses the server's policy
-sandbox; ``confined(my_sandbox)`` names one explicitly.
+becomes a :class:`ConfinedPath` (a ``pathlib.Path``) inside one of the sandbox roots, resolved
+with realpath, or the call is refused with E_PERMISSION_DENIED (TL-11). ``SandboxPath`` uses the
+server's policy sandbox; ``confined(my_sandbox)`` names one explicitly.
+
+A path checked once can be swapped afterwards (a parent directory replaced by a symlink out),
+so a ConfinedPath does its file operations through its sandbox: ``open``, ``read_text``,
+``read_bytes``, ``write_text``, ``write_bytes``, ``iterdir``, ``glob``, ``rglob``, ``stat``,
+``lstat`` (and so ``exists``, ``is_file``, ``is_dir``, ``is_symlink``), ``mkdir``, ``rename``,
+``replace``, ``unlink`` and ``rmdir`` walk from the root through directory descriptors with
+O_NOFOLLOW and fail closed on a race (policy/sandbox.py). Paths derived from one (``p / "x"``,
+``p.parent``, the entries of ``iterdir``) are confined the same way.
 """
 
 from __future__ import annotations
@@ -18,10 +26,120 @@ from typing import Annotated, Any
 
 from ..protocol.errors import E_PERMISSION_DENIED, ToolError
 
-__all__ = ["ACTIVE_SANDBOX", "ExistingSandboxPath", "SandboxPath", "SandboxUri", "confined"]
+__all__ = ["ACTIVE_SANDBOX", "ConfinedPath", "ExistingSandboxPath", "SandboxPath", "SandboxUri", "confined"]
 
 #: the sandbox of the server whose call is being bound (set by policy/chain.py around binding)
 ACTIVE_SANDBOX: contextvars.ContextVar[Any] = contextvars.ContextVar("mcpkit_sandbox", default=None)
+
+
+_BASE: Any = type(pathlib.Path())
+
+
+class _Derived:
+    """Python 3.11's pathlib makes every derived path (``p / "x"``, ``p.parent``, the entries
+    of a listing) with ``_from_parsed_parts``: on an instance it keeps the sandbox."""
+
+    def __get__(self, obj: Any, cls: Any) -> Any:
+        make = _BASE._from_parsed_parts.__func__
+        if obj is None:
+            return make.__get__(cls, type(cls))
+        sandbox = obj._sandbox
+
+        def derived(*args: Any) -> Any:
+            path = make(cls, *args)
+            path._sandbox = sandbox
+            return path
+
+        return derived
+
+
+class ConfinedPath(_BASE):  # type: ignore[misc, valid-type]
+    """A path inside a sandbox whose file operations go through the sandbox (see the module
+    docstring): a race fails closed instead of leading outside. Everything else is Path's."""
+
+    _sandbox: Any = None
+
+    if not hasattr(_BASE, "with_segments"):  # Python 3.11; 3.12+ calls with_segments
+        _from_parsed_parts = _Derived()
+
+    def with_segments(self, *segments: Any) -> Any:
+        path = type(self)(*segments)
+        path._sandbox = self._sandbox
+        return path
+
+    @classmethod
+    def _make(cls, path: Any, sandbox: Any) -> ConfinedPath:
+        made = cls(path)
+        made._sandbox = sandbox
+        return made
+
+    def __reduce__(self) -> Any:
+        return (ConfinedPath._make, (str(self), self._sandbox))  # pickled with its sandbox (isolation)
+
+    def _box(self) -> Any:
+        sandbox = self._sandbox
+        if sandbox is None:
+            raise RuntimeError("this ConfinedPath has no sandbox; make paths with Sandbox or SandboxPath")
+        return sandbox
+
+    # -- file operations, through descriptors ----------------------------------------------
+
+    def open(self, mode: str = "r", buffering: int = -1, encoding: str | None = None,  # type: ignore[override]
+             errors: str | None = None, newline: str | None = None) -> Any:
+        if "b" not in mode and encoding is None:
+            encoding = "utf-8"
+        return self._box().open(self, mode, buffering=buffering, encoding=encoding, errors=errors, newline=newline)
+
+    def read_bytes(self) -> bytes:
+        return self._box().read_bytes(self)  # type: ignore[no-any-return]
+
+    def read_text(self, encoding: str | None = None, errors: str | None = None) -> str:
+        return self._box().read_text(self, encoding or "utf-8", errors or "strict")  # type: ignore[no-any-return]
+
+    def write_bytes(self, data: Any) -> int:
+        return self._box().write_bytes(self, bytes(memoryview(data)))  # type: ignore[no-any-return]
+
+    def write_text(self, data: str, encoding: str | None = None, errors: str | None = None,
+                   newline: str | None = None) -> int:
+        if not isinstance(data, str):
+            raise TypeError(f"data must be str, not {type(data).__name__}")
+        with self.open("w", encoding=encoding, errors=errors, newline=newline) as f:
+            return f.write(data)  # type: ignore[no-any-return]
+
+    def iterdir(self) -> Any:
+        return self._box().iterdir(self)
+
+    def glob(self, pattern: str) -> Any:  # type: ignore[override]
+        return self._box().glob(self, pattern)
+
+    def rglob(self, pattern: str) -> Any:  # type: ignore[override]
+        return self._box().glob(self, pattern, recursive=True)
+
+    def stat(self, *, follow_symlinks: bool = True) -> Any:
+        return self._box().stat(self, follow_symlinks=follow_symlinks)
+
+    def lstat(self) -> Any:
+        return self._box().stat(self, follow_symlinks=False)
+
+    def mkdir(self, mode: int = 0o777, parents: bool = False, exist_ok: bool = False) -> None:
+        self._box().mkdir(self, parents=parents, exist_ok=exist_ok)
+
+    def rename(self, target: Any) -> Any:
+        sandbox = self._box()
+        sandbox.rename(self, target)
+        return ConfinedPath._make(sandbox.resolve(target), sandbox)
+
+    replace = rename  # os.rename replaces an existing file on POSIX, as Path.replace does
+
+    def unlink(self, missing_ok: bool = False) -> None:
+        try:
+            self._box().unlink(self)
+        except ToolError as exc:
+            if not (missing_ok and exc.code == "E_NOT_FOUND"):
+                raise
+
+    def rmdir(self) -> None:
+        self._box().rmdir(self)
 
 
 class _Confine:
@@ -40,8 +158,7 @@ class _Confine:
                 suggested_fix="The server's operator must configure sandbox roots "
                 "(Policy(sandbox=...) or MCPKIT_ROOT).",
             )
-        result: pathlib.Path = sandbox.resolve(value, must_exist=self.must_exist)
-        return result
+        return ConfinedPath._make(sandbox.resolve(value, must_exist=self.must_exist), sandbox)
 
     def __repr__(self) -> str:
         return f"confined({self.sandbox!r}, must_exist={self.must_exist})"

@@ -8,12 +8,20 @@ trail, which records every tool call's arguments. Secrets leak in two shapes, an
   ``X-Api-Key``, ``credentials``) is replaced by the mask whatever its type. A key is
   normalized (lower case; ``_``, ``-``, ``.`` and spaces dropped) and is a secret when it
   equals or *ends with* a normalized secret word: ``dbPassword`` and ``x_auth_token`` match,
-  ``max_tokens``, ``token_count`` and ``tokenizer`` do not.
+  ``max_tokens``, ``token_count`` and ``tokenizer`` do not. It is also split into words
+  (``apiKeys2`` → api, keys, 2): trailing numbers and qualifiers (``password2``,
+  ``password_confirmation``) are dropped, a plural is made singular (``tokens``, ``api_keys``),
+  and the last word (or the last two, joined) is compared whole with the secret words, short
+  ones included (``pwd``, ``pass``, ``pin``, ``otp``, ``jwt``, ``auth``, ``bearer``): whole
+  words, so ``spinner``, ``passage``, ``author`` and ``bypass`` are not secrets, and a counting
+  word (``max_tokens``, ``total_tokens``) says the value is a number, not a credential.
 * **By shape.** Free text is scanned with one precompiled regex for well-known credential
   formats: ``Bearer``/``Basic`` credentials (the scheme word stays), PEM private key blocks,
   JWTs, AWS access key ids, GitHub, Slack, Stripe/OpenAI/Anthropic and Google API keys,
-  ``password=...`` style assignments (the key stays) and URL userinfo passwords
-  (``https://user:[REDACTED]@host``).
+  ``password=...`` style assignments (the key stays; the short words only as whole words:
+  ``pin=1234``, not ``spin=3``), URL userinfo passwords (``https://user:[REDACTED]@host``)
+  and credentials on command lines: ``curl -u user:[REDACTED]``, ``--password [REDACTED]``
+  (and ``--token``, ``--api-key``, ...), ``mysql -p[REDACTED]``, ``sshpass -p [REDACTED]``.
 
 Redaction is on the hot path (every audited tool call), so clean data costs one regex scan per
 string and no allocation: :meth:`Redactor.redact` returns the *same object* when nothing
@@ -41,6 +49,7 @@ __all__ = [
     "DEFAULT_MASK",
     "DEFAULT_PATTERNS",
     "DEFAULT_SECRET_KEYS",
+    "DEFAULT_SECRET_WORDS",
     "RedactingFilter",
     "Redactor",
     "default_redactor",
@@ -74,7 +83,28 @@ DEFAULT_SECRET_KEYS: tuple[str, ...] = (
     "credential",
     "credentials",
     "session_id",
+    "passcode",
+    "api_keys",
+    "ssh_key",
 )
+
+#: Short or common words naming a secret, matched only as whole words (a key's last word, or
+#: a word standing alone before ``=``/``:`` in text): as suffixes they would catch ``spin``,
+#: ``bypass`` or ``max_tokens``.
+DEFAULT_SECRET_WORDS: tuple[str, ...] = ("pwd", "pass", "pin", "otp", "jwt", "auth", "bearer", "tokens")
+
+#: Trailing words that qualify a secret without changing what it is (password_confirmation).
+_QUALIFIERS = frozenset({
+    "confirmation", "confirm", "confirmed", "again", "repeat", "repeated", "retype", "verify",
+    "verification", "current", "previous", "prev", "hash", "hashed", "value", "raw", "plain",
+    "plaintext", "encrypted", "b64", "base64",
+})
+#: Words saying a value counts or measures something (max_tokens): then it is no secret.
+_COUNTING = frozenset({
+    "max", "min", "num", "number", "total", "count", "limit", "used", "remaining", "prompt",
+    "completion", "input", "output", "estimated", "len", "length", "size",
+})
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 _NORMALIZE = str.maketrans("", "", "_-. ")
 _CACHE_LIMIT = 4096  # distinct keys remembered; tool arguments are attacker-chosen
@@ -83,6 +113,22 @@ _MAX_DEPTH = 100  # deeper containers are masked whole: a walk must not blow the
 
 def _normalize(key: str) -> str:
     return key.lower().translate(_NORMALIZE)
+
+
+def _last_words(key: str) -> tuple[str, ...]:
+    """What a key's last word (or last two words) may be, singular, with trailing numbers and
+    qualifiers dropped; () when a counting word says the key holds a number."""
+    words = [w.lower() for w in _WORD.findall(key)]
+    while words and (words[-1].isdigit() or words[-1] in _QUALIFIERS):
+        words.pop()
+    if not words or not _COUNTING.isdisjoint(words):
+        return ()
+    last = words[-1]
+    found = [last, last[:-1]] if last.endswith("s") else [last]
+    if len(words) > 1:
+        two = words[-2] + last
+        found += [two, two[:-1]] if two.endswith("s") else [two]
+    return tuple(found)
 
 
 def _check_auth(whole: str, secret: str) -> bool:
@@ -135,6 +181,16 @@ _SHAPES: tuple[tuple[str, str, _Check | None], ...] = (
     # Stripe secret/restricted keys; OpenAI (sk-, sk-proj-) and Anthropic (sk-ant-) keys.
     ("s", r"k" + _start(2) + r"(?:_(?:live|test)_[A-Za-z0-9]{16,}|-[A-Za-z0-9_\-]{20,})", None),
     ("r", r"k_(?:live|test)_" + _start(8) + r"[A-Za-z0-9]{16,}", None),
+    # Command lines: curl -u/--user user:password (the user kept), a password-like long option
+    # followed by its value, mysql's -pPASSWORD (no space), sshpass -p PASSWORD.
+    ("-", r"(?:u" + _start(2) + r"|-user" + _start(6) + r")(?:\s+|=)[\"']?[^\s:\"'\-][^\s:\"']*:"
+          r"(?P<secret>[^\s\"']+)", None),
+    ("-", r"-(?i:password|passwd|pass|pwd|passphrase|token|secret|api-key|apikey|auth-token|access-token"
+          r"|client-secret)(?:\s+|=)[\"']?(?P<secret>[^\s\"'\-][^\s\"']*)", None),
+    # (the scan for -p stops at the next mysql/mariadb, so a text full of them stays linear)
+    ("m", r"(?:ysql" + _start(5) + r"(?:dump|admin|import|show|check)?|ariadb" + _start(7) + r"(?:-dump|-admin)?)"
+          + r"(?=\s)(?:(?!m(?:ysql|ariadb))[^\n|;&]){0,200}?\s-p[\"']?(?P<secret>[^\s\"']+)", None),
+    ("s", r"shpass" + _start(7) + r"\s+-p\s*[\"']?(?P<secret>[^\s\"']+)", None),
 )
 
 #: The credential shapes as stand-alone regex sources (what the default :class:`Redactor`
@@ -153,12 +209,18 @@ _VALUE = (
 )
 
 
-def _assignment(words: Iterable[str]) -> str:
+#: marks, in a reversed spelling, that the word must start at a word boundary
+_BOUNDARY = "\0"
+
+
+def _assignment(words: Iterable[str], whole: Iterable[str] = ()) -> str:
     spellings: set[str] = set()
     for word in words:
         parts = [p for p in re.split(r"[-_. ]+", word.lower()) if p]
         for join in ("",) if len(parts) == 1 else ("", "_", "-", ".", " "):
             spellings.update(join.join(parts) + tail for tail in ("", '"', "'", " "))
+    for word in whole:
+        spellings.update(_BOUNDARY + word.lower() + tail for tail in ("", '"', "'", " "))
     return f"(?i:{_behind(sorted(s[::-1] for s in spellings), 0)}){_VALUE}"
 
 
@@ -168,13 +230,20 @@ def _behind(items: list[str], depth: int) -> str:
     follows no key word is rejected after a test or two."""
     if len(items) == 1:
         rest = items[0][depth:][::-1]
-        return f"(?<={re.escape(rest)}(?s:.){{{depth + 1}}})" if rest else ""
+        edge = ""
+        if rest.startswith(_BOUNDARY):  # a whole word: no word character right before it
+            rest = rest[1:]
+            edge = f"(?<![A-Za-z0-9_.\\-](?s:.){{{depth + len(rest) + 1}}})"
+        return (f"(?<={re.escape(rest)}(?s:.){{{depth + 1}}})" if rest else "") + edge
     alts = [""] if any(len(item) == depth for item in items) else []
     children: dict[str, list[str]] = {}
     for item in items:
         if len(item) > depth:
             children.setdefault(item[depth], []).append(item)
     for char, sub in children.items():
+        if char == _BOUNDARY:
+            alts.append(f"(?<![A-Za-z0-9_.\\-](?s:.){{{depth + 1}}})")
+            continue
         alts.append(f"(?<={re.escape(char)}(?s:.){{{depth + 1}}})" + _behind(sub, depth + 1))
     return "(?:" + "|".join(alts) + ")"
 
@@ -199,18 +268,24 @@ class Redactor:
         mask: str = DEFAULT_MASK,
         extra_keys: Iterable[str] = (),
         extra_patterns: Iterable[str | re.Pattern[str]] = (),
+        whole_words: Iterable[str] | None = None,
     ) -> None:
         if not mask:
             raise ValueError("the mask must be a non-empty string")
         self.mask = mask
+        if whole_words is None:  # the default keys come with the default whole words
+            whole_words = DEFAULT_SECRET_WORDS if keys is DEFAULT_SECRET_KEYS else ()
+        whole = [w.lower() for w in whole_words if w.strip("-_. ")]
         words = [w for w in (*keys, *extra_keys) if w.strip("-_. ")]
         self._suffixes = tuple({_normalize(w) for w in words})
+        #: what a key's last word(s) may be to name a secret (see _last_words)
+        self._words = frozenset({*self._suffixes, *(_normalize(w) for w in whole)})
         self._cache: dict[str, bool] = {}
         # rule number (group ``p<n>``) → (name of its secret group or None, check or None)
         self._rules: list[tuple[str | None, _Check | None]] = []
         fast: list[str] = []  # alternatives each starting with a literal character
-        if words:
-            body = _assignment(words)
+        if words or whole:
+            body = _assignment(words, whole)
             fast.extend(self._rule(c, body, None) for c in ":=")
         if patterns is None:
             for first, rest, check in _SHAPES:
@@ -226,8 +301,8 @@ class Redactor:
         # Text shorter than any possible match skips the scan: most argument strings are short
         # (ids, names, enum values). A key word needs itself, a separator and one character.
         widths = [_min_width(src) for src in sources]
-        if words:
-            widths.append(min(len(w) for w in self._suffixes) + 2)
+        if words or whole:
+            widths.append(min(len(w) for w in (*self._suffixes, *whole)) + 2)
         if patterns is None:
             widths.append(_SHAPES_MIN_WIDTH)
         self._min_len = min(widths, default=0)
@@ -256,7 +331,8 @@ class Redactor:
         """Whether a value under ``key`` is a secret (normalized key equals/ends with a word)."""
         hit = self._cache.get(key)
         if hit is None:
-            hit = _normalize(key).endswith(self._suffixes) if self._suffixes else False
+            hit = bool(self._suffixes) and _normalize(key).endswith(self._suffixes) or \
+                not self._words.isdisjoint(_last_words(key))
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[key] = hit

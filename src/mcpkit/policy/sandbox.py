@@ -22,10 +22,22 @@ Decisions worth knowing:
 - A symlink loop, or a component the process may not inspect, is refused: we cannot prove where
   it leads.
 
-Remaining TOCTOU window: between :meth:`Sandbox.resolve` and the use of the path, someone with
-write access inside a root could swap a component for a symlink. :meth:`Sandbox.open` closes
-this for the final component (``O_NOFOLLOW``), not for intermediate directories; full closure
-needs ``openat2(RESOLVE_BENEATH)``, which the standard library does not expose.
+Races (someone with write access inside a root swapping a directory for a symlink between
+the check and the use): every file operation of a Sandbox (:meth:`Sandbox.open`, ``read_bytes``,
+``write_bytes``, ``iterdir``, ``glob``, ``stat``, ``mkdir``, ``rename``, ``unlink``, ``rmdir``),
+and of the paths ``SandboxPath`` parameters receive, walks from the root one component at a
+time, each opened relative to its parent's descriptor with ``O_NOFOLLOW`` (``openat``); a
+component swapped for a symlink then fails the operation (E_PERMISSION_DENIED) instead of
+leading outside. Only ``resolve`` itself answers a path, which is stale as soon as it returns:
+use the operations, not ``open(sandbox.resolve(p))``.
+
+Hard links: a regular file with more than one link may be a link to a file outside the roots
+(made by someone who could write inside a root), so reading or writing one is refused unless
+``Sandbox(allow_hardlinks=True)``.
+
+Glob patterns (:meth:`Sandbox.glob`) are confined like paths: a pattern is relative, has no
+``..`` component, and matches only entries found by walking down from the directory it
+applies to (symlinked directories are not descended into).
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
@@ -55,6 +67,13 @@ else:
 __all__ = ["Sandbox"]
 
 _O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
+_O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
+_DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+#: descriptor-relative operations (openat, mkdirat, renameat, unlinkat, fstatat) are available:
+#: every POSIX system Python supports; elsewhere operations fall back to checked paths
+_AT = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd and bool(_O_NOFOLLOW)
+_GLOB_MAGIC = frozenset("*?[")
 # Opening a symlink with O_NOFOLLOW fails with ELOOP (Linux, macOS) or EMLINK (FreeBSD).
 _NOFOLLOW_ERRNOS = frozenset({errno.ELOOP, getattr(errno, "EMLINK", errno.ELOOP)})
 _FIX_ESCAPE = (
@@ -87,7 +106,7 @@ class Sandbox:
     read on first use when no roots were given.
     """
 
-    __slots__ = ("_env", "_keys", "_roots", "_schemes")
+    __slots__ = ("_env", "_keys", "_roots", "_schemes", "allow_hardlinks")
 
     def __init__(
         self,
@@ -95,11 +114,14 @@ class Sandbox:
         *,
         schemes: Iterable[str] = ("file",),
         env: str = "MCPKIT_ROOT",
+        allow_hardlinks: bool = False,
     ) -> None:
         if isinstance(schemes, str):  # schemes="file" means ("file",), not its letters
             schemes = (schemes,)
         self._schemes = tuple(dict.fromkeys(s.lower().rstrip(":") for s in schemes))
         self._env = env
+        #: read and write regular files with more than one hard link (off: one may lead outside)
+        self.allow_hardlinks = allow_hardlinks
         self._roots: tuple[Path, ...] | None = None
         # Per root: (normcased real path, same ending in a separator), precomputed for the hot path.
         self._keys: tuple[tuple[str, str], ...] = ()
@@ -213,40 +235,268 @@ class Sandbox:
         raise ValueError("path is not inside any sandbox root")
 
     def open(self, path: str | os.PathLike[str], mode: str = "r", **kw: Any) -> IO[Any]:
-        """Resolve ``path`` and open it, refusing a symlink swapped in as the final component.
+        """Open ``path`` (as :func:`open`), every component opened relative to its parent with
+        ``O_NOFOLLOW``: a directory or file swapped for a symlink after the check is refused.
 
-        Modes with 'r' require the file to exist (E_NOT_FOUND). ``O_NOFOLLOW`` is added where the
-        platform has it; intermediate directories swapped after the check are not covered (see
-        the module docstring). ``opener`` may not be passed.
+        Modes with 'r' require the file to exist (E_NOT_FOUND); 'x' refuses an existing one. A
+        regular file with several hard links is refused unless ``allow_hardlinks``.
+        ``opener`` may not be passed.
         """
         if "opener" in kw:
             raise TypeError("Sandbox.open does not accept an opener")
         given = self._text(path)
         real = self.resolve(given, must_exist="r" in mode)
-
-        def opener(name: str, flags: int) -> int:
-            return os.open(name, flags | _O_NOFOLLOW, 0o666)
-
+        flags = _open_flags(mode)
         try:
-            return open(real, mode, opener=opener, **kw)
+            if not _AT:
+                fd = os.open(real, flags | _O_NOFOLLOW, 0o666)
+            else:
+                with self._parent_fd(real, given) as (dir_fd, name):
+                    if name is None:
+                        raise IsADirectoryError(errno.EISDIR, "is a directory")
+                    fd = os.open(name, flags, 0o666, dir_fd=dir_fd)
         except OSError as exc:
-            if _O_NOFOLLOW and exc.errno in _NOFOLLOW_ERRNOS:
-                self._refuse(given)
-            if isinstance(exc, FileNotFoundError):
-                raise ToolError(
-                    f"Path {_show(given)} (or its parent directory) does not exist.",
-                    code=E_NOT_FOUND,
-                    details={"path": given},
-                    suggested_fix="Check the name, or create the parent directory first.",
-                ) from None
-            if isinstance(exc, PermissionError):
-                raise ToolError(
-                    f"The server may not open {_show(given)}.",
-                    code=E_PERMISSION_DENIED,
-                    details={"path": given},
-                    suggested_fix="Choose a file the server can access.",
-                ) from None
+            raise self._os_error(exc, given) from None
+        try:
+            st = os.fstat(fd)
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                self._refuse(given, "is not a regular file (a FIFO, socket or device is never opened)")
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and not self.allow_hardlinks:
+                self._refuse(given, "is a hard link (a file with several names may lead outside the roots)")
+            os.set_blocking(fd, True)
+            if "w" in mode and stat.S_ISREG(st.st_mode):
+                os.ftruncate(fd, 0)  # only now: truncating at open would reach a refused file
+            return open(fd, mode.replace("x", "w"), **kw)
+        except BaseException:
+            os.close(fd)
             raise
+
+    def read_bytes(self, path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+        """The bytes of a file (at most ``limit`` when given), opened as :meth:`open` does."""
+        with self.open(path, "rb") as f:
+            return f.read() if limit is None else f.read(limit)
+
+    def read_text(self, path: str | os.PathLike[str], encoding: str = "utf-8", errors: str = "strict") -> str:
+        return self.read_bytes(path).decode(encoding, errors)
+
+    def write_bytes(self, path: str | os.PathLike[str], data: bytes, *, overwrite: bool = True) -> int:
+        """Write a file (created if missing; with ``overwrite=False`` an existing one is refused
+        with E_PERMISSION_DENIED); its parent directory must exist (see :meth:`mkdir`)."""
+        try:
+            with self.open(path, "wb" if overwrite else "xb") as f:
+                return f.write(data)
+        except FileExistsError:
+            given = self._text(path)
+            raise ToolError(f"Path {_show(given)} already exists.", code=E_PERMISSION_DENIED,
+                            details={"path": given}, suggested_fix="Choose another name.") from None
+
+    def write_text(self, path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8",
+                   overwrite: bool = True) -> int:
+        return self.write_bytes(path, text.encode(encoding), overwrite=overwrite)
+
+    def stat(self, path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> os.stat_result:
+        """``os.stat`` of a path inside the roots, looked up through descriptors. Following a
+        symlink that leads outside fails like a dangling one (OSError ELOOP)."""
+        given = self._text(path)
+        try:
+            if follow_symlinks:
+                real = self.resolve(given)
+            else:
+                real = str(self._parent_resolved(given))
+        except ToolError:
+            raise OSError(errno.ELOOP, "leads outside the sandbox roots", given) from None
+        if not _AT:
+            return os.stat(real, follow_symlinks=False)
+        with self._parent_fd(real, given, refuse=False) as (dir_fd, name):
+            if name is None:
+                return os.fstat(dir_fd)
+            return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+
+    def iterdir(self, path: str | os.PathLike[str]) -> Iterator[Any]:
+        """The entries of a directory as confined paths (``SandboxPath`` values), read through
+        its descriptor; symlinks are listed, not followed."""
+        from .paths import ConfinedPath
+
+        given = self._text(path)
+        real = self.resolve(given, must_exist=True)
+        with self._dir_fd(real, given) as fd:
+            names = sorted(os.listdir(fd))
+        base = Path(real)
+        for name in names:
+            yield ConfinedPath._make(base / name, self)
+
+    def glob(self, path: str | os.PathLike[str], pattern: str, *, recursive: bool = False) -> Iterator[Any]:
+        """Entries under directory ``path`` matching ``pattern`` (``*``, ``?``, ``[...]`` within a
+        name, ``**`` for any depth; ``recursive`` prefixes ``**/``), as confined paths.
+
+        The pattern is confined like a path: absolute patterns and ``..`` components are
+        refused (E_PERMISSION_DENIED); matching walks down from ``path`` through descriptors
+        and never enters a symlinked directory, so every result lies inside the roots."""
+        from .paths import ConfinedPath
+
+        parts = self._pattern(pattern)
+        if recursive:
+            parts = ["**", *parts]
+        given = self._text(path)
+        real = self.resolve(given, must_exist=True)
+        base = Path(real)
+        with self._dir_fd(real, given) as fd:
+            found = sorted(set(_match(fd, parts, ())))
+        for rel in found:
+            yield ConfinedPath._make(base.joinpath(*rel), self)
+
+    def mkdir(self, path: str | os.PathLike[str], *, parents: bool = False, exist_ok: bool = False) -> None:
+        """Create a directory (and with ``parents`` its missing parents), each made and entered
+        relative to its parent's descriptor."""
+        given = self._text(path)
+        real = self.resolve(given)
+        root, parts = self._locate(real, given)
+        if not parts:
+            if exist_ok:
+                return
+            raise FileExistsError(errno.EEXIST, "the root exists", given)
+        if not _AT:
+            os.makedirs(real, exist_ok=exist_ok) if parents else os.mkdir(real)
+            return
+        fd = os.open(root, _DIR_FLAGS)
+        try:
+            for i, name in enumerate(parts):
+                last = i == len(parts) - 1
+                if last or parents:
+                    try:
+                        os.mkdir(name, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        if last and not exist_ok:
+                            raise
+                if last:
+                    return
+                fd = _step(fd, name)
+        except OSError as exc:
+            raise self._os_error(exc, given) from None
+        finally:
+            os.close(fd)
+
+    def rename(self, source: str | os.PathLike[str], destination: str | os.PathLike[str]) -> None:
+        """``os.rename`` (an existing destination file is replaced) between two paths inside the
+        roots, both named relative to their parents' descriptors: a symlink is moved itself."""
+        src_given, dst_given = self._text(source), self._text(destination)
+        src = str(self._parent_resolved(src_given))
+        dst = str(self._parent_resolved(dst_given))
+        if not _AT:
+            os.rename(src, dst)
+            return
+        try:
+            with self._parent_fd(src, src_given) as (src_fd, src_name), \
+                    self._parent_fd(dst, dst_given) as (dst_fd, dst_name):
+                if src_name is None or dst_name is None:
+                    raise PermissionError(errno.EPERM, "a root cannot be moved or replaced")
+                os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        except OSError as exc:
+            raise self._os_error(exc, src_given) from None
+
+    def unlink(self, path: str | os.PathLike[str]) -> None:
+        """Remove a file (a symlink itself, never its target)."""
+        self._remove(path, os.unlink)
+
+    def rmdir(self, path: str | os.PathLike[str]) -> None:
+        """Remove an empty directory."""
+        self._remove(path, os.rmdir)
+
+    def _remove(self, path: str | os.PathLike[str], remove: Any) -> None:
+        given = self._text(path)
+        real = str(self._parent_resolved(given))
+        if not _AT:
+            remove(real)
+            return
+        try:
+            with self._parent_fd(real, given) as (dir_fd, name):
+                if name is None:
+                    raise PermissionError(errno.EPERM, "a root cannot be removed")
+                remove(name, dir_fd=dir_fd)
+        except OSError as exc:
+            raise self._os_error(exc, given) from None
+
+    # -- descriptors ----------------------------------------------------------------------
+
+    def _parent_resolved(self, given: str) -> Path:
+        """``given`` with its parent resolved and confined, its last component kept as named
+        (an operation on a symlink itself: lstat, unlink, rename)."""
+        head, name = os.path.split(given.rstrip(os.sep) or given)
+        if name in ("", ".", ".."):
+            return self.resolve(given)
+        parent = self.resolve(head) if head else self.resolve(".")
+        return parent / name
+
+    def _locate(self, real: str | Path, given: str) -> tuple[str, list[str]]:
+        """The root holding ``real`` and the components below it (no '..', by construction of
+        resolve; refused otherwise)."""
+        text = os.fspath(real)
+        key = os.path.normcase(text)
+        for (k, prefix), root in zip(self._keys, self.roots):
+            if key == k:
+                return str(root), []
+            if key.startswith(prefix):
+                parts = [p for p in text[len(prefix):].split(os.sep) if p and p != "."]
+                if ".." in parts:
+                    break
+                return str(root), parts
+        self._refuse(given)
+        raise AssertionError  # unreachable: _refuse raises
+
+    def _parent_fd(self, real: str | Path, given: str, refuse: bool = True) -> Any:
+        """Context manager: (descriptor of the parent directory, last component) for a path
+        inside a root, each directory opened relative to the previous with O_NOFOLLOW; the last
+        component is None for a root itself."""
+        return _Walk(self, real, given, parent=True, refuse=refuse)
+
+    def _dir_fd(self, real: str | Path, given: str) -> Any:
+        """Context manager: a descriptor of the directory ``real`` itself, walked as above."""
+        return _Walk(self, real, given, parent=False, refuse=True)
+
+    def _os_error(self, exc: OSError, given: str) -> Exception:
+        """What an operation's OSError means for the caller."""
+        if exc.errno == errno.ENXIO:  # a FIFO without reader, opened for writing without blocking
+            try:
+                self._refuse(given, "is not a regular file (a FIFO, socket or device is never opened)")
+            except ToolError as refusal:
+                return refusal
+        if exc.errno in _NOFOLLOW_ERRNOS:
+            try:
+                self._refuse(given)  # a component was swapped for a symlink after the check
+            except ToolError as refusal:
+                return refusal
+        if isinstance(exc, FileNotFoundError):
+            return ToolError(
+                f"Path {_show(given)} (or its parent directory) does not exist.",
+                code=E_NOT_FOUND,
+                details={"path": given},
+                suggested_fix="Check the name, or create the parent directory first.",
+            )
+        if isinstance(exc, PermissionError):
+            return ToolError(
+                f"The server may not open {_show(given)}.",
+                code=E_PERMISSION_DENIED,
+                details={"path": given},
+                suggested_fix="Choose a file the server can access.",
+            )
+        return exc
+
+    @staticmethod
+    def _pattern(pattern: object) -> list[str]:
+        if not isinstance(pattern, str) or not pattern or "\0" in pattern:
+            raise ToolError("A glob pattern must be a non-empty string without NUL characters.",
+                            code=E_SCHEMA_VALIDATION, details={"pattern": repr(pattern)},
+                            suggested_fix="Pass a pattern such as '*.py' or 'src/**/*.md'.")
+        parts = [p for p in pattern.replace(os.sep, "/").split("/") if p not in ("", ".")]
+        if os.path.isabs(pattern) or pattern.startswith(("/", os.sep)) or ".." in parts or not parts:
+            raise ToolError(
+                f"Glob pattern {_show(pattern)} leaves the directory it applies to.",
+                code=E_PERMISSION_DENIED,
+                details={"pattern": pattern},
+                suggested_fix="Use a relative pattern without '..' (e.g. '*.py', 'src/**/*.md'); "
+                              "to look elsewhere, change the directory instead.",
+            )
+        return parts
 
     # -- URIs ---------------------------------------------------------------------------------
 
@@ -348,3 +598,125 @@ class Sandbox:
                 self._refuse(given, "cannot be checked (a component is not accessible)")
             if stat.S_ISLNK(st.st_mode):
                 self._refuse(given, "goes through a symlink that cannot be resolved (a loop)")
+
+
+class _Walk:
+    """The descriptor walk of a path inside a root (see Sandbox._parent_fd, _dir_fd)."""
+
+    __slots__ = ("_sandbox", "_real", "_given", "_parent", "_refuse", "_fd")
+
+    def __init__(self, sandbox: Sandbox, real: str | Path, given: str, *, parent: bool, refuse: bool) -> None:
+        self._sandbox, self._real, self._given = sandbox, real, given
+        self._parent, self._refuse = parent, refuse
+        self._fd = -1
+
+    def __enter__(self) -> Any:
+        root, parts = self._sandbox._locate(self._real, self._given)
+        name = None
+        if self._parent and parts:
+            parts, name = parts[:-1], parts[-1]
+        if not _AT:
+            raise NotImplementedError("descriptor-relative file operations need openat (POSIX)")
+        fd = os.open(root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        try:
+            for part in parts:
+                fd = _step(fd, part)
+        except OSError as exc:
+            if self._refuse:
+                raise self._sandbox._os_error(exc, self._given) from None
+            raise
+        self._fd = fd
+        return (fd, name) if self._parent else fd
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _step(fd: int, name: str) -> int:
+    """Open directory ``name`` relative to ``fd`` without following a symlink; closes ``fd``
+    (also when the open fails)."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _open_flags(mode: str) -> int:
+    """os.open flags for an open() mode; never O_TRUNC (Sandbox.open truncates after its checks)."""
+    plus = "+" in mode
+    if "r" in mode:
+        flags = os.O_RDWR if plus else os.O_RDONLY
+    elif "w" in mode:
+        flags = (os.O_RDWR if plus else os.O_WRONLY) | os.O_CREAT
+    elif "x" in mode:
+        flags = (os.O_RDWR if plus else os.O_WRONLY) | os.O_CREAT | os.O_EXCL
+    elif "a" in mode:
+        flags = (os.O_RDWR if plus else os.O_WRONLY) | os.O_CREAT | os.O_APPEND
+    else:
+        raise ValueError(f"invalid mode: {mode!r}")
+    # O_NONBLOCK: opening a FIFO must not hang the call (Sandbox.open refuses it, then blocks)
+    return flags | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+
+
+def _match(fd: int, parts: list[str], prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+    """Relative names under directory ``fd`` matching the pattern ``parts``; subdirectories are
+    entered with O_NOFOLLOW (a symlinked directory is matched as an entry, never descended)."""
+    from fnmatch import fnmatchcase
+
+    head, rest = parts[0], parts[1:]
+    if head == "**":
+        if rest:
+            yield from _match(fd, rest, prefix)  # zero directories
+        else:
+            yield prefix  # '**' alone: this directory and every one below it (as pathlib)
+        for name, is_dir in _subdirs(fd):
+            if not is_dir:
+                continue
+            sub = _enter(fd, name)
+            if sub < 0:
+                continue
+            try:
+                yield from _match(sub, parts, (*prefix, name))
+            finally:
+                os.close(sub)
+        return
+    magic = not _GLOB_MAGIC.isdisjoint(head)
+    names = [n for n in _entries(fd) if fnmatchcase(n, head)] if magic else [head]
+    for name in names:
+        if not rest:
+            if magic or _exists(fd, name):
+                yield (*prefix, name)
+            continue
+        sub = _enter(fd, name)
+        if sub < 0:
+            continue
+        try:
+            yield from _match(sub, rest, (*prefix, name))
+        finally:
+            os.close(sub)
+
+
+def _entries(fd: int) -> list[str]:
+    return os.listdir(fd)
+
+
+def _subdirs(fd: int) -> list[tuple[str, bool]]:
+    with os.scandir(fd) as it:
+        return [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+
+
+def _enter(fd: int, name: str) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except OSError:
+        return -1  # not a directory, a symlink, gone: nothing to match below it
+
+
+def _exists(fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+        return True
+    except OSError:
+        return False

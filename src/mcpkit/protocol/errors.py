@@ -6,6 +6,7 @@ A tool's own failure is never an McpError on the wire: it becomes a result with
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -34,6 +35,9 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "McpError",
     "ToolError",
+    "ResourceNotFound",
+    "PromptNotFound",
+    "handler_error",
     "TOOL_ERROR_CODES",
     "E_SCHEMA_VALIDATION",
     "E_NOT_FOUND",
@@ -59,6 +63,8 @@ TOOL_ERROR_CODES = frozenset({
     E_SCHEMA_VALIDATION, E_NOT_FOUND, E_PERMISSION_DENIED, E_TIMEOUT, E_UNSUPPORTED,
     E_RATE_LIMITED, E_NOT_CONNECTED, E_INTERNAL,
 })
+#: the shape of every tool error code, the standard ones and a tool's own (``E_CONFLICT``)
+_CODE = re.compile(r"E_[A-Z][A-Z_]*")
 #: codes a caller may retry unchanged once the condition passes
 _RETRYABLE = frozenset({E_TIMEOUT, E_RATE_LIMITED, E_NOT_CONNECTED})
 
@@ -87,7 +93,8 @@ class McpError(Exception):
 class ToolError(Exception):
     """Raised on purpose by a tool: its text reaches the client as an ``isError`` result.
 
-    ``code`` is one of the tool contract's codes (E_NOT_FOUND, ...); ``details`` is JSON data
+    ``code`` is one of the tool contract's codes (E_NOT_FOUND, ...) or the tool's own, shaped
+    ``E_[A-Z_]+`` (``E_CONFLICT``), passed through as given; ``details`` is JSON data
     for the caller, ``suggested_fix`` one sentence saying what to do instead, ``retryable``
     whether the same call may succeed later (by default: true for timeouts, rate limits and
     lost connections).
@@ -103,8 +110,9 @@ class ToolError(Exception):
         suggested_fix: str | None = None,
     ) -> None:
         super().__init__(message)
-        if code not in TOOL_ERROR_CODES:
-            raise ValueError(f"unknown tool error code {code!r}: use one of {sorted(TOOL_ERROR_CODES)}")
+        if not isinstance(code, str) or _CODE.fullmatch(code) is None:
+            raise ValueError(f"invalid tool error code {code!r}: use one of {sorted(TOOL_ERROR_CODES)} or a code "
+                             "of your own shaped like E_CONFLICT (E_ then capitals and underscores)")
         self.message = message
         self.code = code
         self.details = details
@@ -120,3 +128,55 @@ class ToolError(Exception):
             "retryable": self.retryable,
             "suggestedFix": self.suggested_fix,
         }
+
+
+class ResourceNotFound(Exception):
+    """Raised by a resource or resource-template handler: there is no resource at ``uri``.
+
+    Answered with the negotiated revision's code (RS-08): -32002 before 2026-07-28, -32602
+    from 2026-07-28 on, with ``data.uri`` either way. Never hand-raise ``McpError(-32002)``:
+    that is wrong for 2026-07-28 clients.
+    """
+
+    def __init__(self, uri: str, message: str | None = None) -> None:
+        super().__init__(message or f"Resource not found: {uri}")
+        self.uri = uri
+        self.message = message or f"Resource not found: {uri}"
+
+
+class PromptNotFound(Exception):
+    """Raised by a prompt handler: there is no such prompt (or no such variant of it); -32602 (PM-05)."""
+
+    def __init__(self, name: str, message: str | None = None) -> None:
+        super().__init__(message or f"Unknown prompt: {name}")
+        self.name = name
+        self.message = message or f"Unknown prompt: {name}"
+
+
+#: ToolError codes that say the request itself cannot be served as asked: -32602, not -32603
+_INVALID_PARAMS_CODES = frozenset({E_SCHEMA_VALIDATION, E_NOT_FOUND, E_PERMISSION_DENIED, E_UNSUPPORTED})
+
+
+def handler_error(exc: BaseException, resource_not_found: int, *, uri: str | None = None) -> McpError | None:
+    """The JSON-RPC error for what a resource or prompt handler raised on purpose, or None for
+    anything else (an internal error). ``resource_not_found``: the negotiated revision's code
+    (RS-08); ``uri``: the resource being read, when it is one."""
+    if isinstance(exc, ResourceNotFound):
+        return McpError(resource_not_found, exc.message, {"uri": exc.uri})
+    if isinstance(exc, PromptNotFound):
+        return McpError(INVALID_PARAMS, exc.message, {"name": exc.name})  # PM-05
+    if isinstance(exc, ToolError):
+        data: dict[str, Any] = {"code": exc.code, "retryable": exc.retryable}
+        if exc.details is not None:
+            data["details"] = exc.details
+        if exc.suggested_fix:
+            data["suggestedFix"] = exc.suggested_fix
+        message = exc.message or "The request failed."
+        if exc.suggested_fix:
+            message += f" Fix: {exc.suggested_fix}"
+        if uri is not None and exc.code == E_NOT_FOUND:
+            return McpError(resource_not_found, message, {"uri": uri, **data})  # RS-08
+        if uri is not None:
+            data["uri"] = uri
+        return McpError(INVALID_PARAMS if exc.code in _INVALID_PARAMS_CODES else INTERNAL_ERROR, message, data)
+    return None

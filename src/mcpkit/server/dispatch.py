@@ -13,7 +13,15 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, McpError, ToolError
+from ..protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    McpError,
+    PromptNotFound,
+    ResourceNotFound,
+    ToolError,
+    handler_error,
+)
 from ..protocol.engine import RequestReceived
 from ..protocol.revisions import Revision
 from ..protocol.revisions import LOG_LEVELS, SUPPORTED_VERSIONS
@@ -284,11 +292,17 @@ def _task_after_input(
 # ---------------------------------------------------------------------- resources
 
 
+#: what a resource or prompt handler raises on purpose (protocol/errors.py handler_error)
+_ON_PURPOSE = (ToolError, ResourceNotFound, PromptNotFound)
+
+
 def _invoke(
     fn: Callable[..., Any], is_async: bool, args: tuple[Any, ...], kwargs: dict[str, Any],
     finish: Callable[[Any], dict[str, Any]], ctx: Context | None = None,
+    on_purpose: Callable[[BaseException], McpError | None] | None = None,
 ) -> Any:
-    """A user handler as the session runs it: a coroutine, or a SyncCall for a sync function."""
+    """A user handler as the session runs it: a coroutine, or a SyncCall for a sync function.
+    ``on_purpose`` turns what the handler raised on purpose into its JSON-RPC error."""
     if ctx is not None and ctx._request.revision.era == "modern":
         ctx.rounds()  # a tampered requestState is refused before the handler runs (MR-06)
     if is_async:
@@ -298,6 +312,8 @@ def _invoke(
                 return finish(await fn(*args, **kwargs))
             except InputRequired:
                 return ctx.rounds().result()  # type: ignore[union-attr]
+            except _ON_PURPOSE as exc:
+                raise (on_purpose(exc) if on_purpose is not None else None) or exc from None
 
         return run()
 
@@ -306,6 +322,8 @@ def _invoke(
             return finish(fn(*args, **kwargs))
         except InputRequired:
             return ctx.rounds().result()  # type: ignore[union-attr]
+        except _ON_PURPOSE as exc:
+            raise (on_purpose(exc) if on_purpose is not None else None) or exc from None
 
     return SyncCall(call)
 
@@ -329,7 +347,9 @@ def read_resource(session: ServerSession, req: RequestReceived) -> Any:
             log.error("resources/read %s: %s", uri, exc)
             raise McpError(INTERNAL_ERROR, f"The resource handler for {uri} returned an unusable value.") from None
 
-    return _invoke(item.handler, item.is_async, (), kwargs, finish, ctx)
+    rev = req.revision
+    return _invoke(item.handler, item.is_async, (), kwargs, finish, ctx,
+                   lambda exc: handler_error(exc, rev.resource_not_found, uri=uri))
 
 
 def subscribe(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
@@ -356,7 +376,7 @@ def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
     if prompt is None:
         raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
     arguments = prompt.check_arguments(params.get("arguments"))
-    kwargs: dict[str, Any] = dict(arguments)
+    kwargs: dict[str, Any] = prompt.convert(arguments)  # typed parameters: converted, or -32602
     ctx = None
     if prompt.context_param is not None:
         ctx = kwargs[prompt.context_param] = session.context(req)
@@ -373,7 +393,8 @@ def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
             ]
         return result
 
-    return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish, ctx)
+    return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish, ctx,
+                   lambda exc: handler_error(exc, rev.resource_not_found))
 
 
 # ---------------------------------------------------------------------- completion, logging

@@ -1,8 +1,15 @@
-"""Prompts: arguments from a function's signature, messages from what it returns."""
+"""Prompts: arguments from a function's signature, messages from what it returns.
+
+Prompt arguments are strings on the wire (PM-03). A parameter declared ``int``, ``float``,
+``bool``, ``Literal[...]``, an Enum or a list/dict (sent as JSON text) is converted from that
+string and validated against the signature's schema before the handler runs; a value that does
+not fit is answered -32602 naming the argument and what it accepts (PM-06).
+"""
 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +23,7 @@ __all__ = ["Prompt", "messages_from"]
 class Prompt:
     __slots__ = (
         "name", "title", "description", "arguments", "icons", "meta", "handler", "is_async",
-        "context_param", "completions", "scopes", "_required", "_known",
+        "context_param", "completions", "scopes", "_required", "_known", "_schema", "_bind", "_checks",
     )
 
     def __init__(
@@ -31,6 +38,8 @@ class Prompt:
         meta: dict[str, Any] | None = None,
         context_param: str | None = None,
         completions: dict[str, Callable[..., Any]] | None = None,
+        schema: dict[str, Any] | None = None,
+        bind: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("a prompt needs a non-empty name")
@@ -48,6 +57,10 @@ class Prompt:
         self.scopes: tuple[str, ...] = ()
         self._required = [a["name"] for a in arguments if a.get("required")]
         self._known = {a["name"] for a in arguments}
+        #: the signature's JSON Schema and binder (typed arguments); None: strings as given
+        self._schema = schema
+        self._bind = bind
+        self._checks: dict[str, Any] = {}
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -87,6 +100,82 @@ class Prompt:
                 {"missing": missing},
             )
         return arguments
+
+
+    def convert(self, arguments: dict[str, str]) -> dict[str, Any]:
+        """The handler's keyword arguments from the wire's strings: each converted to its
+        declared type and validated; McpError -32602 naming the argument when one does not fit."""
+        if self._schema is None:
+            return dict(arguments)
+        props = self._schema.get("properties") or {}
+        defs = self._schema.get("$defs")
+        values: dict[str, Any] = {}
+        for key, raw in arguments.items():
+            prop = props.get(key)
+            if prop is None:
+                values[key] = raw
+                continue
+            check = self._checks.get(key)
+            if check is None:
+                from .validation import compile_schema
+
+                sub = {**prop, "$defs": defs} if defs else prop
+                check = self._checks[key] = compile_schema(sub, f"prompt {self.name!r} argument {key!r}")
+            for candidate in _candidates(raw):
+                if check.is_valid(candidate):
+                    values[key] = candidate
+                    break
+            else:
+                raise McpError(
+                    INVALID_PARAMS,
+                    f"Invalid value for argument {key!r} of prompt {self.name!r}: {raw!r} is not {_expected(prop)}.",
+                    {"argument": key, "value": raw},
+                )
+        if self._bind is None:
+            return values
+        try:
+            return self._bind(values)
+        except (TypeError, ValueError) as exc:
+            raise McpError(INVALID_PARAMS, f"Invalid arguments for prompt {self.name!r}: {exc}") from None
+
+
+def _candidates(raw: str) -> list[Any]:
+    """What a wire string may stand for, the string itself first (a str parameter keeps "42")."""
+    out: list[Any] = [raw]
+    text = raw.strip()
+    low = text.lower()
+    if low in ("true", "false"):
+        out.append(low == "true")
+    elif low in ("null", "none", ""):
+        out.append(None)
+    try:
+        out.append(int(text))
+    except ValueError:
+        try:
+            out.append(float(text))
+        except ValueError:
+            pass
+    if text[:1] in ("[", "{"):
+        try:
+            out.append(json.loads(text))
+        except ValueError:
+            pass
+    return out
+
+
+def _expected(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return "one of " + ", ".join(json.dumps(v) for v in prop["enum"])
+    if "const" in prop:
+        return f"{json.dumps(prop['const'])}"
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        return " or ".join(f"a{'n' if k[0] in 'aeiou' else ''} {k}" for k in kind)
+    if isinstance(kind, str):
+        return f"a{'n' if kind[0] in 'aeiou' else ''} {kind}"
+    if "anyOf" in prop:
+        return " or ".join(_expected(b) for b in prop["anyOf"] if isinstance(b, dict))
+    return "a valid value"
 
 
 def _message(item: Any) -> dict[str, Any]:

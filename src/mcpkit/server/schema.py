@@ -669,6 +669,11 @@ def input_spec(func: Callable, *, context_type: type | None = None,
             continue
         try:
             prop = builder.schema(ann)
+            if p.default is None and not _accepts_null(prop):
+                # ``tags: list[str] = None`` means "or None": a default its own schema refuses
+                # would make every call that omits it look invalid to a client that checks
+                ann = typing.Optional[ann]  # noqa: UP045 - a runtime type expression
+                prop = builder.schema(ann)
             conv = _loader(ann, memo)
         except SchemaError as exc:
             raise SchemaError(f"parameter {p.name!r} of {qual}: {exc}") from None
@@ -690,6 +695,22 @@ def input_spec(func: Callable, *, context_type: type | None = None,
                 hooked.append((p.name, default))
     root = _object(props, required, None, closed=True)
     return InputSpec(_with_defs(root, builder.defs), _make_bind(tuple(convs), tuple(hooked)), context_param)
+
+
+def _accepts_null(prop: dict) -> bool:
+    if not prop or prop.get("type") == "null":
+        return True
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        return "null" in kind
+    if kind is not None:
+        return False
+    if "enum" in prop:
+        return None in prop["enum"]
+    branches = prop.get("anyOf") or prop.get("oneOf")
+    if branches:
+        return any(_accepts_null(b) for b in branches if isinstance(b, dict))
+    return "$ref" not in prop and "const" not in prop
 
 
 def _make_bind(convs: tuple[tuple[str, _Conv], ...], defaults: tuple[tuple[str, Any], ...] = ()) -> Callable[[dict], dict]:
@@ -717,6 +738,8 @@ def _unstructured(tp: Any) -> bool:
     tp, _ = _strip(tp)
     if tp in (inspect.Signature.empty, None, _NoneType, str, Any, object) or _is_content(tp):
         return True
+    if isinstance(tp, type) and tp.__name__ == "ToolResult" and hasattr(tp, "to_result"):
+        return True  # a complete result: it says itself what is structured (content.ToolResult)
     origin, args = _origin_args(tp)
     if origin in _UNIONS:
         return all(map(_unstructured, args))

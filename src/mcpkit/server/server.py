@@ -9,10 +9,12 @@ from the revision table, and cached per revision until the next change.
 from __future__ import annotations
 
 import base64
+import contextlib
 import inspect
 import logging
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypedDict, TypeVar, Unpack
 
 from ..protocol.errors import INVALID_PARAMS, McpError
@@ -116,6 +118,9 @@ class Server:
         self._notification_handlers: dict[str, Callable[..., Any]] = {}
         self._methods = dict(METHODS)
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        # bumped on every registry change: a list built while another thread changed the
+        # registries (a bridge's mirror) is answered but not cached
+        self._cache_gen = 0
         self._sessions: set[Any] = set()
         self._listeners: set[Any] = set()  # open subscriptions/listen streams (2026-07-28)
         self._warmed = False
@@ -126,6 +131,8 @@ class Server:
         self._bridges: dict[int, Any] = {}
         self._tool_limiter: Any = None
         self._logs_guarded = False
+        self._batch: tuple[int, set[str]] | None = None  # (thread, kinds) of batch_changes
+        self._batch_lock = threading.RLock()
         self.policy = policy
 
     # ------------------------------------------------------------------ policy (mcpkit.policy)
@@ -351,6 +358,8 @@ class Server:
 
             guard_logs(redact=self._policy.redact_logs)
         if not self._warmed:
+            if self._policy is not None:
+                self._explain_policy()
             # Compile the remaining validators off the critical path, right after the
             # handshake answer went out, so the first calls do not pay for it.
             self._warmed = True
@@ -359,6 +368,37 @@ class Server:
             # Not a daemon: a process that exits while the thread is inside jsonschema-rs's native
             # code aborts at interpreter shutdown; a short compile delays exit instead.
             threading.Thread(target=self.warm_up, name="mcpkit-warm-up", daemon=False).start()
+
+    def hidden_tools(self) -> list[tuple[str, str]]:
+        """(tool or ``tool.action``, why it is hidden and the fix) for every tool and manager
+        action the policy leaves out of tools/list."""
+        gates = self.gates
+        out: list[tuple[str, str]] = []
+        for tool in self._tools.values():
+            parts = ([(f"{tool.name}.{a.name}", a.annotations, a.requires) for a in tool.actions.values()]
+                     if tool.actions is not None
+                     else [(tool.name, tool.annotations, tool.options.requires if tool.options is not None else ())])
+            for label, annotations, bridges in parts:
+                reason = gates.explain(annotations) if gates is not None else None
+                if reason is None:
+                    down = [getattr(b, "name", repr(b)) for b in bridges if not b.up]
+                    if down:
+                        reason = f"hidden while {', '.join(down)} is not connected; it comes back by itself"
+                if reason is not None:
+                    out.append((label, reason))
+        return out
+
+    def _explain_policy(self) -> None:
+        """Start-up (stderr): a policied server says what it hides and how to show it, so a
+        server never serves fewer tools than its author expects without saying why."""
+        plog = logging.getLogger("mcpkit.policy")
+        hidden = self.hidden_tools()
+        for label, reason in hidden:
+            plog.warning("%s: %s", label, reason)
+        shown = [t for t in self._tools.values() if self.tool_visible(t)]
+        if self._tools and not shown:
+            plog.warning("the policy hides all %d tool(s) of %r: this server lists none until one of the fixes "
+                         "above is applied", len(self._tools), self.name)
 
     def warm_up(self) -> None:
         """Compile every tool's validators now (idempotent), and under a policy the secret
@@ -400,12 +440,50 @@ class Server:
         return deco
 
     def _changed(self, kind: str) -> None:
+        batch = self._batch
+        if batch is not None and batch[0] == threading.get_ident():
+            batch[1].add(kind)  # one notification per kind when the batch ends
+            return
         self._deliver_changed(kind)
         self._announce("changed", {"kind": kind})
+
+    @contextlib.contextmanager
+    def batch_changes(self, *, notify: bool = True) -> Iterator[None]:
+        """Make many registry changes, then send one ``list_changed`` per kind changed (TL-13):
+        what a mirror of a backend's tool list needs, so a client re-lists once, not per tool.
+        ``notify=False`` only drops the cached lists (for changes clients cannot see yet, e.g.
+        tools of a bridge that is down: its coming up announces them). Changes made by other
+        threads meanwhile are announced as usual."""
+        batch = self._batch
+        if batch is not None and batch[0] == threading.get_ident():
+            yield  # nested: the outer batch announces
+            return
+        with self._batch_lock:
+            self._batch = (threading.get_ident(), set())
+            try:
+                yield
+            finally:
+                kinds = self._batch[1]
+                self._batch = None
+                for kind in sorted(kinds):
+                    if notify:
+                        self._changed(kind)
+                    else:
+                        self._cache_gen += 1
+                        for key in [k for k in self._cache if k[0] == kind]:
+                            del self._cache[key]
+
+    def mirror(self, bridge: Any, **options: Any) -> Any:
+        """Keep this server's tools (and resources) equal to what ``bridge``'s backend
+        publishes; see :class:`mcpkit.bridge.Mirror` for the options."""
+        from ..bridge.mirror import Mirror
+
+        return Mirror(self, bridge, **options)
 
     def _deliver_changed(self, kind: str) -> None:
         if kind not in _CHANGED:
             return
+        self._cache_gen += 1
         for key in [k for k in self._cache if k[0] == kind]:
             del self._cache[key]
         method = _CHANGED[kind]
@@ -460,7 +538,9 @@ class Server:
         ``destructive`` and ``open_world`` feed the gates; ``contract=True`` wraps results in the
         tool contract envelope; ``rate_limit="10/min"``; ``timeout`` (seconds);
         ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
-        the tool while that Bridge is down.
+        the tool while that Bridge is down; ``isolation="process"`` runs each call in a worker
+        process that is killed at the deadline (mcpkit.policy.isolation: CPU-bound handlers,
+        untrusted input, C extensions that hold the GIL).
         """
         options = _tool_options(policy)
 
@@ -480,6 +560,10 @@ class Server:
                 if structured is True and out_schema is None:
                     raise ValueError(f"tool {func.__name__!r}: structured=True needs a structured return annotation")
             _warn_secret_parameters(name or func.__name__, spec.schema)
+            if options is not None and options.isolation is not None:
+                from ..policy.isolation import check_handler
+
+                check_handler(func, name or func.__name__, spec.context_param)
             tool = Tool(
                 name or func.__name__,
                 func,
@@ -521,34 +605,58 @@ class Server:
         description: str | None = None,
         title: str | None = None,
         annotations: dict[str, Any] | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         task: str | None = None,
         scopes: Sequence[str] = (),
+        flatten: bool = False,
         **policy: Unpack[ToolPolicyOptions],
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
 
-        The schema is listed exactly as given and is what calls are validated against. The
-        policy options are those of :meth:`tool`.
+        The schema is listed exactly as given and is what calls are validated against. A schema
+        with ``oneOf``/``anyOf``/``allOf`` at its root is refused by the Anthropic API, OpenAI and
+        Gemini (mcpkit/hosts.py): registering one warns (HostCompatibilityWarning) naming them;
+        ``flatten=True`` lists a flat copy (mcpkit.hosts.flatten) and still validates calls against
+        the schema as given. ``read_only``, ``destructive``, ``idempotent``, ``open_world``,
+        ``scopes`` and the policy options (``requires=``, ``timeout=``, ...) are those of :meth:`tool`.
         """
         options = _tool_options(policy)
         _warn_secret_parameters(name, input_schema)
+        advertised = input_schema
+        if flatten:
+            from ..hosts import flatten as flat_copy
+
+            advertised = flat_copy(input_schema)
+        else:
+            _warn_root_combinators(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
+        if options is not None and options.isolation is not None:
+            from ..policy.isolation import check_handler
+
+            check_handler(handler, name, "ctx" if takes_ctx else None)
         tool = Tool(
             name,
             handler,
-            input_schema=input_schema,
+            input_schema=advertised,
             output_schema=output_schema,
             description=description,
             title=title,
-            annotations=annotations,
+            annotations=annotations_from_hints(
+                annotations, read_only=read_only, destructive=destructive, idempotent=idempotent,
+                open_world=open_world,
+            ),
             icons=icons,
             meta=meta,
             context_param="ctx" if takes_ctx else None,
             task=task,
             options=options,
+            enforced_schema=input_schema if flatten else None,
         )
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -564,13 +672,18 @@ class Server:
         meta: dict[str, Any] | None = None,
         replace: bool = False,
         scopes: Sequence[str] = (),
+        schema: str = "flat",
         **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """A manager tool: one tool with several actions (``@tool.action(...)``), each with its
-        own parameters and read-only/destructive/open-world declaration (policy/manager.py)."""
+        own parameters, read-only/destructive/open-world declaration, bridges, timeout and rate
+        limit (policy/manager.py). ``schema="flat"`` (default) advertises one object every host
+        accepts; ``schema="oneOf"`` the closed per-action branches. Calls are validated against
+        their action's closed branch either way."""
         from ..policy.manager import ManagerTool
 
-        tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta)
+        tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta,
+                           schema=schema)
         tool.options = _tool_options(policy)
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -736,6 +849,28 @@ class Server:
 
         return deco
 
+    def add_resource_template(
+        self,
+        uri_template: str,
+        handler: Callable[..., Any],
+        *,
+        name: str,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+        **kw: Any,
+    ) -> ResourceTemplate:
+        """:meth:`resource_template` without the decorator: ``handler(**variables)`` reads a URI
+        the template matches (a parameter annotated ``Context`` gets the context)."""
+        item = ResourceTemplate(uri_template, handler, name=name, context_param=_context_param(handler),
+                                completions=completions, **kw)
+        item.scopes = _scopes(scopes)
+        if any(t.uri_template == uri_template for t in self._templates) and not replace:
+            raise ValueError(f"a resource template {uri_template!r} is already registered")
+        self._templates = [t for t in self._templates if t.uri_template != uri_template] + [item]
+        self._changed("resourceTemplates")
+        return item
+
     def remove_resource_template(self, uri_template: str) -> None:
         kept = [t for t in self._templates if t.uri_template != uri_template]
         if len(kept) == len(self._templates):
@@ -816,10 +951,14 @@ class Server:
                     arg["description"] = prop["description"]
                 arg["required"] = arg_name in required
                 arguments.append(arg)
+            typed = any(prop.get("type") != "string" or set(prop) - {"type", "description"}
+                        for prop in props.values())
             prompt = Prompt(
                 name or func.__name__, func, arguments=arguments, title=title,
                 description=description if description is not None else function_description(func),
                 icons=icons, meta=meta, context_param=spec.context_param, completions=completions,
+                # plain str parameters take the wire's strings as they are; anything else is converted
+                schema=spec.schema if typed else None, bind=spec.bind if typed else None,
             )
             prompt.scopes = _scopes(scopes)
             if prompt.name in self._prompts and not replace:
@@ -831,6 +970,34 @@ class Server:
         if fn is not None:
             return deco(fn)
         return deco
+
+    def add_prompt(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        arguments: Sequence[dict[str, Any]] = (),
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+    ) -> Prompt:
+        """Register a prompt from raw PromptArgument dicts (``{"name", "description", "required"}``);
+        ``handler(**arguments)`` gets the string arguments, and the context in a parameter
+        annotated ``Context``. What it returns is shaped as for :meth:`prompt`."""
+        prompt = Prompt(
+            name, handler, arguments=[dict(a) for a in arguments], title=title, description=description,
+            icons=icons, meta=meta, context_param=_context_param(handler), completions=completions,
+        )
+        prompt.scopes = _scopes(scopes)
+        if name in self._prompts and not replace:
+            raise ValueError(f"a prompt named {name!r} is already registered (pass replace=True)")
+        self._prompts[name] = prompt
+        self._changed("prompts")
+        return prompt
 
     def remove_prompt(self, name: str) -> None:
         if self._prompts.pop(name, None) is None:
@@ -885,9 +1052,10 @@ class Server:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        gen = self._cache_gen
         if kind == "tools":
             items = []
-            for tool in self._tools.values():
+            for tool in list(self._tools.values()):  # a copy: another thread may register tools
                 if not self.tool_visible(tool):
                     continue  # gated, or its bridge is down: hidden here and refused when called
                 d = _pick(tool.describe(), rev.tool_keys)
@@ -896,17 +1064,18 @@ class Server:
                     d["annotations"] = {"title": tool.title, **(d.get("annotations") or {})}
                 items.append(d)
         elif kind == "resources":
-            items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in self._resources.values()]
+            items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in list(self._resources.values())]
         elif kind == "resourceTemplates":
             items = [_pick_annotated(t.describe(), rev.template_keys, rev) for t in self._templates]
         else:
             items = []
-            for p in self._prompts.values():
+            for p in list(self._prompts.values()):
                 d = _pick(p.describe(), rev.prompt_keys)
                 if "arguments" in d:
                     d["arguments"] = [_pick(a, rev.prompt_argument_keys) for a in d["arguments"]]
                 items.append(d)
-        self._cache[key] = items
+        if gen == self._cache_gen:
+            self._cache[key] = items
         return items
 
     def list_page(self, kind: str, rev: Revision, cursor: Any) -> dict[str, Any]:
@@ -927,6 +1096,36 @@ class Server:
         if rev.cache_hints:
             out.update(self.cache_hints(rev, None))  # PA-04: the same cacheScope on every page
         return out
+
+    # ------------------------------------------------------------------ composition
+
+    def mount(self, child: Any, prefix: str | None = None, **options: Any) -> Any:
+        """Serve ``child``'s tools, resources, templates and prompts as this server's, live:
+        what the child adds, changes or removes shows here (with ``list_changed``), and every
+        call runs through the child's own pipeline and policies. ``child`` is a Server (driven
+        in memory), a command line or a URL (a proxied upstream, reconnected when it drops), or
+        an unconnected :class:`mcpkit.Client`. Names become ``prefix_name`` (docs/composition.md);
+        the options are :class:`mcpkit.proxy.Upstream`'s. Returns the Upstream."""
+        from ..proxy.upstream import Upstream
+
+        return Upstream(self, child, prefix=prefix, **options).start()
+
+    def include(self, child: Server, prefix: str | None = None, *, separator: str = "_",
+                prefix_uris: bool = True) -> None:
+        """Copy ``child``'s tools, resources, templates and prompts into this server now, under
+        prefixed names; later changes to the child do not show (use :meth:`mount` for that)."""
+        from .compose import include
+
+        include(self, child, prefix, separator=separator, prefix_uris=prefix_uris)
+
+    @classmethod
+    def proxy(cls, target: Any, *, name: str | None = None, policy: Any = None, **options: Any) -> Server:
+        """A server that mirrors ``target`` (a command line, a URL, a Server or an unconnected
+        :class:`mcpkit.Client`) and forwards everything to it: mcpkit's guard rails in front of a
+        server written elsewhere. The options are :class:`mcpkit.proxy.Upstream`'s."""
+        from ..proxy.upstream import proxy_server
+
+        return proxy_server(cls, target, name=name, policy=policy, **options)
 
     # ------------------------------------------------------------------ running
 
@@ -987,6 +1186,7 @@ class ToolPolicyOptions(TypedDict, total=False):
     max_result_bytes: int | None
     sanitize: bool
     requires: Any
+    isolation: str | None
 
 
 def _scopes(scopes: Sequence[str] | str) -> tuple[str, ...]:
@@ -1043,6 +1243,30 @@ def _warn_secret_parameters(tool: str, schema: dict[str, Any]) -> None:
         from ..policy.hygiene import warn_secret_parameters
 
         warn_secret_parameters(tool, props)
+
+
+class HostCompatibilityWarning(UserWarning):
+    """A tool's schema is one that some hosts refuse (mcpkit/hosts.py)."""
+
+
+def _warn_root_combinators(tool: str, schema: Any) -> None:
+    if not isinstance(schema, dict) or not any(k in schema for k in ("oneOf", "anyOf", "allOf", "not", "if")):
+        return
+    from ..hosts import hosts_rejecting_root, root_combinators
+
+    rejecting = hosts_rejecting_root(schema)
+    if not rejecting:
+        return
+    import warnings
+
+    from ..hosts import HOSTS
+
+    message = (f"tool {tool!r}: inputSchema has {', '.join(root_combinators(schema))} at its root, which "
+               f"{'; '.join(HOSTS[h].name for h in rejecting)} refuse (the whole session fails, not only this "
+               f"tool). Fix: pass flatten=True to list a flat copy (calls are still validated against this "
+               f"schema), or express the alternatives inside properties.")
+    log.warning("%s", message)
+    warnings.warn(message, HostCompatibilityWarning, stacklevel=3)
 
 
 def _check_cache(ttl_ms: Any, scope: Any) -> None:

@@ -93,6 +93,7 @@ class Tool:
         "base_output_schema",
         "resolved",
         "scopes",
+        "enforced_schema",
         "_validator",
         "_result_validator",
         "_out_validator",
@@ -120,6 +121,7 @@ class Tool:
         options: Any = None,
         result_schema: dict[str, Any] | None = None,
         result_dump: Callable[[Any], Any] | None = None,
+        enforced_schema: dict[str, Any] | None = None,
     ) -> None:
         self.name = validate_tool_name(name)
         if task not in (None, "optional", "required"):
@@ -165,6 +167,9 @@ class Tool:
         self.resolved: Any = None
         #: OAuth scopes a token needs to call it over authenticated HTTP (mcpkit.auth)
         self.scopes: tuple[str, ...] = ()
+        #: what calls are validated against when it is not the advertised schema: the original
+        #: of a flattened one (``add_tool(..., flatten=True)``); None: the advertised one
+        self.enforced_schema = enforced_schema
         self._validator: Any = None
         self._out_validator: Any = None
         self._result_validator: Any = None
@@ -181,7 +186,8 @@ class Tool:
     def compile(self) -> None:
         """Compile the validators (once); what is advertised is exactly what is compiled."""
         if self._validator is None:
-            self._validator = compile_schema(self.input_schema, f"tool {self.name!r} inputSchema")
+            enforced = self.enforced_schema if self.enforced_schema is not None else self.input_schema
+            self._validator = compile_schema(enforced, f"tool {self.name!r} inputSchema")
         if self.output_schema is not None and self._out_validator is None:
             self._out_validator = compile_schema(self.output_schema, f"tool {self.name!r} outputSchema")
 
@@ -234,6 +240,8 @@ class Tool:
         """Shape whatever the handler returned into a CallToolResult (TL-07..TL-09)."""
         if getattr(type(value), "__mcp_outcome__", False):
             value = value.result  # mcpkit.policy.Outcome: the summary is the envelope's business
+        if self.raw and isinstance(value, dict) and value.get("resultType") == "task":
+            return value  # a CreateTaskResult a raw tool passes on (a proxy's upstream made the task)
         if isinstance(value, ToolResult):
             if value.structured is not None:
                 self.check_output(value.structured)  # TL-07: a ToolResult is no way around the outputSchema

@@ -86,7 +86,8 @@ class AuthRoutes:
                               [(b"access-control-allow-origin", b"*"), (b"cache-control", b"max-age=3600")])
             return
         try:
-            access = await auth.authenticate(headers.get(b"authorization"), resource)
+            # an API-key scheme (mcpkit.auth.ApiKeyAuth) names its own header
+            access = await auth.authenticate(headers.get(getattr(auth, "header", b"authorization")), resource)
         except AuthFailure as refusal:
             await self._refuse_auth(send, headers, refusal)
             return

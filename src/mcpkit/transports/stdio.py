@@ -85,6 +85,9 @@ class StdioServer:
         #: the most threads running handlers at once; one more thread may read (see _hand_off)
         self.max_readers = 8
         self._readers = 0
+        #: lines being dispatched right now: a request is not in the session's books until its
+        #: handler has been called, and EOF must not end the process in between (ST-07)
+        self._feeding = 0
         self.loop: Any = None  # started on first use: sync-only servers never import asyncio
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -167,8 +170,12 @@ class StdioServer:
             # nothing more can come from the client: handlers waiting for its answers stop waiting
             session.abandon_client_requests(f"the client closed the connection ({self.stop_reason})")
             session.end_listens()
-            # ST-07 / LC-09: finish and answer what is in flight, then exit.
-            if not session.wait_idle(self.drain_timeout):
+            # ST-07 / LC-09: finish and answer what is in flight, then exit: first the lines still
+            # being dispatched (a slow first call can outlive the hand-off to the reader that saw EOF)
+            deadline = time.monotonic() + self.drain_timeout
+            while self._feeding and time.monotonic() < deadline:
+                time.sleep(0.005)
+            if not session.wait_idle(max(0.0, deadline - time.monotonic())):
                 log.warning("stdio: requests still running after %.1f s; exiting anyway", self.drain_timeout)
                 session.cancel_all()
             session.flush()
@@ -240,6 +247,7 @@ class StdioServer:
         if self._gen != gen:
             # handed off: a handler slot is free now (this thread's); a set-aside request takes it
             if deferred:
+                self._feeding += 1
                 return deferred.popleft()[0], True
             self._readers -= 1  # with the check above, under one lock: nothing is left behind
             return None, False
@@ -253,7 +261,11 @@ class StdioServer:
                 if not self._all_busy() or not self._set_aside(line):
                     break
                 line = None
-        self._busy_since = time.monotonic() if line is not None else None
+        if line is not None:
+            self._busy_since = time.monotonic()
+            self._feeding += 1  # until dispatched: EOF must not end the process in between (ST-07)
+        else:
+            self._busy_since = None
         return line, True
 
     def _set_aside(self, line: bytes) -> bool:
@@ -296,6 +308,9 @@ class StdioServer:
                         session.feed(line)
                     except Exception:  # noqa: BLE001 - one bad line must never end the server
                         self._internal_error()
+                    finally:
+                        with self._rlock:
+                            self._feeding -= 1
                     outbox = session.engine.outbox
                     if outbox and (len(outbox) >= 256 or len(outbox[-1].payload) >= 65536):
                         # big or many answers go out now rather than after the whole read: memory

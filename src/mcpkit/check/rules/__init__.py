@@ -3,7 +3,9 @@
 from . import (  # noqa: F401 - each module registers its rules
     capabilities,
     conformance,
+    discovery,
     errors,
+    hosts,
     http,
     lifecycle,
     pagination,

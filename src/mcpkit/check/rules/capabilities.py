@@ -6,7 +6,7 @@ from typing import Any
 
 from ..context import CheckContext, describe
 from ..model import Finding
-from ..registry import rule
+from ..registry import LEGACY, rule
 
 METHOD_NOT_FOUND = -32601
 
@@ -47,12 +47,22 @@ def _failure(ctx: CheckContext, capability: str, method: str, exc: BaseException
 
 
 @rule(
-    "capabilities.backed", severity="error",
+    "capabilities.backed", keyword="MUST",
     requirements=("LC-06", "VN-04", "TL-01", "RS-01", "RS-10", "PM-01", "LG-02", "CP-01"),
     title="every declared capability is backed: its methods exist and answer",
     fix="declare only what you serve: implement the methods of each declared capability "
     "(tools/list, resources/list, resources/subscribe, prompts/list, logging/setLevel, completion/complete) "
     "or drop the capability",
+    quote="Servers that support tools MUST declare the tools capability. (schema, ServerCapabilities.tools: "
+    "Present if the server offers any tools to call; likewise resources, prompts, logging, completions.)",
+    source="server/tools#capabilities, schema ServerCapabilities",
+    fixes={
+        "mcpkit": "built in: capabilities are derived from what is registered",
+        "sdk": "with the low-level Server, declare only the handlers you register; MCPServer derives them",
+        "fastmcp": "built in: capabilities follow what is registered",
+        "ts": "register the handler of every capability you pass to new Server(info, {capabilities}); "
+        "McpServer declares them as you register tools/resources/prompts",
+    },
 )
 async def check_backed(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
@@ -84,3 +94,66 @@ async def check_backed(ctx: CheckContext) -> list[Finding]:
     if not checked:
         raise ctx.skip("the server declares no capability with methods")
     return out or [ctx.ok(f"{len(checked)} method(s) of the declared capabilities answer: {', '.join(checked)}")]
+
+
+#: list method -> (result key, the capability holding listChanged, the notification)
+_CHANGES = {
+    "tools/list": ("tools", "tools", "notifications/tools/list_changed"),
+    "resources/list": ("resources", "resources", "notifications/resources/list_changed"),
+    "prompts/list": ("prompts", "prompts", "notifications/prompts/list_changed"),
+}
+
+
+def _names(items: list[dict[str, Any]], key: str) -> set[str]:
+    field = "uri" if key == "resources" else "name"
+    return {str(item.get(field)) for item in items}
+
+
+@rule(
+    "capabilities.list-changed", keyword="SHOULD", requirements=("TL-13", "RS-09", "PM-07"), revisions=LEGACY,
+    order=90,
+    title="a list declared with listChanged that changes during the connection is announced with a "
+    "list_changed notification",
+    fix="send notifications/tools/list_changed (resources/, prompts/) whenever the list changes, "
+    "or leave listChanged out of the capability",
+    quote="When the list of available tools changes, servers that declared the listChanged capability SHOULD "
+    "send a notification. (The same for resources and prompts.)",
+    source="server/tools#list-changed-notification, server/resources, server/prompts",
+    fixes={
+        "mcpkit": "built in: adding or removing a tool on a running Server notifies every session",
+        "sdk": "call ctx.session.send_tool_list_changed() (resource_/prompt_) after changing the list",
+        "fastmcp": "built in for add_tool/remove_tool inside a request; otherwise send the notification yourself",
+        "ts": "built in for McpServer registerTool/remove/enable/disable; otherwise call server.sendToolListChanged()",
+    },
+)
+async def check_list_changed(ctx: CheckContext) -> list[Finding]:
+    """The lists are read again after every other rule ran on this connection; a list that
+    changed without its notification fails. The first read is the one the other rules used."""
+    declared = [m for m, (_, cap, _) in _CHANGES.items() if ctx.capability(cap, "listChanged") is True]
+    if not declared:
+        raise ctx.skip("no capability declares listChanged")
+    out: list[Finding] = []
+    compared = 0
+    for method in declared:
+        key, _, notification = _CHANGES[method]
+        try:
+            earlier = [await ctx.listing(method, key)]  # the read the other rules used (cached)
+            after = await ctx.read_list(method, key)
+        except Exception:  # noqa: BLE001 - a failing list is capabilities.backed's finding
+            continue
+        first = (await ctx.first_pages()).get(method)
+        if isinstance(first, dict) and isinstance(first.get(key), list) and first.get("nextCursor") is None:
+            earlier.insert(0, [i for i in first[key] if isinstance(i, dict)])  # the whole list, read first
+        compared += 1
+        new = _names(after, key)
+        old = next((names for names in (_names(e, key) for e in earlier) if names != new), new)
+        told = any(n.get("method") == notification for n in ctx.client.notifications)
+        if old != new and not told:
+            added, removed = sorted(new - old), sorted(old - new)
+            what = "; ".join(p for p in (f"added {added}" if added else "", f"removed {removed}" if removed else "")
+                             if p)
+            out.append(ctx.fail(f"{method} changed during the connection ({what}) without {notification}",
+                                method=method))
+    if not compared:
+        raise ctx.skip("no list with listChanged could be read")
+    return out or [ctx.ok(f"{compared} list(s) with listChanged: unchanged, or announced")]

@@ -25,7 +25,15 @@ def runner_path() -> Path | None:
 
 
 @rule(
-    "conformance.suite", severity="error", requirements=("LC-01", "LC-02", "HS-02", "HL-01", "HL-06"),
+    "conformance.suite", keyword="MUST", requirements=("LC-01", "LC-02", "HS-02", "HL-01", "HL-06"),
+    quote="(the official conformance suite's server scenarios; each checks MUST-level behaviour)",
+    source="@modelcontextprotocol/conformance",
+    fixes={
+        "mcpkit": "run tools/conformance --url URL --verbose",
+        "sdk": "run the suite against your server and fix the scenarios it names",
+        "fastmcp": "run the suite against your server and fix the scenarios it names",
+        "ts": "run the suite against your server and fix the scenarios it names",
+    },
     scope="server", transports=("http",), default=False,
     title="the official conformance suite (@modelcontextprotocol/conformance) passes every server scenario",
     fix="run tools/conformance --url URL --verbose and fix the failing scenarios it names",

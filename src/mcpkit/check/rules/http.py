@@ -8,7 +8,7 @@ from typing import Any
 from ...protocol import revisions
 from ..context import CheckContext
 from ..model import Finding
-from ..registry import rule
+from ..registry import rule, since
 
 EVIL_HOST = "evil.example"
 EVIL_ORIGIN = "https://evil.example"
@@ -70,16 +70,26 @@ class Http:
         return headers
 
     async def post(self, body: dict[str, Any], *, session: str | None = None, **extra: str) -> tuple[int, Any]:
+        status, headers, _ = await self.exchange(body, session=session, **extra)
+        return status, headers
+
+    async def exchange(self, body: dict[str, Any], *, session: str | None = None, read: bool = False,
+                       **extra: str) -> tuple[int, Any, bytes]:
+        """POST ``body``: (status, headers, the body when ``read``, else b""). A header given
+        as "" in ``extra`` is left out."""
         from ... import _json
 
-        request = self.client.build_request("POST", self.url, content=_json.dumps(body),
-                                            headers=self._headers(session, extra))
+        headers = {k: v for k, v in self._headers(session, extra).items() if v != ""}
+        request = self.client.build_request("POST", self.url, content=_json.dumps(body), headers=headers)
         response = await self.client.send(request, stream=True)
         try:
             sid = response.headers.get("mcp-session-id")
             if sid and 200 <= response.status_code < 300:
                 self.sessions.append(sid)
-            return response.status_code, response.headers
+            content = b""
+            if read:
+                content = await response.aread()
+            return response.status_code, response.headers, content
         finally:
             await response.aclose()
 
@@ -109,11 +119,26 @@ async def _control(ctx: CheckContext, http: Http) -> str | None:
     return session
 
 
+_HTTP_SDK = "the official SDK's streamable_http_app() guards Host and Origin on 127.0.0.1; pass " \
+    "transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=[...], " \
+    "allowed_origins=[...]) when you bind elsewhere"
+
+
 @rule(
-    "http.host-guard", severity="warning", requirements=("HS-01", "HS-03"), scope="server", transports=("http",),
+    "http.host-guard", keyword="advice", requirements=("HS-01", "HS-03"), scope="server", transports=("http",),
     title="a request with a foreign Host header is refused (DNS-rebinding protection)",
     fix="accept only the Host names you serve (localhost, 127.0.0.1, your domain) and answer others "
     "with 403 (or 421)",
+    quote="(Host validation is not in the spec, which asks for Origin validation; the SDKs add it as "
+    "DNS-rebinding defence, and the conformance scenario dns-rebinding-protection expects a 4xx.) When running "
+    "locally, servers SHOULD bind only to localhost (127.0.0.1).",
+    source="basic/transports#security-warning",
+    fixes={
+        "mcpkit": "built in: `mcpkit serve --transport http` refuses foreign Host names (--allow-host adds names)",
+        "sdk": _HTTP_SDK,
+        "fastmcp": "run behind the official SDK's TransportSecuritySettings or a proxy that checks Host",
+        "ts": "use createMcpExpressApp() (host validation on localhost) or hostHeaderValidation() middleware",
+    },
 )
 async def check_host_guard(ctx: CheckContext) -> list[Finding]:
     async with Http(ctx) as http:
@@ -126,9 +151,19 @@ async def check_host_guard(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "http.origin-guard", severity="error", requirements=("HS-01", "HS-02"), scope="server", transports=("http",),
-    title="a request with a foreign Origin header gets 403 Forbidden",
+    "http.origin-guard", keyword="MUST", requirements=("HS-01", "HS-02"), scope="server", transports=("http",),
+    title="a request with a foreign Origin header is refused (403 Forbidden from 2025-11-25 on)",
     fix="validate the Origin header of every request and answer an Origin you do not trust with 403",
+    quote="Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding "
+    "attacks. If the Origin header is present and invalid, servers MUST respond with HTTP 403 Forbidden.",
+    source="basic/transports#security-warning (the 403 since 2025-11-25)",
+    fixes={
+        "mcpkit": "built in: foreign Origins get 403 (--allow-origin adds trusted ones)",
+        "sdk": _HTTP_SDK,
+        "fastmcp": "add a middleware that answers 403 to an Origin you do not trust",
+        "ts": "check req.headers.origin before transport.handleRequest and answer 403 "
+        "(StreamableHTTPServerTransport does not)",
+    },
 )
 async def check_origin_guard(ctx: CheckContext) -> list[Finding]:
     async with Http(ctx) as http:
@@ -137,6 +172,8 @@ async def check_origin_guard(ctx: CheckContext) -> list[Finding]:
     if status == 403:
         return [ctx.ok(f"Origin: {EVIL_ORIGIN} got HTTP 403")]
     if 400 <= status < 500:
+        if not any(v >= "2025-11-25" for v in ctx.supported):
+            return [ctx.ok(f"Origin: {EVIL_ORIGIN} got HTTP {status} (the 403 is required from 2025-11-25 on)")]
         return [ctx.fail(f"Origin: {EVIL_ORIGIN} got HTTP {status}; an invalid Origin gets 403", status=status)]
     return [ctx.fail(f"a request with Origin: {EVIL_ORIGIN} got HTTP {status}; a web page from any site "
                      "could drive this server", status=status)]
@@ -155,34 +192,66 @@ async def _session(ctx: CheckContext, http: Http) -> str:
 
 
 PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+_SESSION_FIXES = {
+    "mcpkit": "built in",
+    "sdk": "built in (StreamableHTTPSessionManager)",
+    "fastmcp": "built in",
+    "ts": "answer 404 when req.headers['mcp-session-id'] is not in your transports map, and delete it on close",
+}
 
 
 @rule(
-    "http.session", severity="error", requirements=("HL-17", "HL-18"), scope="server", transports=("http",),
-    title="a request with an unknown or ended Mcp-Session-Id gets 404 Not Found",
-    fix="answer a request whose Mcp-Session-Id you do not know (never issued, expired, or DELETEd) with 404, "
-    "so that the client initializes again",
+    "http.session", keyword="MUST", requirements=("HL-17", "HL-18"), scope="server", transports=("http",),
+    revisions=since("2025-03-26")[:-1],
+    title="a request in a session ended with DELETE gets 404 Not Found",
+    fix="forget a session once it is DELETEd (or expires) and answer requests carrying its Mcp-Session-Id with 404",
+    quote="The server MAY terminate the session at any time, after which it MUST respond to requests "
+    "containing that session ID with HTTP 404 Not Found.",
+    source="basic/transports#session-management",
+    fixes=_SESSION_FIXES,
 )
 async def check_session(ctx: CheckContext) -> list[Finding]:
-    out: list[Finding] = []
     async with Http(ctx) as http:
         session = await _session(ctx, http)
-        status, _ = await http.post(PING, session="mcpkit-check-" + uuid.uuid4().hex)
-        if status != 404:
-            out.append(ctx.fail(f"a request with an unknown Mcp-Session-Id got HTTP {status}; expected 404"))
         ended = await http.delete(session)
-        if 200 <= ended < 300:
-            http.sessions.remove(session)
-            status, _ = await http.post(PING, session=session)
-            if status != 404:
-                out.append(ctx.fail(f"a request in a session ended with DELETE got HTTP {status}; expected 404"))
-    return out or [ctx.ok("unknown and ended sessions get 404")]
+        if not 200 <= ended < 300:
+            raise ctx.skip(f"DELETE of the session got HTTP {ended} (the server does not let clients end sessions)")
+        http.sessions.remove(session)
+        status, _ = await http.post(PING, session=session)
+    if status != 404:
+        return [ctx.fail(f"a request in a session ended with DELETE got HTTP {status}; expected 404", status=status)]
+    return [ctx.ok("an ended session gets 404")]
 
 
 @rule(
-    "http.session-required", severity="warning", requirements=("HL-16",), scope="server", transports=("http",),
+    "http.session-unknown", keyword="advice", requirements=("HL-17",), scope="server", transports=("http",),
+    revisions=since("2025-03-26")[:-1],
+    title="a request with an Mcp-Session-Id the server never issued gets 404 Not Found",
+    fix="answer an Mcp-Session-Id you do not know with 404, so that the client starts a new session",
+    quote="(The spec states the 404 for a session the server terminated; a session id it never issued is "
+    "treated the same by the SDKs.) When a client receives HTTP 404 in response to a request containing an "
+    "MCP-Session-Id, it MUST start a new session.",
+    source="basic/transports#session-management",
+    fixes=_SESSION_FIXES,
+)
+async def check_session_unknown(ctx: CheckContext) -> list[Finding]:
+    async with Http(ctx) as http:
+        await _session(ctx, http)
+        status, _ = await http.post(PING, session="mcpkit-check-" + uuid.uuid4().hex)
+    if status != 404:
+        return [ctx.fail(f"a request with an unknown Mcp-Session-Id got HTTP {status}; expected 404", status=status)]
+    return []
+
+
+@rule(
+    "http.session-required", keyword="SHOULD", requirements=("HL-16",), scope="server", transports=("http",),
+    revisions=since("2025-03-26")[:-1],
     title="a server with sessions answers a request without Mcp-Session-Id with 400 Bad Request",
     fix="answer a request (other than initialize) that lacks the Mcp-Session-Id header with 400",
+    quote="Servers that require a session ID SHOULD respond to requests without an MCP-Session-Id header "
+    "(other than initialization) with HTTP 400 Bad Request.",
+    source="basic/transports#session-management",
+    fixes=_SESSION_FIXES,
 )
 async def check_session_required(ctx: CheckContext) -> list[Finding]:
     async with Http(ctx) as http:
@@ -191,4 +260,69 @@ async def check_session_required(ctx: CheckContext) -> list[Finding]:
         status, _ = await http.post(PING, **extra)
     if status == 400:
         return []
-    return [ctx.fail(f"a request without Mcp-Session-Id got HTTP {status}; expected 400")]
+    return [ctx.fail(f"a request without Mcp-Session-Id got HTTP {status}; expected 400", status=status)]
+
+
+@rule(
+    "http.notification-accepted", keyword="MUST", requirements=("HL-04",), scope="server", transports=("http",),
+    revisions=since("2025-03-26")[:-1],
+    title="a POSTed notification is answered 202 Accepted with no body",
+    fix="answer a POST whose body is a notification (or a response) with 202 and an empty body",
+    quote="If the input is a JSON-RPC response or notification: If the server accepts the input, the server "
+    "MUST return HTTP status code 202 Accepted with no body. If the server cannot accept the input, it MUST "
+    "return an HTTP error status code (e.g., 400 Bad Request).",
+    source="basic/transports#sending-messages-to-the-server",
+    fixes={
+        "mcpkit": "built in",
+        "sdk": "built in",
+        "fastmcp": "built in",
+        "ts": "built in (StreamableHTTPServerTransport answers 202)",
+    },
+)
+async def check_notification_accepted(ctx: CheckContext) -> list[Finding]:
+    async with Http(ctx) as http:
+        if http.modern_only:
+            raise ctx.skip("a 2026-07-28-only server")
+        session = await _control(ctx, http)
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        status, headers, body = await http.exchange(note, session=session, read=True)
+    if status == 202 and not body.strip():
+        return [ctx.ok("notifications/initialized got 202 with no body")]
+    if status == 202:
+        return [ctx.fail(f"a notification got 202 with a body ({len(body)} bytes: {body[:80]!r}); the body must be "
+                         "empty", status=status)]
+    if 200 <= status < 300:
+        return [ctx.fail(f"a notification got HTTP {status} ({headers.get('content-type') or 'no content type'}); "
+                         "an accepted notification gets 202 with no body", status=status)]
+    return [ctx.fail(f"notifications/initialized, which every client sends, got HTTP {status}", status=status)]
+
+
+@rule(
+    "http.protocol-version-header", keyword="MUST", requirements=("HL-19",), scope="server", transports=("http",),
+    revisions=("2025-06-18", "2025-11-25"),
+    title="a request with an invalid MCP-Protocol-Version header gets 400 Bad Request",
+    fix="check the MCP-Protocol-Version header of every request after initialize: answer a value that is not a "
+    "revision you support with 400",
+    quote="If the server receives a request with an invalid or unsupported MCP-Protocol-Version, it MUST respond "
+    "with 400 Bad Request.",
+    source="basic/transports#protocol-version-header (2025-06-18 on)",
+    fixes={
+        "mcpkit": "built in",
+        "sdk": "built in",
+        "fastmcp": "built in",
+        "ts": "built in (StreamableHTTPServerTransport validates it)",
+    },
+)
+async def check_protocol_version_header(ctx: CheckContext) -> list[Finding]:
+    async with Http(ctx) as http:
+        if not _version_header(http.version) or http.modern_only:
+            raise ctx.skip("the server speaks no revision with the MCP-Protocol-Version header (2025-06-18 on)")
+        session = await _control(ctx, http)
+        if session:
+            await http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session)
+        bogus = "1999-01-01"
+        status, _ = await http.post(PING, session=session, **{"MCP-Protocol-Version": bogus})
+    if status == 400:
+        return [ctx.ok(f"MCP-Protocol-Version: {bogus} got 400")]
+    return [ctx.fail(f"a request with MCP-Protocol-Version: {bogus} got HTTP {status}; expected 400",
+                     status=status)]

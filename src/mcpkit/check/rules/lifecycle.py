@@ -6,8 +6,9 @@ from typing import Any
 
 from ...protocol import revisions
 from ..context import CheckContext, describe
+from ..framing import pretty_printed
 from ..model import Finding
-from ..registry import rule
+from ..registry import LEGACY, rule
 
 UNKNOWN = "unknown"
 
@@ -47,10 +48,18 @@ def _discover_shape(result: Any, offered: str) -> list[str]:
 
 
 @rule(
-    "lifecycle.handshake", severity="error", requirements=("LC-01", "VN-03"), scope="server",
+    "lifecycle.handshake", keyword="MUST", requirements=("LC-01", "VN-03"), scope="server",
     title="initialize (server/discover for 2026-07-28) answers with a well-formed result",
     fix="answer initialize with protocolVersion, capabilities and serverInfo {name, version}; "
     "answer server/discover with supportedVersions and capabilities",
+    quote="The server MUST respond with its own capabilities and information",
+    source="basic/lifecycle#initialization (2026-07-28: server/discover)",
+    fixes={
+        "mcpkit": "built in: Server answers initialize and server/discover itself",
+        "sdk": "built in: MCPServer answers initialize; give MCPServer(name, version=...) a version",
+        "fastmcp": "built in: FastMCP(name, version=...) answers initialize",
+        "ts": "built in: new McpServer({name, version}) answers initialize",
+    },
 )
 async def check_handshake(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
@@ -58,6 +67,8 @@ async def check_handshake(ctx: CheckContext) -> list[Finding]:
     for version, probe in offers.items():
         modern = version in revisions.MODERN_VERSIONS
         if probe.error is not None:
+            if probe.unreachable or pretty_printed(probe.noise) is not None:
+                continue  # not the server's answer (exit code 2), or stdio.framing reports it
             if probe.code is not None or modern:
                 continue  # an error response (or no modern era): the revision is not served
             out.append(ctx.fail(f"the connection offering {version} failed: {probe.error}", revision=version))
@@ -67,16 +78,26 @@ async def check_handshake(ctx: CheckContext) -> list[Finding]:
             out.append(ctx.fail("; ".join(problems), revision=version, result=probe.result))
         elif probe.accepted:
             out.append(ctx.ok("well-formed " + ("discover" if modern else "initialize") + " result", revision=version))
-    if offers and not any(p.accepted for p in offers.values()) and not out:
+    explained = all(p.unreachable or pretty_printed(p.noise) is not None for p in offers.values() if not p.accepted)
+    if offers and not any(p.accepted for p in offers.values()) and not out and not explained:
         answered = {v: (p.answered or p.error) for v, p in offers.items()}
         out.append(ctx.fail(f"no offered revision was accepted: {answered}"))
     return out
 
 
 @rule(
-    "lifecycle.negotiation", severity="error", requirements=("LC-02",), scope="server",
+    "lifecycle.negotiation", keyword="MUST", requirements=("LC-02",), scope="server", revisions=LEGACY,
     title="an offered revision the server supports is answered with that revision; others get a supported one",
     fix="answer initialize with the client's protocolVersion when you support it, otherwise with your latest",
+    quote="If the server supports the requested protocol version, it MUST respond with the same version. "
+    "Otherwise, the server MUST respond with another protocol version it supports.",
+    source="basic/lifecycle#version-negotiation",
+    fixes={
+        "mcpkit": "built in",
+        "sdk": "built in: upgrade mcp if an older release echoes unknown versions",
+        "fastmcp": "built in (from the official SDK)",
+        "ts": "built in: LATEST_PROTOCOL_VERSION is answered for an unsupported one",
+    },
 )
 async def check_negotiation(ctx: CheckContext) -> list[Finding]:
     offers = {v: p for v, p in ctx.probes.items() if v in revisions.HANDSHAKE_VERSIONS}
@@ -124,9 +145,18 @@ async def check_negotiation(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "lifecycle.ping", severity="error", requirements=("PG-01", "PG-03"),
+    "lifecycle.ping", keyword="MUST", keywords={"2026-07-28": "advice"}, requirements=("PG-01", "PG-03"),
     title="ping answers an empty result (2026-07-28: ping is an unknown method)",
     fix="answer ping with {} (in 2026-07-28, with -32601 Method not found)",
+    quote="The receiver MUST respond promptly with an empty response. (2026-07-28 removed ping: a request "
+    "for it is an unknown method.)",
+    source="basic/utilities/ping#behavior-requirements; 2026-07-28/changelog",
+    fixes={
+        "mcpkit": "built in",
+        "sdk": "built in",
+        "fastmcp": "built in",
+        "ts": "built in (Protocol answers ping)",
+    },
 )
 async def check_ping(ctx: CheckContext) -> list[Finding]:
     if ctx.modern:

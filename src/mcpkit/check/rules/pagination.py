@@ -12,10 +12,19 @@ MAX_PAGES = 100
 
 
 @rule(
-    "pagination.cursor", severity="error", requirements=("PA-01", "PA-03"),
+    "pagination.cursor", keyword="SHOULD", requirements=("PA-01", "PA-02", "PA-03"),
     title="following nextCursor works until a page without nextCursor",
     fix="return nextCursor only when more results exist, as an opaque string that the next request "
     "accepts; leave it out on the last page",
+    quote="The server's response includes: The current page of results; An optional nextCursor field if "
+    "more results exist. [...] Servers SHOULD: Provide stable cursors",
+    source="server/utilities/pagination#response-format, #implementation-guidelines",
+    fixes={
+        "mcpkit": "built in",
+        "sdk": "built in for MCPServer lists; in a low-level list handler return next_cursor only when more exist",
+        "fastmcp": "built in",
+        "ts": "in a low-level list handler return nextCursor only when more exist, and accept it back",
+    },
 )
 async def check_cursor(ctx: CheckContext) -> list[Finding]:
     pages = await ctx.first_pages()
@@ -55,7 +64,15 @@ async def check_cursor(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "pagination.invalid-cursor", severity="warning", requirements=("PA-02",),
+    "pagination.invalid-cursor", keyword="SHOULD", requirements=("PA-02",),
+    quote="Invalid cursors SHOULD result in an error with code -32602 (Invalid params).",
+    source="server/utilities/pagination#error-handling",
+    fixes={
+        "mcpkit": "built in",
+        "sdk": "raise MCPError(INVALID_PARAMS, 'Invalid cursor') for a cursor you did not issue",
+        "fastmcp": "raise McpError(ErrorData(code=-32602, message='Invalid cursor'))",
+        "ts": "throw new McpError(ErrorCode.InvalidParams, 'Invalid cursor')",
+    },
     title="a list that paginates answers a made-up cursor with -32602",
     fix="answer a cursor you did not issue (or that expired) with -32602 Invalid params instead of "
     "restarting the list",

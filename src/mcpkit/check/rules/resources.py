@@ -19,7 +19,19 @@ def _missing_uri(ctx: CheckContext, listed: list[str]) -> str:
 
 
 @rule(
-    "resources.not-found-code", severity="error", requirements=("RS-08", "EC-03"),
+    "resources.not-found-code", keyword="SHOULD", keywords={"2026-07-28": "MUST"}, requirements=("RS-08", "EC-03"),
+    quote="Servers SHOULD return standard JSON-RPC errors for common failure cases: Resource not found: -32002. "
+    "(2026-07-28: If the requested resource does not exist, servers MUST return a JSON-RPC error with code "
+    "-32602 (Invalid Params). [...] Servers MUST NOT return an empty contents array for a non-existent resource.)",
+    source="server/resources#error-handling",
+    fixes={
+        "mcpkit": "built in: an unknown URI is -32002 (-32602 with data.uri in 2026-07-28)",
+        "sdk": "MCPServer answers -32602 'Unknown resource'; with the low-level Server raise "
+        "MCPError(-32002, 'Resource not found', {'uri': uri}) for handshake revisions",
+        "fastmcp": "raise McpError(ErrorData(code=-32002, message='Resource not found', data={'uri': uri}))",
+        "ts": "throw new McpError(-32002, 'Resource not found', { uri }) from the read callback "
+        "(McpServer answers -32602)",
+    },
     title="resources/read of an unknown URI gets the revision's not-found error "
     "(-32002 up to 2025-11-25, -32602 in 2026-07-28)",
     fix="answer resources/read of a URI you do not have with -32002 (handshake revisions) or -32602 "

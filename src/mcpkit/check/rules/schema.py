@@ -36,7 +36,17 @@ def schema_problem(schema: Any, label: str, *, default_2020: bool, object_root: 
 
 
 @rule(
-    "schema.input-valid", severity="error", requirements=("TL-05", "JS-01", "JS-02", "JS-04"),
+    "schema.input-valid", keyword="MUST", requirements=("TL-05", "JS-01", "JS-02", "JS-04"),
+    quote="inputSchema: JSON Schema defining expected parameters [...] MUST be a valid JSON Schema object "
+    "(not null). Schemas MUST be valid according to their declared or default dialect. (The schema requires "
+    "type: \"object\" at the root.)",
+    source="server/tools#tool, basic/index#json-schema-usage",
+    fixes={
+        "mcpkit": "built in: schemas are generated from the signature and checked at registration",
+        "sdk": "built in for typed functions; check a hand-written inputSchema against its meta-schema",
+        "fastmcp": "built in for typed functions",
+        "ts": "built in for zod shapes; check a hand-written JSON Schema against its meta-schema",
+    },
     title="every tool's inputSchema is a valid JSON Schema (2020-12 unless $schema says otherwise) "
     "with type \"object\" at the root",
     fix="publish an inputSchema like {\"type\": \"object\", \"properties\": {...}, \"required\": [...]} "
@@ -57,7 +67,18 @@ async def check_input_schemas(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "schema.output-valid", severity="error", requirements=("TL-07", "JS-01", "JS-04"),
+    "schema.output-valid", keyword="MUST", requirements=("TL-07", "JS-01", "JS-04"),
+    revisions=("2025-06-18", "2025-11-25", "2026-07-28"),
+    quote="outputSchema: Optional JSON Schema defining expected output structure [...] Schemas MUST be valid "
+    "according to their declared or default dialect. (Before 2026-07-28 the schema requires type: "
+    "\"object\" at the root.)",
+    source="server/tools#tool, basic/index#json-schema-usage",
+    fixes={
+        "mcpkit": "built in",
+        "sdk": "built in: return a pydantic model, TypedDict or dict-typed value",
+        "fastmcp": "built in",
+        "ts": "pass an object zod shape as outputSchema",
+    },
     title="every outputSchema is a valid JSON Schema (an object root before 2026-07-28)",
     fix="publish an outputSchema that validates against its dialect's meta-schema, with type \"object\" "
     "at the root for clients before 2026-07-28",

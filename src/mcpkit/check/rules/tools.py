@@ -6,18 +6,28 @@ import re
 from typing import Any
 
 from ...server.validation import compile_schema, describe_errors, format_errors
-from ..context import CheckContext, describe
+from ..context import CheckContext, Skip, read_only
 from ..model import Finding
-from ..registry import rule
+from ..registry import rule, since
 from ..samples import sample_arguments
 
 NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
 @rule(
-    "tools.name", severity="error", requirements=("TL-06",),
+    "tools.name", keyword="SHOULD", requirements=("TL-06",), revisions=since("2025-11-25"),
     title="tool names are 1-128 characters of A-Z a-z 0-9 _ - . and unique",
     fix="rename the tool: letters, digits, '_', '-' and '.' only, at most 128 characters, no two alike",
+    quote="Tool names SHOULD be between 1 and 128 characters in length (inclusive). [...] The following SHOULD "
+    "be the only allowed characters: uppercase and lowercase ASCII letters (A-Z, a-z), digits (0-9), "
+    "underscore (_), hyphen (-), and dot (.) [...] Tool names SHOULD be unique within a server.",
+    source="2025-11-25/server/tools#tool-names (SEP-986)",
+    fixes={
+        "mcpkit": "pass name='...' to @server.tool (mcpkit refuses invalid names at registration)",
+        "sdk": "pass name='...' to @mcp.tool()",
+        "fastmcp": "pass name='...' to @mcp.tool",
+        "ts": "change the first argument of server.registerTool(name, ...)",
+    },
 )
 async def check_names(ctx: CheckContext) -> list[Finding]:
     tools = await ctx.tools()
@@ -40,9 +50,18 @@ async def check_names(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "tools.description", severity="warning", requirements=("TL-05",),
+    "tools.description", keyword="advice", requirements=("TL-05",),
     title="every tool has a description",
     fix="give each tool a description: it is what the model reads to decide when to call it",
+    quote="description: Human-readable description of functionality (optional in the schema; "
+    "the model reads it to choose a tool)",
+    source="server/tools#tool",
+    fixes={
+        "mcpkit": "write a docstring, or pass description='...'",
+        "sdk": "write a docstring, or pass description='...' to @mcp.tool()",
+        "fastmcp": "write a docstring, or pass description='...'",
+        "ts": "pass description in registerTool's config",
+    },
 )
 async def check_descriptions(ctx: CheckContext) -> list[Finding]:
     tools = await ctx.tools()
@@ -52,11 +71,6 @@ async def check_descriptions(ctx: CheckContext) -> list[Finding]:
         if not (isinstance(t.get("description"), str) and t["description"].strip())
     ]
     return out or [ctx.ok(f"{len(tools)} tool(s) described")]
-
-
-def _read_only(tool: dict[str, Any]) -> bool:
-    annotations = tool.get("annotations")
-    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
 
 
 def _output_problems(tool: dict[str, Any], result: Any, modern: bool) -> str | None:
@@ -78,12 +92,22 @@ def _output_problems(tool: dict[str, Any], result: Any, modern: bool) -> str | N
 
 
 @rule(
-    "tools.read-only-output", severity="error", requirements=("TL-07", "TL-09"), default=False,
-    title="read-only tools called with sample arguments return results that match their outputSchema",
+    "tools.read-only-output", keyword="MUST", requirements=("TL-07", "TL-09"), default=False,
+    revisions=since("2025-06-18"),
+    title="read-only tools called with sample arguments (--call-tools) return structuredContent that "
+    "matches their outputSchema",
     fix="return structuredContent that validates against the tool's outputSchema (and content[] always)",
+    quote="If an output schema is provided: Servers MUST provide structured results that conform to this schema.",
+    source="server/tools#output-schema",
+    fixes={
+        "mcpkit": "built in: results are checked against the outputSchema before they are sent",
+        "sdk": "return a value of the annotated return type; MCPServer builds structuredContent from it",
+        "fastmcp": "return a value of the annotated return type",
+        "ts": "return structuredContent that the outputSchema (zod) accepts",
+    },
 )
 async def check_read_only_output(ctx: CheckContext) -> list[Finding]:
-    tools = [t for t in await ctx.tools() if _read_only(t)]
+    tools = [t for t in await ctx.tools() if read_only(t)]
     if not tools:
         raise ctx.skip("no tool is annotated readOnlyHint: true")
     out: list[Finding] = []
@@ -92,12 +116,10 @@ async def check_read_only_output(ctx: CheckContext) -> list[Finding]:
         name = tool.get("name")
         args = sample_arguments(tool.get("inputSchema"))
         try:
-            result = await ctx.client.request(
-                "tools/call", {"name": name, "arguments": args}, timeout=ctx.timeout, fulfil_inputs=False
-            )
-        except Exception as exc:  # noqa: BLE001
-            out.append(ctx.fail(f"tool {name!r} with sample arguments {args} failed: {describe(exc)}",
-                                tool=name, arguments=args))
+            result = await ctx.call_tool(tool, args, "sample arguments, to check the output")
+        except Skip:
+            raise
+        except Exception:  # noqa: BLE001 - an error or a timeout: the sample may not suit the tool (TL-07 is about results)
             continue
         if isinstance(result, dict) and result.get("resultType") == "input_required":
             continue  # it asks the client for input (MRTR): nothing to check without a user

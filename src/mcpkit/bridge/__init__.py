@@ -1,0 +1,74 @@
+"""The bridge kit: MCP servers in front of something else (an editor plugin, an engine, an API).
+
+- :class:`RpcBridge` — a supervised JSON-RPC link over :class:`Tcp`, :class:`Unix` or a
+  :class:`Subprocess`' stdio, framed as :class:`NdJson` or :class:`LengthPrefixed`: handshake
+  with a token, request ids, timeouts, cancellation, errors mapped to contract codes, reconnects
+  and a breaker (supervision is :class:`mcpkit.policy.Bridge`'s).
+- :class:`Mirror` (``server.mirror(bridge)``) — the server's tools and resources kept equal to
+  the backend's.
+- :class:`EnginePaths` / :class:`Projects` — ``res://``, ``user://`` and ``Assets/`` paths
+  mapped into a project root, projects picked per call from allowed roots or the client's roots.
+- :class:`ProjectAudit` — the audit trail written inside the project each call works on.
+- :class:`Upstream` — an HTTP API client (httpx) with retries on 429/5xx, Retry-After, a breaker
+  and upstream statuses mapped to contract codes.
+- :func:`run_tool` — run a tool binary headless with a timeout, output limits and JSON lines.
+
+Names are imported lazily: importing this package costs nothing until one is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
+
+__all__ = [
+    "EnginePaths",
+    "LengthPrefixed",
+    "Mirror",
+    "NdJson",
+    "Project",
+    "ProjectAudit",
+    "Projects",
+    "RpcBridge",
+    "RunResult",
+    "Subprocess",
+    "Tcp",
+    "Unix",
+    "Upstream",
+    "run_tool",
+]
+
+_LAZY = {
+    "NdJson": (".framing", "NdJson"),
+    "LengthPrefixed": (".framing", "LengthPrefixed"),
+    "Tcp": (".transports", "Tcp"),
+    "Unix": (".transports", "Unix"),
+    "Subprocess": (".transports", "Subprocess"),
+    "RpcBridge": (".client", "RpcBridge"),
+    "Mirror": (".mirror", "Mirror"),
+    "EnginePaths": (".paths", "EnginePaths"),
+    "Project": (".paths", "Project"),
+    "Projects": (".paths", "Projects"),
+    "ProjectAudit": (".audit", "ProjectAudit"),
+    "Upstream": (".upstream", "Upstream"),
+    "run_tool": (".headless", "run_tool"),
+    "RunResult": (".headless", "RunResult"),
+}
+
+if TYPE_CHECKING:
+    from .audit import ProjectAudit
+    from .client import RpcBridge
+    from .framing import LengthPrefixed, NdJson
+    from .headless import RunResult, run_tool
+    from .mirror import Mirror
+    from .paths import EnginePaths, Project, Projects
+    from .transports import Subprocess, Tcp, Unix
+    from .upstream import Upstream
+
+
+__getattr__ = exports(__name__, _LAZY, globals())
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,295 @@
+"""Mirrored tools: a server whose tools (and resources) are the ones its backend publishes.
+
+    unity = RpcBridge("Unity editor", Tcp("127.0.0.1", 6400), token=...)
+    server.mirror(unity, prefix="unity_", first_sync_timeout=10)
+    unity.start()
+
+An editor plugin decides at run time which tools exist (a package installed, a window opened).
+The mirror keeps the server equal to what the backend publishes:
+
+* **When**: on every new link (after the handshake, before the bridge reports up, so tools come
+  back already up to date), on the backend's ``notifications/tools/list_changed`` or
+  ``notifications/resources/list_changed``, and when a probe sees a new ``schemaVersion`` (a
+  backend that forgets to notify still gets re-read).
+* **What**: descriptors are diffed (canonical JSON) against the last sync; added and changed
+  tools are (re)registered with their *raw* schemas, which are listed as given and enforced on
+  every call (JS-02); removed ones are unregistered. All of it in one
+  :meth:`Server.batch_changes`, so clients get **one** ``list_changed`` per change (TL-13).
+* **While down**: mirrored tools need the bridge (``requires=bridge``): hidden from tools/list
+  and refused with a retryable E_NOT_CONNECTED, and back with one ``list_changed``.
+* **Legacy shapes**: ``adapt(descriptor) -> descriptor | None`` turns a backend's own format
+  (``parameters``, ``input_schema``, ...) into an MCP Tool; None skips it.
+* **Start-up**: until the first sync, ``tools/list`` waits for it up to ``first_sync_timeout``
+  seconds so the first list a client sees is not empty; on timeout it answers with what it has
+  and says so on stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .. import _json
+from ..protocol.errors import ToolError
+
+__all__ = ["Mirror", "adapt_legacy"]
+
+log = logging.getLogger("mcpkit.bridge")
+
+_CHANGES = frozenset({"notifications/tools/list_changed", "notifications/resources/list_changed"})
+_MAX_PAGES = 100
+
+
+def adapt_legacy(descriptor: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The default hook: MCP descriptors as they are; ``input_schema``/``parameters``/``params``
+    (snake case, OpenAI-style, or a bare properties map) and ``output_schema`` renamed."""
+    if not isinstance(descriptor, Mapping) or not isinstance(descriptor.get("name"), str):
+        return None
+    out = dict(descriptor)
+    for key in ("input_schema", "parameters", "params", "args"):
+        if "inputSchema" not in out and key in out:
+            schema = out.pop(key)
+            if isinstance(schema, dict) and schema.get("type") != "object":
+                schema = {"type": "object", "properties": schema}  # a bare properties map
+            out["inputSchema"] = schema
+    if "output_schema" in out and "outputSchema" not in out:
+        out["outputSchema"] = out.pop("output_schema")
+    out.setdefault("inputSchema", {"type": "object"})
+    return out
+
+
+class Mirror:
+    """See the module docstring; made by :meth:`Server.mirror`.
+
+    ``prefix`` is put before each backend tool's name (the call goes out with the backend's
+    name); ``resources=False`` mirrors tools only. ``list_method``/``call_method`` and
+    ``resources_method``/``read_method`` name the backend's methods. Further keyword
+    arguments are tool policy options (``timeout``, ``rate_limit``, ``contract``...) applied to
+    every mirrored tool.
+    """
+
+    def __init__(
+        self,
+        server: Any,
+        bridge: Any,
+        *,
+        prefix: str = "",
+        adapt: Callable[[Mapping[str, Any]], dict[str, Any] | None] = adapt_legacy,
+        resources: bool = True,
+        first_sync_timeout: float = 10.0,
+        list_method: str = "tools/list",
+        call_method: str = "tools/call",
+        resources_method: str = "resources/list",
+        read_method: str = "resources/read",
+        **tool_options: Any,
+    ) -> None:
+        if first_sync_timeout < 0:
+            raise ValueError("first_sync_timeout must be >= 0 seconds")
+        self.server = server
+        self.bridge = bridge
+        self.prefix = prefix
+        self.adapt = adapt
+        self.resources = resources
+        self.first_sync_timeout = float(first_sync_timeout)
+        self.list_method, self.call_method = list_method, call_method
+        self.resources_method, self.read_method = resources_method, read_method
+        self.tool_options = {"requires": bridge, **tool_options}
+        #: set after the first successful sync
+        self.synced = threading.Event()
+        #: set once the bridge is up after a sync: the mirrored tools are listed
+        self.ready = threading.Event()
+        #: how many syncs changed something (each sent at most one list_changed per kind)
+        self.changes = 0
+        self._tools: dict[str, str] = {}  # local name -> canonical JSON of what was registered
+        self._resources: dict[str, str] = {}
+        self._lock: asyncio.Lock | None = None  # made on the bridge loop, where every sync runs
+        self._tasks: set[asyncio.Task[Any]] = set()  # resyncs in flight (the loop keeps weak refs)
+        bridge.on_connect(self._on_connect)
+        bridge.on_notification(self._on_notification)
+        bridge.on_schema_change(lambda version: self._resync_soon())
+        bridge.on_change(lambda up: self.ready.set() if up and self.synced.is_set() else None)
+        self._wrap_list()
+
+    @property
+    def tools(self) -> list[str]:
+        """The names of the tools currently mirrored."""
+        return sorted(self._tools)
+
+    # ------------------------------------------------------------------ triggers
+
+    async def _on_connect(self, call: Any) -> None:
+        # The bridge is not up yet: its coming up announces the tools, so no notification here.
+        await self._sync(call, notify=False)
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if method in _CHANGES:
+            self._resync_soon()
+
+    def _resync_soon(self) -> None:
+        loop = self.bridge._ensure_loop()
+
+        def start() -> None:
+            task = loop.create_task(self.resync())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        loop.call_soon_threadsafe(start)
+
+    async def resync(self) -> bool:
+        """Read the backend's lists again and apply the difference; False if it could not."""
+        if not self.bridge.up:
+            return False  # the next link syncs on connect
+        try:
+            await self._sync(self.bridge.request, notify=True)
+        except ToolError as exc:
+            log.warning("bridge %s: could not re-read the tool list: %s", self.bridge.name, exc.message)
+            return False
+        return True
+
+    # ------------------------------------------------------------------ syncing
+
+    async def _sync(self, call: Any, *, notify: bool) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            tools = await self._list(call, self.list_method, "tools")
+            resources = await self._list(call, self.resources_method, "resources") if self.resources else None
+            changed = self._apply_tools(tools, notify)
+            if resources is not None:
+                changed = self._apply_resources(resources) or changed
+            if changed:
+                self.changes += 1
+            self.synced.set()
+
+    async def _list(self, call: Any, method: str, key: str) -> list[Any]:
+        items: list[Any] = []
+        cursor = None
+        for _ in range(_MAX_PAGES):
+            result = await call(method, {"cursor": cursor} if cursor else None)
+            if isinstance(result, list):  # a backend that answers with the bare list
+                return result
+            if not isinstance(result, dict) or not isinstance(result.get(key), list):
+                raise ToolError(f"{self.bridge.name} answered {method} without a {key!r} list.",
+                                details={"bridge": self.bridge.name, "method": method})
+            items.extend(result[key])
+            if "schemaVersion" in result:
+                self.bridge.schema_version = result["schemaVersion"]
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+        return items
+
+    def _apply_tools(self, published: list[Any], notify: bool) -> bool:
+        server = self.server
+        wanted: dict[str, tuple[str, dict[str, Any]]] = {}
+        for raw in published:
+            d = self.adapt(raw)
+            if d is None:
+                continue
+            local = self.prefix + d["name"]
+            if local in server.tools and local not in self._tools:
+                log.warning("bridge %s: tool %r is also defined locally; the local one is kept", self.bridge.name, local)
+                continue
+            wanted[local] = (_json.dumps_str(d), d)
+        removed = [name for name in self._tools if name not in wanted]
+        changed = {n: v for n, v in wanted.items() if self._tools.get(n) != v[0]}
+        if not removed and not changed:
+            return False
+        with server.batch_changes(notify=notify):
+            for name in removed:
+                del self._tools[name]
+                if name in server.tools:
+                    server.remove_tool(name)
+            for name, (text, d) in changed.items():
+                try:
+                    server.add_tool(
+                        name, self._caller(d["name"]), input_schema=d["inputSchema"],
+                        output_schema=d.get("outputSchema"), description=d.get("description"),
+                        title=d.get("title"), annotations=d.get("annotations"), icons=d.get("icons"),
+                        meta=d.get("_meta"), replace=True, **self.tool_options,
+                    )
+                except (ValueError, TypeError) as exc:  # an unusable schema or name from the backend
+                    log.warning("bridge %s: tool %r skipped: %s", self.bridge.name, name, exc)
+                    self._tools.pop(name, None)
+                    if name in server.tools:
+                        server.remove_tool(name)
+                    continue
+                self._tools[name] = text
+        return True
+
+    def _apply_resources(self, published: list[Any]) -> bool:
+        server = self.server
+        wanted = {r["uri"]: (_json.dumps_str(r), r) for r in published
+                  if isinstance(r, dict) and isinstance(r.get("uri"), str) and isinstance(r.get("name"), str)}
+        removed = [uri for uri in self._resources if uri not in wanted]
+        changed = {u: v for u, v in wanted.items() if self._resources.get(u) != v[0]}
+        if not removed and not changed:
+            return False
+        with server.batch_changes():
+            for uri in removed:
+                del self._resources[uri]
+                server.remove_resource(uri)
+            for uri, (text, r) in changed.items():
+                server.add_resource(uri, self._reader(uri), name=r["name"], replace=True,
+                                    title=r.get("title"), description=r.get("description"),
+                                    mime_type=r.get("mimeType"))
+                self._resources[uri] = text
+        return True
+
+    # ------------------------------------------------------------------ handlers
+
+    def _caller(self, remote: str) -> Any:
+        bridge, method = self.bridge, self.call_method
+
+        async def call_backend(arguments: dict[str, Any], ctx: Any) -> Any:
+            result = await bridge.request(method, {"name": remote, "arguments": arguments})
+            if isinstance(result, dict) and isinstance(result.get("content"), list):
+                return result  # a CallToolResult already (isError included)
+            if isinstance(result, dict) or result is None:
+                return {"content": [{"type": "text", "text": _json.dumps_str(result)}],
+                        **({"structuredContent": result} if isinstance(result, dict) else {})}
+            return {"content": [{"type": "text", "text": result if isinstance(result, str)
+                                 else _json.dumps_str(result)}]}
+
+        return call_backend
+
+    def _reader(self, uri: str) -> Any:
+        bridge, method = self.bridge, self.read_method
+
+        async def read_backend() -> Any:
+            result = await bridge.request(method, {"uri": uri})
+            if isinstance(result, dict) and isinstance(result.get("contents"), list):
+                return result["contents"]
+            return result
+
+        return read_backend
+
+    # ------------------------------------------------------------------ the first tools/list
+
+    def _wrap_list(self) -> None:
+        methods = self.server._methods
+        plain = methods["tools/list"]
+        mirror = self
+
+        def tools_list(session: Any, req: Any) -> Any:
+            if mirror.ready.is_set() or mirror.first_sync_timeout == 0:
+                return plain(session, req)
+
+            async def after_first_sync() -> Any:
+                deadline = asyncio.get_running_loop().time() + mirror.first_sync_timeout
+                while not mirror.ready.is_set() and asyncio.get_running_loop().time() < deadline:
+                    await asyncio.sleep(0.05)
+                if not mirror.ready.is_set():
+                    reason = mirror.bridge.last_error or "no answer yet"
+                    print(f"mcpkit: tools/list answered before the first sync with {mirror.bridge.name} "
+                          f"(waited {mirror.first_sync_timeout:g} s; {reason}); its tools are listed "
+                          f"once it is reachable", file=sys.stderr, flush=True)
+                return plain(session, req)
+
+            return after_first_sync()
+
+        methods["tools/list"] = tools_list

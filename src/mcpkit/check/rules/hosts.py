@@ -1,0 +1,98 @@
+"""Hosts: would Claude, OpenAI, Gemini (and the others of mcpkit/hosts.py) take these tools?
+
+Not spec rules: a server can be valid MCP and still fail every session of a host (a root
+``oneOf`` makes the Anthropic API refuse the whole request). One rule per host, warnings, run
+for the hosts ``--hosts`` names (default claude, openai, gemini). The tool list is checked once,
+under the first revision the server accepts: it does not change with the revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ...hosts import HOSTS, server_problems
+from ..context import CheckContext
+from ..model import Finding
+from ..registry import rule
+from .schema import schema_problem
+from .tools import NAME
+
+#: the attribute of the run's Options that remembers which host rules already ran (once a run)
+_SEEN = "_hosts_checked"
+
+
+def _host_rule(host_id: str) -> Callable[[CheckContext], Awaitable[list[Finding]]]:
+    host = HOSTS[host_id]
+
+    async def check(ctx: CheckContext) -> list[Finding]:
+        seen: dict[str, str] = ctx.options.__dict__.setdefault(_SEEN, {})
+        if host_id in seen:
+            raise ctx.skip(f"the tools were checked under {seen[host_id]}")
+        seen[host_id] = ctx.revision or "?"  # before any await: connections may run at once
+        try:
+            tools = await ctx.tools()  # skips when there are none to check
+        except BaseException:
+            del seen[host_id]  # another revision may still get the list
+            raise
+        server_name = (ctx.client.server_info or {}).get("name") if ctx.client is not None else None
+        out = []
+        spec_broken = _spec_broken(tools, ctx)
+        for problem in server_problems(tools, [host_id], server_name=server_name):
+            if (problem.tool, problem.feature) in spec_broken:
+                continue  # not valid MCP in the first place: tools.name / schema.input-valid say so
+            verb = "would reject" if problem.effect == "rejects" else "would silently drop part of"
+            who = f"tool {problem.tool!r}" if problem.tool is not None else "this server"
+            note = "" if problem.confirmed else " (reported, not confirmed for every version)"
+            detail = {"host": host_id, "feature": problem.feature, "source": problem.source}
+            if problem.tool is not None:
+                detail["tool"] = problem.tool
+            out.append(ctx.fail(f"{host.name} {verb} {who}: {problem.message}{note}. Source: {problem.source}",
+                                **detail))
+        return out or [ctx.ok(f"{len(tools)} tool(s) acceptable to {host.name}")]
+
+    check.__name__ = f"check_host_{host_id.replace('-', '_')}"
+    return check
+
+
+def _spec_broken(tools: list[dict[str, Any]], ctx: CheckContext) -> set[tuple[str | None, str]]:
+    """(tool, feature) pairs the spec rules already fail: a name TL-06 refuses, an inputSchema
+    that is not a valid object schema (TL-05). Reported once, there, not again per host."""
+    out: set[tuple[str | None, str]] = set()
+    for tool in tools:
+        name = tool.get("name")
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            out.add((str(name), "name"))
+        if schema_problem(tool.get("inputSchema"), "inputSchema", default_2020=ctx.since("2025-11-25"),
+                          object_root=True):
+            out.update({(str(name), "root-combinator"), (str(name), "dialect")})
+    return out
+
+
+_FIX = ("for a manager tool keep the default flat schema; for a raw schema with a root oneOf/anyOf pass "
+        "flatten=True to add_tool; keep names to [a-zA-Z0-9_-] (64 at most), descriptions under 1024 "
+        "characters and the tool count under the host's limit")
+#: not spec text: why these rules exist and where their facts come from
+_QUOTE = ("(Not a requirement of the specification: what the hosts that consume MCP servers accept, learned from "
+          "their public documentation and from issues showing their own errors, cited in each finding. A warning, "
+          "not an error: the server is valid MCP, but a host that refuses one tool fails the user's whole request, "
+          "e.g. 'input_schema does not support oneOf, allOf, or anyOf at the top level'.)")
+_FIXES = {
+    "mcpkit": "server.manager(...) advertises a flat schema by default; add_tool(..., flatten=True) for a raw "
+              "schema with a root combinator; `mcpkit check --hosts all` lists every host's limits",
+    "sdk": "describe parameters with one flat model (no Union of models at the root); keep tool names to "
+           "[a-zA-Z0-9_-]",
+    "fastmcp": "avoid a Union of models as the only parameter (it becomes a root anyOf); keep tool names to "
+               "[a-zA-Z0-9_-]",
+    "ts": "pass z.object({...}) rather than z.union([...]) or .or(...) as inputSchema; keep tool names to "
+          "[a-zA-Z0-9_-]",
+}
+
+for _host_id, _host in HOSTS.items():
+    rule(
+        # SHOULD gives the warning severity these rules have by default; _QUOTE says they are not spec
+        # text. The requirements cited are the nearest ones: the inputSchema (TL-05) and the name (TL-06).
+        f"hosts.{_host_id}", keyword="SHOULD", requirements=("TL-05", "TL-06"),
+        title=f"every tool is one {_host.name} accepts as listed",
+        fix=_FIX, quote=_QUOTE, source="mcpkit/hosts.py (each finding names its public source)", fixes=_FIXES,
+    )(_host_rule(_host_id))

@@ -1,0 +1,170 @@
+"""The host-compatibility table (mcpkit/hosts.py) and the hosts.* rules of ``mcpkit check``."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit import Server
+from mcpkit.check import all_rules
+from mcpkit.check.cli import main as check_main
+from mcpkit.check.runner import run_checks
+from mcpkit.hosts import DEFAULT_HOSTS, HOSTS, parse_hosts, server_problems, tool_problems
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_entry_cites_a_public_source() -> None:
+    assert set(DEFAULT_HOSTS) <= set(HOSTS)
+    assert {"claude", "bedrock", "vertex", "openai", "openai-strict", "gemini", "cursor", "vscode"} <= set(HOSTS)
+    features = set()
+    for host in HOSTS.values():
+        assert host.limits, host.id
+        for limit in host.limits:
+            assert limit.source.startswith("https://"), (host.id, limit.feature)
+            assert limit.effect in ("rejects", "ignores")
+            features.add(limit.feature)
+    assert {"root-combinator", "ref", "format", "additional-properties", "dialect", "name", "description-length",
+            "tool-count"} <= features
+
+
+def tool(name: str = "t", schema: dict[str, Any] | None = None, description: str = "Does a thing.") -> dict[str, Any]:
+    return {"name": name, "description": description,
+            "inputSchema": schema or {"type": "object", "properties": {"a": {"type": "string"}}}}
+
+
+def test_each_host_refuses_what_its_sources_show() -> None:
+    union = tool(schema={"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}]})
+    assert {(p.host, p.feature) for p in tool_problems(union)} == {
+        ("claude", "root-combinator"), ("openai", "root-combinator"), ("gemini", "root-combinator")}
+    dotted = tool("files.read")
+    assert {p.host for p in tool_problems(dotted)} == {"claude", "openai"}  # Gemini allows dots
+    long = tool(description="x" * 1500)
+    (problem,) = tool_problems(long)
+    assert problem.host == "openai" and problem.feature == "description-length" and not problem.confirmed
+    assert "1500 characters (at most 1024)" in problem.message
+    ref_in_union = tool(schema={"type": "object", "properties": {"p": {"anyOf": [{"$ref": "#/$defs/P"},
+                                                                                 {"type": "null"}]}},
+                                "$defs": {"P": {"type": "object"}}})
+    assert [(p.host, p.feature) for p in tool_problems(ref_in_union)] == [("gemini", "ref")]
+    draft7_tuple = tool(schema={"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+                                "properties": {"xy": {"type": "array", "items": [{"type": "number"}, 3]}}})
+    assert ("claude", "dialect") in {(p.host, p.feature) for p in tool_problems(draft7_tuple)}
+    assert tool_problems(tool(description=""), ["bedrock"])[0].feature == "description-length"
+    optional = tool(schema={"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False})
+    assert tool_problems(optional, ["openai-strict"])[0].feature == "strict-required"
+    assert [p.feature for p in tool_problems(tool(schema={"type": "object", "properties": {
+        "n": {"type": ["integer", "null"]}}}), ["gemini-openapi"])] == ["type-array"]
+
+
+def test_tool_counts_are_a_server_wide_problem_and_the_claude_code_prefix_counts() -> None:
+    many = [tool(f"t{i}") for i in range(41)]
+    problems = server_problems(many, ["cursor", "openai", "vscode"])
+    assert [(p.host, p.tool, p.effect) for p in problems] == [("cursor", None, "ignores")]
+    assert "41 tools listed (at most 40" in str(problems[0])
+    assert len(server_problems([tool(f"t{i}") for i in range(129)], ["openai", "vscode"])) == 2
+
+
+def test_parse_hosts() -> None:
+    assert parse_hosts(None) == DEFAULT_HOSTS
+    assert parse_hosts("claude, cursor,claude") == ("claude", "cursor")
+    assert parse_hosts("all") == tuple(HOSTS)
+    with pytest.raises(ValueError, match="unknown host 'claud'; known: claude"):
+        parse_hosts("claud")
+
+
+def test_one_warning_rule_per_host() -> None:
+    rules = all_rules()
+    for host_id in HOSTS:
+        assert rules[f"hosts.{host_id}"].severity == "warning"
+
+
+def broken_server() -> Server:
+    server = Server("broken")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server.add_tool("pick.one", lambda a: "ok", description="Pick one.",
+                        input_schema={"type": "object", "oneOf": [
+                            {"properties": {"id": {"type": "string"}}, "required": ["id"]},
+                            {"properties": {"path": {"type": "string"}}, "required": ["path"]}]})
+
+    @server.tool
+    def fine(a: int) -> int:
+        """Fine everywhere."""
+        return a
+
+    return server
+
+
+@pytest.mark.asyncio
+async def test_check_reports_per_tool_which_hosts_reject_it_and_why() -> None:
+    report = await run_checks(broken_server(), revisions=["2025-06-18", "2025-11-25"], progress=False,
+                              rules={"hosts.claude", "hosts.openai", "hosts.gemini", "hosts.cursor"})
+    assert set(report.rules) == {"hosts.claude", "hosts.openai", "hosts.gemini"}  # cursor: not asked for
+    failed = [f for f in report.findings if f.status == "fail"]
+    assert {(f.rule, f.detail["feature"]) for f in failed} == {
+        ("hosts.claude", "root-combinator"), ("hosts.claude", "name"), ("hosts.openai", "root-combinator"),
+        ("hosts.openai", "name"), ("hosts.gemini", "root-combinator")}
+    assert all(f.severity == "warning" and f.detail["tool"] == "pick.one" for f in failed)
+    assert len({f.revision for f in failed}) == 1  # checked once, not per revision
+    claude = next(f for f in failed if f.rule == "hosts.claude" and f.detail["feature"] == "root-combinator")
+    assert "would reject tool 'pick.one': inputSchema has oneOf at its root" in claude.message
+    assert "https://github.com/anthropics/claude-code/issues/657" in claude.message
+    assert report.exit_code == 0  # warnings
+
+
+@pytest.mark.asyncio
+async def test_hosts_picks_the_rules() -> None:
+    report = await run_checks(broken_server(), revisions=["2025-11-25"], progress=False, hosts="cursor,vscode")
+    assert {r for r in report.rules if r.startswith("hosts.")} == {"hosts.cursor", "hosts.vscode"}
+
+
+def test_an_unknown_host_is_a_usage_error(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert check_main(["--hosts", "claude,nope", "python -c pass"]) == 2
+    assert "unknown host 'nope'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ every schema the repo generates
+
+
+def _example_servers(tmp_path: Path) -> list[Server]:
+    from mcpkit.reference import server as reference
+
+    os.environ.setdefault("MCPKIT_ROOT", str(tmp_path))
+    servers = [reference]
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        spec = importlib.util.spec_from_file_location(f"_example_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        servers.append(module.server)
+    return servers
+
+
+def test_every_tool_and_manager_in_the_repo_passes_claude_openai_and_gemini(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("MCPKIT_ROOT", str(tmp_path))
+    checked = 0
+    for server in _example_servers(tmp_path):
+        managers = [t for t in server._tools.values() if t.actions is not None]
+        for manager in managers:
+            manager.rebuild(None)  # every action, whatever the environment's gates
+        tools = [t.describe() for t in server._tools.values()]
+        for problem in server_problems(tools, DEFAULT_HOSTS, server_name=server.name):
+            pytest.fail(f"{server.name}: {problem}")
+        checked += len(tools)
+    assert checked > 40
+
+
+def test_claude_code_counts_its_prefix_in_the_name() -> None:
+    name = "t" * 110
+    assert tool_problems(tool(name), ["claude"]) == []
+    (problem,) = tool_problems(tool(name), ["claude"], server_name="a-long-server-name")
+    assert problem.feature == "name" and not problem.confirmed
+    assert f"'mcp__a-long-server-name__{name}', is 135 characters (at most 128)" in problem.message

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# install-check-peers: install the pinned Node MCP servers that tests/check/peers/ runs `mcpkit check`
+# against, into a cache.
+#
+# Usage:
+#   tools/install-check-peers.sh            install if needed; print the install directory on stdout
+#   tools/install-check-peers.sh --help
+#
+# Idempotent: a complete install is reused as it is (no network). Everything comes from the npm
+# registry through npm, at pinned versions, their dependencies resolved as of a fixed date.
+#
+# Output (stdout, one line): the absolute path of DIR, where
+#   DIR/node_modules/@modelcontextprotocol/sdk                the TypeScript SDK (for a tiny server script)
+#   DIR/node_modules/@modelcontextprotocol/server-everything  dist/index.js
+#   DIR/node_modules/@modelcontextprotocol/server-filesystem  dist/index.js
+#   DIR/node_modules/@modelcontextprotocol/server-memory      dist/index.js
+# Run them with NODE_PATH=DIR/node_modules and any Node.js >= 18 (the system node, or the Node 22
+# that tools/install-node-deps.sh caches). Progress and errors go to stderr.
+#
+# Environment:
+#   MCPKIT_TS_SDK_VERSION             default 1.32.2
+#   MCPKIT_SERVER_EVERYTHING_VERSION  default 2026.8.31
+#   MCPKIT_SERVER_FILESYSTEM_VERSION  default 2026.8.31
+#   MCPKIT_SERVER_MEMORY_VERSION      default 2026.8.31
+#   MCPKIT_NPM_BEFORE                 npm --before date for their dependencies (default 2026-11-25T00:00:00Z)
+#   MCPKIT_NODE_CACHE                 cache dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/mcpkit-node)
+#
+# Exit code: 0 on success; 3 if node or npm is needed but not installed; 2 on any other failure.
+
+set -uo pipefail
+
+SDK_VERSION="${MCPKIT_TS_SDK_VERSION:-1.32.2}"
+EV_VERSION="${MCPKIT_SERVER_EVERYTHING_VERSION:-2026.8.31}"
+FS_VERSION="${MCPKIT_SERVER_FILESYSTEM_VERSION:-2026.8.31}"
+MEM_VERSION="${MCPKIT_SERVER_MEMORY_VERSION:-2026.8.31}"
+NPM_BEFORE="${MCPKIT_NPM_BEFORE:-2026-11-25T00:00:00Z}"
+CACHE="${MCPKIT_NODE_CACHE:-${XDG_CACHE_HOME:-${HOME:?HOME is not set}/.cache}/mcpkit-node}"
+
+die() { echo "install-check-peers: $*" >&2; exit 2; }
+say() { echo "install-check-peers: $*" >&2; }
+
+case "${1:-}" in
+  -h|--help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  *) die "unknown argument: $1 (see --help)" ;;
+esac
+
+command -v node >/dev/null 2>&1 || { echo "install-check-peers: node is not installed (apt-get install nodejs npm)" >&2; exit 3; }
+mkdir -p "$CACHE" || die "cannot create $CACHE"
+CACHE="$(cd "$CACHE" && pwd -P)" || die "cannot enter $CACHE"
+DIR="$CACHE/check-peers-sdk$SDK_VERSION-ev$EV_VERSION-fs$FS_VERSION-mem$MEM_VERSION-${NPM_BEFORE%%T*}"
+PACKAGES=(
+  "@modelcontextprotocol/sdk@$SDK_VERSION"
+  "@modelcontextprotocol/server-everything@$EV_VERSION"
+  "@modelcontextprotocol/server-filesystem@$FS_VERSION"
+  "@modelcontextprotocol/server-memory@$MEM_VERSION"
+)
+
+installed() {  # $1: name@version; true when DIR holds exactly that version
+  local name="${1%@*}" version="${1##*@}"
+  node -e "try{process.exit(require(process.argv[1]).version===process.argv[2]?0:1)}catch(e){process.exit(1)}" \
+    "$DIR/node_modules/$name/package.json" "$version" 2>/dev/null
+}
+complete() {
+  local p
+  for p in "${PACKAGES[@]}"; do installed "$p" || return 1; done
+}
+
+if complete; then echo "$DIR"; exit 0; fi
+
+command -v npm >/dev/null 2>&1 || { echo "install-check-peers: npm is not installed (apt-get install nodejs npm)" >&2; exit 3; }
+# One installer at a time per cache (CI and a test may both call this).
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$CACHE/.lock-check-peers" || die "cannot open $CACHE/.lock-check-peers"
+  flock 9 || die "cannot lock $CACHE/.lock-check-peers"
+fi
+if complete; then echo "$DIR"; exit 0; fi
+
+say "installing ${PACKAGES[*]} (dependencies as of $NPM_BEFORE) into $DIR"
+tmp="$(mktemp -d "$CACHE/.install-XXXXXX")" || die "cannot create a temporary directory in $CACHE"
+if ! (cd "$tmp" && echo '{"private":true}' > package.json &&
+      npm install --no-audit --no-fund --loglevel=error --ignore-scripts --before="$NPM_BEFORE" \
+        "${PACKAGES[@]}" >&2); then
+  rm -rf "$tmp"; die "npm install failed"
+fi
+chmod 755 "$tmp"
+rm -rf "$DIR"
+mv "$tmp" "$DIR" || { rm -rf "$tmp"; die "cannot move $tmp to $DIR"; }
+complete || die "the install in $DIR lacks one of ${PACKAGES[*]}"
+say "ready"
+echo "$DIR"
