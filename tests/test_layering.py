@@ -17,11 +17,15 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "mcpkit"
 
 #: top-level modules that belong to a layer rather than standing alone
 _GROUPS = {"commands": "cli", "__main__": "cli", "publish": "cli"}
+#: modules of a package that belong to the command line (``mcpkit proxy``'s argument handling)
+_MODULE_GROUPS = {"mcpkit.proxy.cli": "cli"}
 
 
 def _package(module: str) -> str:
     """mcpkit.server.dispatch -> server; mcpkit._json -> _json; mcpkit -> mcpkit (the facade);
     the command-line modules (cli.py, commands.py, publish.py, __main__.py) are one layer, cli."""
+    if module in _MODULE_GROUPS:
+        return _MODULE_GROUPS[module]
     parts = module.split(".")
     if len(parts) == 1:
         return "mcpkit"

@@ -115,7 +115,11 @@ def _auth(args: argparse.Namespace) -> Any:
         if not args.issuer or not audience:
             raise SystemExit("mcpkit: --auth jwt needs --issuer and --resource (or --audience)")
         jwks = args.jwks_uri or args.issuer.rstrip("/") + "/.well-known/jwks.json"
-        verifier = JWTVerifier(args.issuer, audience, jwks_uri=jwks)
+        types = [t.strip() for t in (args.jwt_types or "at+jwt").split(",") if t.strip()]
+        try:
+            verifier = JWTVerifier(args.issuer, audience, jwks_uri=jwks, token_types=types)
+        except ValueError as exc:
+            raise SystemExit(f"mcpkit: --jwt-types: {exc}") from None
     elif mode == "introspection":
         if not args.introspection_url:
             raise SystemExit("mcpkit: --auth introspection needs --introspection-url")
@@ -150,10 +154,23 @@ def _serve(args: argparse.Namespace) -> int:
     host, port = args.http
     if args.workers > 1:
         return _serve_workers(args, host, port)
+    limits = _limits(args)
     server = _observed(load_server(args.target), args)
-    serve_options = {"timeout_graceful_shutdown": args.shutdown_timeout}
+    serve_options = {"timeout_graceful_shutdown": args.shutdown_timeout, "limits": limits}
     server.run("http", host=host, port=port, **serve_options, **_http_options(args, auth))
     return 0
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    """The connection limits of the serve options (transports/connections.py)."""
+    from .transports.connections import ConnectionLimits
+
+    given = {name: getattr(args, name) for name in ("header_timeout", "keep_alive_timeout", "max_connections",
+                                                     "max_header_bytes") if getattr(args, name) is not None}
+    try:
+        return ConnectionLimits(**given)
+    except ValueError as exc:
+        raise SystemExit(f"mcpkit: --{str(exc).replace('_', '-')}") from None
 
 
 def _observed(server: Any, args: argparse.Namespace) -> Any:
@@ -184,6 +201,12 @@ def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
         http_options["max_sessions"] = args.max_sessions
     if args.session_idle_timeout:
         http_options["session_idle_timeout"] = args.session_idle_timeout
+    if args.max_sessions_per_client:
+        http_options["max_sessions_per_client"] = args.max_sessions_per_client
+    if args.body_timeout is not None:
+        if not args.body_timeout > 0:
+            raise SystemExit("mcpkit: --body-timeout must be a positive number of seconds")
+        http_options["body_timeout"] = args.body_timeout
     if auth is not None:
         http_options["auth"] = auth
     if args.metrics:
@@ -206,9 +229,10 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
     from uvicorn.supervisors import Multiprocess
 
     os.environ["MCPKIT_SERVE_ARGV"] = json.dumps(sys.argv[1:] if args.argv is None else args.argv)
-    config = uvicorn.Config("mcpkit.cli:worker_app", factory=True, host=host, port=port, workers=args.workers,
-                            log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=args.shutdown_timeout)
+    from .transports.serve import uvicorn_config
+
+    config = uvicorn_config("mcpkit.cli:worker_app", _limits(args), factory=True, host=host, port=port,
+                            workers=args.workers, timeout_graceful_shutdown=args.shutdown_timeout)
     sock = config.bind_socket()
     # The workers' connections are accepted from this socket; uvicorn makes it with protocol 0,
     # so asyncio does not switch Nagle off on them and every answer waits ~40 ms for a delayed
@@ -229,9 +253,22 @@ def worker_app() -> Any:
     return _observed(load_server(args.target), args).http_app(**_http_options(args, _auth(args)))
 
 
+def _proxy(args: argparse.Namespace) -> int:
+    from .proxy.cli import run
+
+    return run(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser(argv)
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    tail = None
+    if words and words[0] == "proxy" and "--" in words:  # `mcpkit proxy [OPTIONS] -- COMMAND ...`
+        cut = words.index("--")
+        words, tail = words[:cut], words[cut + 1:]
+    args = parser.parse_args(words)
+    if tail is not None:
+        args.command_tail = tail
     args.argv = argv
     return int(args.func(args) or 0)
 
@@ -241,6 +278,33 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve an MCP server (default: the bundled reference server)")
     serve.add_argument("target", nargs="?", help="path/to/server.py[:ATTR] or package.module[:ATTR]")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="HTTP: N worker processes on one port (needs MCPKIT_STORE=redis://...)")
+    serve.add_argument("--root", action="append", metavar="DIR",
+                       help="policy: a sandbox root for path parameters (repeatable; sets MCPKIT_ROOT)")
+    serve.add_argument("--read-only", action="store_true",
+                       help="policy: only tools declared read-only are listed and run (sets MCPKIT_READ_ONLY)")
+    serve.add_argument("--policy", action="store_true",
+                       help="turn on the secure-by-default policy for a server built without one (MCPKIT_POLICY)")
+    _add_serving_options(serve)
+    serve.set_defaults(func=_serve)
+    words = sys.argv[1:] if argv is None else argv
+    if not words or words[0] != "serve":  # serving stays light: the client commands load only when asked
+        from .commands import register
+        from .proxy.cli import add_arguments
+
+        register(sub)
+        proxy = sub.add_parser("proxy", help="serve MCP servers written elsewhere behind mcpkit's guard rails")
+        add_arguments(proxy)
+        _add_serving_options(proxy)
+        proxy.set_defaults(func=_proxy, command_tail=None)
+    return parser
+
+
+def _add_serving_options(parser: argparse.ArgumentParser) -> None:
+    """The options of how a server is served (stdio or HTTP, and HTTP authorization), shared by
+    ``mcpkit serve`` and ``mcpkit proxy``."""
+    serve = parser
     serve.add_argument("--max-message-bytes", type=int, default=None, help="largest accepted message (bytes)")
     serve.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="serve Streamable HTTP (and legacy SSE) instead of stdio")
     serve.add_argument("--json", action="store_true", help="HTTP: answer POSTs with one JSON body instead of an SSE stream")
@@ -248,8 +312,20 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--allow-host", action="append", metavar="HOST", help="HTTP: also accept this Host (repeatable; '*' for any)")
     serve.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="HTTP: also accept this Origin (repeatable)")
     serve.add_argument("--max-sessions", type=int, default=None, help="HTTP: most sessions kept (default 1000)")
-    serve.add_argument("--workers", type=int, default=1, metavar="N",
-                       help="HTTP: N worker processes on one port (needs MCPKIT_STORE=redis://...)")
+    serve.add_argument("--max-sessions-per-client", type=int, default=None, metavar="N",
+                       help="HTTP: most sessions of one principal, or one address without auth (default: a tenth "
+                       "of --max-sessions); past it the client's own idle sessions end first, then 429")
+    limits = serve.add_argument_group("connection limits (HTTP only; docs/deployment.md)")
+    limits.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
+                        help="close a connection whose request headers have not arrived in time (default 10)")
+    limits.add_argument("--body-timeout", type=float, default=None, metavar="SECONDS",
+                        help="answer 408 to a request whose body has not arrived whole in time (default 30)")
+    limits.add_argument("--keep-alive-timeout", type=float, default=None, metavar="SECONDS",
+                        help="close an idle keep-alive connection after this long (default 5)")
+    limits.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="most connections served at once; past it requests get 503 (default 1000)")
+    limits.add_argument("--max-header-bytes", type=int, default=None, metavar="BYTES",
+                        help="largest request head accepted (default 65536)")
     serve.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
                        help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
     serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
@@ -259,12 +335,6 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--otel", action="store_true", default=os.environ.get("MCPKIT_OTEL") == "1",
                        help="trace and measure every request with OpenTelemetry, to the globally configured "
                        "providers (needs opentelemetry-api: mcpkit[otel]; also MCPKIT_OTEL=1)")
-    serve.add_argument("--root", action="append", metavar="DIR",
-                       help="policy: a sandbox root for path parameters (repeatable; sets MCPKIT_ROOT)")
-    serve.add_argument("--read-only", action="store_true",
-                       help="policy: only tools declared read-only are listed and run (sets MCPKIT_READ_ONLY)")
-    serve.add_argument("--policy", action="store_true",
-                       help="turn on the secure-by-default policy for a server built without one (MCPKIT_POLICY)")
     auth = serve.add_argument_group("authorization (HTTP only; docs/auth.md; each option also from MCPKIT_AUTH_*)")
     env = os.environ.get
     auth.add_argument("--auth", metavar="MODE", default=env("MCPKIT_AUTH"),
@@ -280,6 +350,9 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                       help="jwt/introspection: the expected audience (default: --resource)")
     auth.add_argument("--jwks-uri", metavar="URL", default=env("MCPKIT_AUTH_JWKS_URI"),
                       help="jwt: the signing keys (default: ISSUER/.well-known/jwks.json)")
+    auth.add_argument("--jwt-types", metavar="TYP[,TYP]", default=env("MCPKIT_AUTH_JWT_TYPES"),
+                      help="jwt: the accepted typ headers (default at+jwt, RFC 9068); add JWT for an identity "
+                      "provider that types access tokens as plain JWT")
     auth.add_argument("--introspection-url", metavar="URL", default=env("MCPKIT_AUTH_INTROSPECTION_URL"),
                       help="introspection: the RFC 7662 endpoint")
     auth.add_argument("--client-id", metavar="ID", default=env("MCPKIT_AUTH_CLIENT_ID"),
@@ -287,13 +360,6 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     auth.add_argument("--scope", action="append", metavar="SCOPE", help="a scope to advertise (repeatable)")
     auth.add_argument("--required-scope", action="append", metavar="SCOPE",
                       help="a scope every request needs (repeatable)")
-    serve.set_defaults(func=_serve)
-    words = sys.argv[1:] if argv is None else argv
-    if not words or words[0] != "serve":  # serving stays light: the client commands load only when asked
-        from .commands import register
-
-        register(sub)
-    return parser
 
 
 if __name__ == "__main__":  # pragma: no cover

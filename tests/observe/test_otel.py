@@ -198,3 +198,34 @@ def exporter_provider(exporter: Any) -> Any:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider
+
+
+def test_one_trace_from_the_host_through_a_proxy_to_its_upstream(telemetry):
+    """host span -> mcpkit.Client -> proxy (mcpkit proxy's Server) -> its upstream client -> upstream:
+    one trace, each span the child of the one before, across both MCP hops."""
+    otel, exporter, _ = telemetry
+    tracer_provider = exporter_provider(exporter)
+    upstream = make_server()
+    upstream.observe(otel)
+    proxy = Server.proxy(Client(upstream, tracer_provider=tracer_provider), name="front")
+    proxy.observe(otel)
+    from opentelemetry import trace
+
+    async def go() -> Any:
+        async with Client(proxy, tracer_provider=tracer_provider) as client:
+            await client.list_tools()
+            with trace.get_tracer("host", tracer_provider=tracer_provider).start_as_current_span("host turn"):
+                return await client.call_tool("forecast", {"city": "Quito"})
+
+    result = asyncio.run(go())
+    assert result["content"][0]["text"] == "sunny in Quito"
+    [host] = spans_named(exporter, "host turn")
+    chain = [s for s in exporter.get_finished_spans() if s.name == "tools/call forecast"]
+    assert len(chain) == 4  # client, proxy server, proxy's upstream client, upstream server
+    assert {s.context.trace_id for s in chain} == {host.context.trace_id}
+    by_parent = {s.parent.span_id: s for s in chain}
+    span, kinds = host, []
+    while span.context.span_id in by_parent:
+        span = by_parent[span.context.span_id]
+        kinds.append(span.kind)
+    assert kinds == [SpanKind.CLIENT, SpanKind.SERVER, SpanKind.CLIENT, SpanKind.SERVER]

@@ -243,10 +243,11 @@ class Client:
             params = dict(params or {})
             meta = dict(params.get("_meta") or {})
             meta[revisions.PROTOCOL_VERSION_KEY] = self.requested_version
-            meta[revisions.CLIENT_CAPABILITIES_KEY] = self.capabilities
-            meta[revisions.CLIENT_INFO_KEY] = self.client_info
+            # a caller may speak for another client on this request (a proxy: the real client's)
+            meta.setdefault(revisions.CLIENT_CAPABILITIES_KEY, self.capabilities)
+            meta.setdefault(revisions.CLIENT_INFO_KEY, self.client_info)
             if self.log_level is not None:
-                meta[revisions.LOG_LEVEL_KEY] = self.log_level
+                meta.setdefault(revisions.LOG_LEVEL_KEY, self.log_level)
             params["_meta"] = meta
         if params is not None:
             msg["params"] = params

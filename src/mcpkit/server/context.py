@@ -146,7 +146,7 @@ class Context:
             import asyncio
 
             manager = self._session.server.tasks
-            record = manager.create()
+            record = manager.create(self._session)
             record.future, record.loop = asyncio.current_task(), self._session.loop
             self.cancelled = record.cancel_event
             self._task = (manager, record)

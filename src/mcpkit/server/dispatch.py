@@ -386,7 +386,7 @@ def _start_task(
 ) -> dict[str, Any]:
     """Store the task (TX-03), start the handler in the background, answer CreateTaskResult (TX-02)."""
     manager = session.server.tasks
-    record = manager.create()
+    record = manager.create(session)
     rev = req.revision
     if ctx is not None:
         session._contexts.pop(req.id, None)  # the request is answered now; the task owns the context

@@ -73,6 +73,7 @@ class Server:
         page_size: int | None = None,
         log_level: str = "info",
         max_workers: int | None = None,
+        max_workers_per_client: int | None = None,
         client_request_timeout: float = 300.0,
         cache_ttl_ms: int = 0,
         cache_scope: str = "public",
@@ -107,6 +108,7 @@ class Server:
         self.task_ttl_ms = task_ttl_ms
         self._tasks_manager: Any = None
         self._max_workers = max_workers
+        self._max_workers_per_client = max_workers_per_client
         self._executor: Any = None
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
@@ -290,7 +292,9 @@ class Server:
             from .workers import WorkerPool
 
             # started on demand, so a generous cap costs nothing until slow sync tools pile up
-            self._executor = WorkerPool(self._max_workers or 32)
+            # one client (principal or session) holds at most a quarter of them unless told
+            # otherwise, so it cannot starve the others (fair turns, workers.py)
+            self._executor = WorkerPool(self._max_workers or 32, max_per_key=self._max_workers_per_client)
         return self._executor
 
     def capabilities(self, rev: Revision) -> dict[str, Any]:
@@ -845,6 +849,28 @@ class Server:
 
         return deco
 
+    def add_resource_template(
+        self,
+        uri_template: str,
+        handler: Callable[..., Any],
+        *,
+        name: str,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+        **kw: Any,
+    ) -> ResourceTemplate:
+        """:meth:`resource_template` without the decorator: ``handler(**variables)`` reads a URI
+        the template matches (a parameter annotated ``Context`` gets the context)."""
+        item = ResourceTemplate(uri_template, handler, name=name, context_param=_context_param(handler),
+                                completions=completions, **kw)
+        item.scopes = _scopes(scopes)
+        if any(t.uri_template == uri_template for t in self._templates) and not replace:
+            raise ValueError(f"a resource template {uri_template!r} is already registered")
+        self._templates = [t for t in self._templates if t.uri_template != uri_template] + [item]
+        self._changed("resourceTemplates")
+        return item
+
     def remove_resource_template(self, uri_template: str) -> None:
         kept = [t for t in self._templates if t.uri_template != uri_template]
         if len(kept) == len(self._templates):
@@ -947,6 +973,34 @@ class Server:
             return deco(fn)
         return deco
 
+    def add_prompt(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        arguments: Sequence[dict[str, Any]] = (),
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+    ) -> Prompt:
+        """Register a prompt from raw PromptArgument dicts (``{"name", "description", "required"}``);
+        ``handler(**arguments)`` gets the string arguments, and the context in a parameter
+        annotated ``Context``. What it returns is shaped as for :meth:`prompt`."""
+        prompt = Prompt(
+            name, handler, arguments=[dict(a) for a in arguments], title=title, description=description,
+            icons=icons, meta=meta, context_param=_context_param(handler), completions=completions,
+        )
+        prompt.scopes = _scopes(scopes)
+        if name in self._prompts and not replace:
+            raise ValueError(f"a prompt named {name!r} is already registered (pass replace=True)")
+        self._prompts[name] = prompt
+        self._changed("prompts")
+        return prompt
+
     def remove_prompt(self, name: str) -> None:
         if self._prompts.pop(name, None) is None:
             raise KeyError(f"no prompt named {name!r}")
@@ -1023,7 +1077,7 @@ class Server:
             items = [_pick_annotated(t.describe(), rev.template_keys, rev) for t in self._templates]
         else:
             items = []
-            for p in self._prompts.values():
+            for p in list(self._prompts.values()):
                 d = _pick(p.describe(), rev.prompt_keys)
                 if "arguments" in d:
                     d["arguments"] = [_pick(a, rev.prompt_argument_keys) for a in d["arguments"]]
@@ -1051,6 +1105,34 @@ class Server:
             out.update(self.cache_hints(rev, None))  # PA-04: the same cacheScope on every page
         return out
 
+    # ------------------------------------------------------------------ composition
+
+    def mount(self, child: Any, prefix: str | None = None, **options: Any) -> Any:
+        """Serve ``child``'s tools, resources, templates and prompts as this server's, live:
+        what the child adds, changes or removes shows here (with ``list_changed``), and every
+        call runs through the child's own pipeline and policies. ``child`` is a Server (driven
+        in memory), a command line or a URL (a proxied upstream, reconnected when it drops), or
+        an unconnected :class:`mcpkit.Client`. Names become ``prefix_name`` (docs/composition.md);
+        the options are :class:`mcpkit.proxy.Upstream`'s. Returns the Upstream."""
+        # mcpkit.proxy sits above the server (it drives one): found by name, as transports are
+        return _entry("mcpkit.proxy.upstream", "Upstream")(self, child, prefix=prefix, **options).start()
+
+    def include(self, child: Server, prefix: str | None = None, *, separator: str = "_",
+                prefix_uris: bool = True) -> None:
+        """Copy ``child``'s tools, resources, templates and prompts into this server now, under
+        prefixed names; later changes to the child do not show (use :meth:`mount` for that)."""
+        from .compose import include
+
+        include(self, child, prefix, separator=separator, prefix_uris=prefix_uris)
+
+    @classmethod
+    def proxy(cls, target: Any, *, name: str | None = None, policy: Any = None, **options: Any) -> Server:
+        """A server that mirrors ``target`` (a command line, a URL, a Server or an unconnected
+        :class:`mcpkit.Client`) and forwards everything to it: mcpkit's guard rails in front of a
+        server written elsewhere. The options are :class:`mcpkit.proxy.Upstream`'s."""
+        proxy_server = _entry("mcpkit.proxy.upstream", "proxy_server")
+        return proxy_server(cls, target, name=name, policy=policy, **options)  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------------ running
 
     def observe(self, *observers: Any) -> None:
@@ -1070,8 +1152,9 @@ class Server:
         """This server as an ASGI app: Streamable HTTP at ``/mcp`` plus legacy SSE at ``/sse``.
 
         Options (see :class:`mcpkit.transports.http.McpHttpApp`): ``path``, ``json_response``,
-        ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``,
-        ``max_sessions``, ``session_idle_timeout``, ``event_store``, ``legacy_sse``, ``cors_origins``,
+        ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``, ``body_timeout``,
+        ``off_loop_bytes``, ``max_sessions``, ``max_sessions_per_client``, ``session_idle_timeout``,
+        ``event_store``, ``legacy_sse``, ``cors_origins``,
         ``server_card`` (default on: the SEP-2127 Server Card at ``<path>/server-card`` and the
         catalog at ``/.well-known/mcp/catalog.json``) and ``card_name`` (its reverse-DNS name).
         """

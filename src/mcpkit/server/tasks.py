@@ -62,9 +62,12 @@ class TaskManager:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def create(self) -> TaskRecord:
-        """TX-03, TX-07: a random id, stored before anyone hears of it."""
+    def create(self, session: ServerSession) -> TaskRecord:
+        """TX-03, TX-07: a random id, bound to the creator (``session``'s principal and binding),
+        stored before anyone hears of it."""
         record = TaskRecord(secrets.token_urlsafe(24), self.ttl_ms, self.poll_interval_ms)
+        record.principal = session.principal
+        record.binding = session.task_binding
         self.store.put(record)
         return record
 
@@ -165,9 +168,18 @@ class TaskManager:
         if not isinstance(task_id, str):
             raise McpError(INVALID_PARAMS, f"{req.method} needs a string 'taskId' parameter.")
         record = self.store.get(task_id)
-        if record is None:
+        if record is None or not _bound_to(record, session):
+            # TX-07: another principal's (or session's) task is answered as if it did not exist,
+            # so a leaked id reveals nothing, not even that the task exists
             raise McpError(INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id})
         return record
+
+
+def _bound_to(record: TaskRecord, session: ServerSession) -> bool:
+    if getattr(record, "principal", None) != session.principal:
+        return False
+    binding = getattr(record, "binding", None)
+    return binding is None or binding == session.task_binding
 
 
 # ---------------------------------------------------------------------- method handlers

@@ -240,6 +240,8 @@ class Tool:
         """Shape whatever the handler returned into a CallToolResult (TL-07..TL-09)."""
         if getattr(type(value), "__mcp_outcome__", False):
             value = value.result  # mcpkit.policy.Outcome: the summary is the envelope's business
+        if self.raw and isinstance(value, dict) and value.get("resultType") == "task":
+            return value  # a CreateTaskResult a raw tool passes on (a proxy's upstream made the task)
         if isinstance(value, ToolResult):
             if value.structured is not None:
                 self.check_output(value.structured)  # TL-07: a ToolResult is no way around the outputSchema

@@ -100,6 +100,10 @@ class TaskRecord:
         self.error: dict[str, Any] | None = None
         self.input_requests: dict[str, dict[str, Any]] = {}
         self.expires_at: float | None = None
+        #: TX-07: who may see and change the task: the principal that created it (None when
+        #: anonymous) and, where the transport has a lasting session, that session
+        self.principal: str | None = None
+        self.binding: str | None = None
         # the run
         self.future: Any = None  # the asyncio task / worker marker running the handler
         self.loop: Any = None

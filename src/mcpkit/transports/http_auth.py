@@ -130,6 +130,7 @@ class AuthRoutes:
         if hs.owner is None:
             hs.owner = access.subject
         hs.session.principal = access.subject
+        hs.session.worker_key = "principal:" + access.subject  # one share of the workers per principal
         hs.session.access_token = access
 
     def _owned(self, hs: Any) -> bool:

@@ -1,0 +1,185 @@
+"""``mcpkit proxy``: every guard rail of mcpkit in front of MCP servers written elsewhere.
+
+    mcpkit proxy -- npx -y @modelcontextprotocol/server-filesystem /srv      stdio in, stdio out
+    mcpkit proxy --read-only --http 127.0.0.1:8000 --audit audit.log -- npx ... /srv
+    mcpkit proxy https://mcp.example.com/mcp --http :8000 --auth tokens:tokens.txt
+    mcpkit proxy --config ~/.cursor/mcp.json --http :8000                    several, prefixed
+    mcpkit proxy files="npx ... /srv" web=https://example.com/mcp             several, named
+
+Words after ``--`` are one command line; each other TARGET is a URL or a quoted command line,
+``NAME=TARGET`` to name it. Several upstreams are prefixed by name (``files_read_file``), and one
+that fails is hidden while down without taking the others with it. The serving options (--http,
+--auth, --json, ...) are those of ``mcpkit serve`` (docs/proxy.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("targets", nargs="*", metavar="TARGET",
+                        help="[NAME=]URL or [NAME=]\"command line\"; or give one command after --")
+    parser.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (Claude Desktop, Cursor)")
+    parser.add_argument("--name", help="the proxy's server name (default: the upstream's, or mcpkit-proxy)")
+    parser.add_argument("--prefix", help="prefix a single upstream's names with this (several are prefixed by name)")
+    parser.add_argument("--separator", default="_", help="between a prefix and a name (default _)")
+    parser.add_argument("--keep-uris", action="store_true",
+                        help="do not prefix resource URIs (they must then be unique across upstreams)")
+    guards = parser.add_argument_group("guard rails (docs/policy.md)")
+    guards.add_argument("--read-only", action="store_true",
+                        help="only tools declared (or made, by --tool-policy) read-only are listed and run")
+    guards.add_argument("--deny-destructive", action="store_true", help="hide and refuse destructive tools")
+    guards.add_argument("--deny-open-world", action="store_true", help="hide and refuse open-world tools")
+    guards.add_argument("--audit", metavar="FILE", help="append one JSON line per tool call to FILE")
+    guards.add_argument("--rate-limit", metavar="RATE", help="calls per client, e.g. 60/min")
+    guards.add_argument("--tool-policy", metavar="FILE",
+                        help="TOML overriding the upstream tools' annotations, scopes, rate limits, timeouts")
+    upstream = parser.add_argument_group("upstream connections")
+    upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
+                          help="an HTTP header for URL targets (repeatable)")
+    upstream.add_argument("--protocol-version", metavar="V",
+                          help="the revision to speak upstream (default: the newest handshake revision)")
+    upstream.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                          help="longest wait for one upstream answer (default 300)")
+    upstream.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
+                          help="longest wait for one connection attempt (default 30)")
+    upstream.add_argument("--probe-interval", type=float, default=5.0, metavar="SECONDS",
+                          help="how often each upstream is pinged (default 5)")
+
+
+def _fail(message: str) -> SystemExit:
+    return SystemExit(f"mcpkit proxy: {message}")
+
+
+def _specs(args: argparse.Namespace) -> list[Any]:
+    from .config import ConfigError, UpstreamSpec, load_mcp_servers, parse_target
+
+    specs: list[Any] = []
+    try:
+        for text in args.targets:
+            specs.append(parse_target(text))
+        if args.command_tail:
+            specs.append(UpstreamSpec(None, list(args.command_tail), "stdio"))
+        if args.config:
+            specs.extend(load_mcp_servers(args.config))
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    if not specs:
+        raise _fail("give a TARGET (a URL or a command line), a command after --, or --config FILE")
+    headers = {}
+    for item in args.header or ():
+        key, sep, value = item.partition(":")
+        if not sep:
+            raise _fail(f"--header wants 'Name: value', got {item!r}")
+        headers[key.strip()] = value.strip()
+    for spec in specs:
+        if spec.transport != "stdio":
+            spec.headers = {**headers, **spec.headers}
+    if len(specs) > 1:
+        unnamed = [s for s in specs if not s.name]
+        if unnamed:
+            raise _fail("several upstreams need a name each, as their prefix: NAME=TARGET, or --config")
+        names = [s.name for s in specs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise _fail(f"upstream name(s) used twice: {', '.join(twice)}")
+    return specs
+
+
+def build_policy(args: argparse.Namespace) -> Any:
+    """The Policy the guard-rail options describe, or None when none is asked for."""
+    from ..policy.gates import env_flag
+
+    read_only = args.read_only or env_flag("MCPKIT_READ_ONLY", False)
+    if not (read_only or args.deny_destructive or args.deny_open_world or args.audit or args.rate_limit):
+        return None
+    from ..policy.audit import AuditLog
+    from ..policy.config import Policy
+    from ..policy.gates import Gates
+    from ..policy.ratelimit import RateLimiter
+
+    try:
+        audit = AuditLog(args.audit) if args.audit else None
+        limiter = RateLimiter(args.rate_limit) if args.rate_limit else None
+    except (ValueError, TypeError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    gates = Gates(read_only=read_only, allow_destructive=not args.deny_destructive,
+                  allow_open_world=not args.deny_open_world)
+    return Policy(gates=gates, audit=audit, rate_limiter=limiter, redact_logs=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import cli
+
+    try:
+        auth = cli._auth(args)
+    except (ValueError, OSError) as exc:  # an unusable tokens file, say: one line, the fix in it
+        raise _fail(str(exc)) from None
+    out_fd = None
+    if args.http is None:
+        from ..transports.stdio import guard_stdout
+
+        out_fd = guard_stdout()  # ST-02: nothing but protocol messages on stdout, from here on
+    specs = _specs(args)
+    tool_policy = None
+    if args.tool_policy:
+        from .toolpolicy import ToolPolicy, ToolPolicyError
+
+        try:
+            tool_policy = ToolPolicy.from_file(args.tool_policy)
+        except ToolPolicyError as exc:
+            raise _fail(str(exc)) from None
+    from ..server.server import Server
+
+    server = cli._observed(Server(args.name or "mcpkit-proxy", policy=build_policy(args)), args)
+    upstreams = []
+    for spec in specs:
+        prefix = spec.name if len(specs) > 1 else args.prefix
+        try:
+            upstream = server.mount(
+                spec.target, prefix=prefix, name=spec.name, separator=args.separator,
+                prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
+                timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
+                **spec.options(),
+            )
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
+        upstreams.append(upstream)
+    try:
+        if len(upstreams) == 1:
+            only = upstreams[0]
+            if not only.up:
+                raise _fail(str(only.last_error or "the upstream did not start"))
+            info = only.server_info
+            if not args.name and isinstance(info.get("name"), str):
+                server.name = info["name"]
+                server.version = str(info.get("version") or server.version)
+            server.instructions = only.instructions
+        else:
+            for upstream in upstreams:
+                if not upstream.up:
+                    print(f"mcpkit proxy: {upstream.last_error}; retrying in the background", file=sys.stderr)
+        if args.http is None:
+            from ..transports.stdio import run_stdio
+
+            options: dict[str, Any] = {}
+            if args.max_message_bytes:
+                options["max_message_bytes"] = args.max_message_bytes
+            run_stdio(server, out_fd=out_fd, **options)
+        else:
+            host, port = args.http
+            server.run("http", host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout,
+                       **cli._http_options(args, auth))
+    finally:
+        for upstream in upstreams:
+            upstream.close()
+        if server.policy is not None and server.policy.audit is not None:
+            server.policy.audit.close()
+    return 0
+

@@ -1,0 +1,141 @@
+"""Upstream targets: from the command line, or from an ``mcpServers`` JSON file as Claude Desktop,
+Cursor and most hosts write it::
+
+    {"mcpServers": {
+        "files":   {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"],
+                    "env": {"NODE_ENV": "production"}},
+        "tickets": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ..."}},
+        "legacy":  {"type": "sse", "url": "https://old.example.com/sse"},
+        "off":     {"command": "x", "disabled": true}
+    }}
+
+Each entry's key is its prefix in the proxy (``files_read_file``). ``type`` is ``stdio``, ``http``
+(also ``streamable-http``, ``streamableHttp``) or ``sse``; without it, ``url`` means http and
+``command`` stdio. ``${VAR}`` in strings is taken from the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["UpstreamSpec", "load_mcp_servers", "parse_target", "ConfigError"]
+
+_TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamablehttp": "http",
+          "streamable_http": "http", "sse": "sse"}
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ConfigError(ValueError):
+    """An unusable target or mcpServers file; the message says what to fix."""
+
+
+@dataclass
+class UpstreamSpec:
+    """One upstream to mirror: a command (argv) or a URL, and how to reach it."""
+
+    name: str | None
+    target: Any
+    transport: str = "auto"
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def options(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`mcpkit.proxy.Upstream`."""
+        out: dict[str, Any] = {"transport": self.transport}
+        if self.env:
+            out["env"] = {**os.environ, **self.env}
+        if self.cwd:
+            out["cwd"] = self.cwd
+        if self.headers:
+            out["headers"] = self.headers
+        return out
+
+
+def parse_target(text: str) -> UpstreamSpec:
+    """``[NAME=]TARGET``: a URL (Streamable HTTP; ``sse+https://...`` for legacy SSE) or a
+    command line as one shell-quoted string."""
+    name = None
+    head, eq, rest = text.partition("=")
+    if eq and _NAME.fullmatch(head) and rest and "://" not in head:
+        name, text = head, rest
+    if text.startswith(("sse+http://", "sse+https://")):
+        return UpstreamSpec(name, text[4:], "sse")
+    if text.startswith(("http://", "https://")):
+        return UpstreamSpec(name, text, "http")
+    argv = shlex.split(text)
+    if not argv:
+        raise ConfigError(f"empty target {text!r}: give a URL or a command line")
+    return UpstreamSpec(name, argv, "stdio")
+
+
+def _expand(value: Any, where: str) -> Any:
+    if isinstance(value, str):
+        def sub(match: re.Match[str]) -> str:
+            var = match.group(1)
+            if var not in os.environ:
+                raise ConfigError(f"{where} uses ${{{var}}}, which is not set in the environment")
+            return os.environ[var]
+
+        return _VAR.sub(sub, value)
+    return value
+
+
+def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
+    """The enabled upstreams of an mcpServers JSON file, in file order."""
+    where = os.fspath(path)
+    try:
+        with open(where, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {where}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{where} is not valid JSON: {exc}") from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f'{where} has no "mcpServers" object; expected {{"mcpServers": {{"NAME": {{...}}}}}}')
+    out = []
+    for name, entry in servers.items():
+        at = f"{where}: mcpServers.{name}"
+        if not _NAME.fullmatch(name):
+            raise ConfigError(f"{at}: a name is 1-40 characters from A-Z a-z 0-9 _ - (it becomes the tools' prefix)")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{at} must be an object with \"command\" or \"url\"")
+        if entry.get("disabled") is True:
+            continue
+        kind = str(entry.get("type") or entry.get("transport") or ("http" if "url" in entry else "stdio")).lower()
+        if kind not in _TYPES:
+            raise ConfigError(f"{at}: unknown type {kind!r}; use stdio, http or sse")
+        kind = _TYPES[kind]
+        env = entry.get("env")
+        if env is not None and (not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values())):
+            raise ConfigError(f"{at}: env must be an object of strings")
+        headers = entry.get("headers") or {}
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            raise ConfigError(f"{at}: headers must be an object of strings")
+        if kind == "stdio":
+            command = entry.get("command")
+            args = entry.get("args") or []
+            if not isinstance(command, str) or not command:
+                raise ConfigError(f"{at}: a stdio server needs \"command\" (and optionally \"args\")")
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise ConfigError(f"{at}: args must be a list of strings")
+            target: Any = [_expand(command, at), *(_expand(a, at) for a in args)]
+        else:
+            url = entry.get("url")
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ConfigError(f"{at}: an {kind} server needs \"url\": \"https://...\"")
+            target = _expand(url, at)
+        out.append(UpstreamSpec(
+            name, target, kind,
+            env={k: _expand(v, at) for k, v in env.items()} if env else None,
+            cwd=entry.get("cwd") if isinstance(entry.get("cwd"), str) else None,
+            headers={k: _expand(v, at) for k, v in headers.items()},
+        ))
+    return out

@@ -1,0 +1,91 @@
+"""Relaying what an upstream asks of its client (sampling, elicitation, roots) to the real client.
+
+The upstream's request is asked of the downstream session whose request it belongs to. Over
+HTTP (the request comes on the response stream of our call) and in memory (it comes from the
+handler our call started) that is known exactly: the call rides a context variable into the task
+that answers. Over stdio nothing ties an upstream's request to one of ours, so it goes to the
+newest call in flight through that upstream. It is asked in the downstream's own revision: a handshake-era client gets a request of
+its own (SA-01, EL-01, RT-01); a 2026-07-28 client gets an ``InputRequiredResult`` (MR-01), so
+the downstream request stops there and, when the client retries with the answers, runs again
+and the relay answers the upstream's repeated question from them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextvars import ContextVar
+from typing import Any
+
+from ..client import RpcError
+from ..protocol.revisions import get as get_revision
+from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
+from ..server.rounds import InputRequired
+
+__all__ = ["CURRENT_CALL", "Call", "ask_downstream"]
+
+#: the downstream call an upstream request is made for; set in the task that sends it upstream
+CURRENT_CALL: ContextVar[Call | None] = ContextVar("mcpkit_proxy_call", default=None)
+
+_INTERNAL_ERROR = -32603
+_INVALID_REQUEST = -32600
+_CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+
+
+class Call:
+    """A downstream request in flight through the proxy: its context, its loop, and the future
+    that stops it when the downstream client has to answer first (2026-07-28)."""
+
+    __slots__ = ("ctx", "loop", "abort")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.loop = asyncio.get_running_loop()
+        self.abort: asyncio.Future[None] = self.loop.create_future()
+
+    def log(self, level: str, data: Any, logger: str | None) -> None:
+        try:
+            self.ctx.log(level, data, logger)
+        except Exception:  # noqa: BLE001 - a log line must not fail the call
+            pass
+
+    async def ask(self, method: str, params: dict[str, Any] | None) -> Any:
+        """On the downstream loop: ask the downstream client, in its revision."""
+        ctx = self.ctx
+        capability = _CAPABILITY[method]
+        if capability not in (ctx.client_capabilities or {}):
+            raise RpcError(_INVALID_REQUEST, f"the client did not declare the {capability!r} capability")
+        if method == "elicitation/create" and params is not None:
+            params = _elicitation_for(params, ctx.protocol_version)
+        try:
+            return await ctx._ask(method, params, None)
+        except InputRequired:
+            if not self.abort.done():
+                self.abort.set_exception(InputRequired())
+            raise RpcError(_INTERNAL_ERROR, "the client answers with its next request (multi-round trip)") from None
+        except ClientRequestError as exc:
+            raise RpcError(exc.code, exc.message, exc.data) from None
+        except (ClientTimeoutError, ClientCapabilityError) as exc:
+            raise RpcError(_INTERNAL_ERROR, str(exc)) from None
+
+
+def _elicitation_for(params: dict[str, Any], version: str) -> dict[str, Any]:
+    """An elicitation in a revision without modes is a form without ``mode`` (EL-04)."""
+    try:
+        rev = get_revision(version)
+    except Exception:  # noqa: BLE001
+        return params
+    if rev.elicitation_url or "mode" not in params:
+        return params
+    if params.get("mode") not in (None, "form"):
+        raise RpcError(_INVALID_REQUEST, f"URL elicitation does not exist in protocol {version}")
+    return {k: v for k, v in params.items() if k != "mode"}
+
+
+async def ask_downstream(calls: list[Call], method: str, params: dict[str, Any] | None) -> Any:
+    """On the upstream loop: the downstream client's answer to an upstream's request."""
+    call = CURRENT_CALL.get()
+    if call is None or call not in calls:
+        if not calls:
+            raise RpcError(_INTERNAL_ERROR, f"{method}: no client request is in flight through this proxy to ask")
+        call = calls[-1]
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call.ask(method, params), call.loop))

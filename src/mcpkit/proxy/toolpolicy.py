@@ -1,0 +1,138 @@
+"""Tool policy files: what the proxy believes about an upstream's tools, whatever they claim.
+
+An upstream's annotations are hints from a server we did not write, not facts (TL-14). A tool
+policy file (TOML) overrides them, and sets what mcpkit enforces per tool; the gates, scopes,
+rate limits and timeouts then read the overridden values::
+
+    # every tool of the upstream: assume it reaches the network unless said otherwise below
+    [tools."*"]
+    open_world = true
+
+    [tools."read_*"]            # a glob (fnmatch) ...
+    read_only = true
+    open_world = false
+
+    [tools.write_file]          # ... or a name
+    read_only = false
+    destructive = true
+    scopes = ["files:write"]
+    rate_limit = "10/min"
+    timeout = 30
+
+Keys: ``read_only``, ``destructive``, ``idempotent``, ``open_world`` (booleans, become the
+tool's readOnlyHint... annotations, as listed and as the gates read them); ``scopes`` (OAuth
+scopes a token needs to call it); ``rate_limit`` ("N/sec|min|hour", or false); ``timeout``
+(seconds, or false); ``hidden`` (true: not mirrored at all). A pattern is matched against the
+tool's name as the proxy lists it and as the upstream names it. Every matching entry applies,
+in file order, so later entries override earlier ones; entries naming a tool exactly apply last.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ToolPolicy", "ToolRule", "ToolPolicyError"]
+
+_HINTS = {"read_only": "readOnlyHint", "destructive": "destructiveHint", "idempotent": "idempotentHint",
+          "open_world": "openWorldHint"}
+_KEYS = frozenset({*_HINTS, "scopes", "rate_limit", "timeout", "hidden"})
+
+
+class ToolPolicyError(ValueError):
+    """A tool policy file that cannot be used; the message names the file, the entry and the fix."""
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    pattern: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exact(self) -> bool:
+        return not any(c in self.pattern for c in "*?[")
+
+    def matches(self, *names: str) -> bool:
+        return any(fnmatch.fnmatchcase(n, self.pattern) for n in names)
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """The rules of a tool policy file, applied to each mirrored tool by :meth:`resolve`."""
+
+    rules: tuple[ToolRule, ...] = ()
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> ToolPolicy:
+        import tomllib
+
+        where = os.fspath(path)
+        try:
+            with open(where, "rb") as fh:
+                data = tomllib.load(fh)
+        except OSError as exc:
+            raise ToolPolicyError(f"cannot read the tool policy {where}: {exc.strerror or exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ToolPolicyError(f"{where} is not valid TOML: {exc}") from None
+        return cls.from_dict(data, where)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "the tool policy") -> ToolPolicy:
+        unknown = sorted(set(data) - {"tools"})
+        if unknown:
+            raise ToolPolicyError(f"{where}: unknown section(s) {', '.join(unknown)}; put entries under [tools.NAME]")
+        tools = data.get("tools", {})
+        if not isinstance(tools, dict):
+            raise ToolPolicyError(f"{where}: 'tools' must be a table of [tools.NAME] entries")
+        rules = []
+        for pattern, settings in tools.items():
+            rules.append(ToolRule(pattern, _check(where, pattern, settings)))
+        return cls(tuple(rules))
+
+    def resolve(self, name: str, upstream_name: str) -> dict[str, Any]:
+        """The settings for one tool: every matching rule, globs in file order, then exact names."""
+        out: dict[str, Any] = {}
+        ordered = [r for r in self.rules if not r.exact] + [r for r in self.rules if r.exact]
+        for rule in ordered:
+            if rule.matches(name, upstream_name):
+                out.update(rule.settings)
+        return out
+
+    @staticmethod
+    def annotate(annotations: dict[str, Any] | None, settings: dict[str, Any]) -> dict[str, Any] | None:
+        """The tool's annotations with the policy's hints written over the upstream's."""
+        out = dict(annotations or {})
+        for key, hint in _HINTS.items():
+            if key in settings:
+                out[hint] = settings[key]
+        return out or None
+
+
+def _check(where: str, pattern: str, settings: Any) -> dict[str, Any]:
+    entry = f"{where}: [tools.{pattern!r}]"
+    if not isinstance(settings, dict):
+        raise ToolPolicyError(f"{entry} must be a table, e.g. read_only = true")
+    unknown = sorted(set(settings) - _KEYS)
+    if unknown:
+        raise ToolPolicyError(f"{entry}: unknown key(s) {', '.join(unknown)}; use {', '.join(sorted(_KEYS))}")
+    for key in (*_HINTS, "hidden"):
+        if key in settings and not isinstance(settings[key], bool):
+            raise ToolPolicyError(f"{entry}: {key} must be true or false")
+    scopes = settings.get("scopes")
+    if scopes is not None and (not isinstance(scopes, list) or not all(isinstance(s, str) and s for s in scopes)):
+        raise ToolPolicyError(f"{entry}: scopes must be a list of strings, e.g. scopes = [\"files:write\"]")
+    if "rate_limit" in settings and settings["rate_limit"] is not False:
+        from ..policy.ratelimit import Rate
+
+        try:
+            Rate.coerce(settings["rate_limit"])
+        except (TypeError, ValueError) as exc:
+            raise ToolPolicyError(f"{entry}: rate_limit: {exc}") from None
+    timeout = settings.get("timeout")
+    if timeout is not None and timeout is not False and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+    ):
+        raise ToolPolicyError(f"{entry}: timeout must be a positive number of seconds (or false)")
+    return dict(settings)

@@ -1,0 +1,780 @@
+"""Upstream: one MCP server mirrored into an mcpkit Server, kept in step, and forwarded to.
+
+What the upstream lists (tools, resources, templates, prompts) is registered in the Server under
+the names of :class:`mcpkit.server.compose.Names`, and re-listed whenever the upstream says its
+lists changed, so the Server's own ``list_changed`` reaches its clients. Every tool call, read,
+prompt get and completion is forwarded with the upstream's raw schemas kept and enforced as
+advertised, progress and log messages relayed back, and cancellation passed on. What the
+upstream asks of its client (sampling, elicitation, roots) is asked of the real client: the
+downstream session whose request is in flight (the newest one when several are).
+
+The connection is a :class:`mcpkit.policy.Bridge`: while the upstream is down its tools are
+hidden and refused with a retryable error, its resources and prompts are withdrawn, and the
+bridge reconnects with backoff (a command is started again); on the way back everything is
+listed afresh. Because every mirrored tool passes through the Server's policy chain, the gates,
+scopes, rate limits, timeouts and audit apply to a server we did not write; a
+:class:`~mcpkit.proxy.toolpolicy.ToolPolicy` says what to believe about its tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..client import Client, ClientError, ClientTimeout, RpcError
+from ..policy.bridge import Bridge
+from ..protocol.errors import INTERNAL_ERROR, McpError, ToolError
+from ..protocol.revisions import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, LOG_LEVELS
+from ..server.compose import Names
+from ..server.context import Context
+from ..server.rounds import InputRequired
+from .loop import upstream_loop
+from .relay import CURRENT_CALL, Call, ask_downstream
+from .toolpolicy import ToolPolicy
+
+__all__ = ["Upstream", "proxy_server", "upstreams_of"]
+
+log = logging.getLogger("mcpkit.proxy")
+
+_PY_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
+              "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
+              "emergency": logging.CRITICAL}
+_KINDS = {"notifications/tools/list_changed": "tools", "notifications/resources/list_changed": "resources",
+          "notifications/prompts/list_changed": "prompts"}
+
+
+class Upstream:
+    """One upstream server mirrored into ``server``; see the module docstring.
+
+    ``target``: a command line (a string or an argv list; stdio), an http(s) URL (Streamable
+    HTTP; ``transport="sse"`` for legacy SSE), a Server (driven in memory: ``Server.mount``), or
+    an unconnected :class:`mcpkit.Client` (used as given; it cannot be reconnected).
+
+    Options: ``prefix``/``separator``/``prefix_uris`` name the mirrored items (compose.Names);
+    ``tool_policy`` (a ToolPolicy, a TOML path or a dict) overrides what the upstream's tools
+    claim; ``headers``, ``env``, ``cwd``, ``transport``, ``protocol_version`` build the Client;
+    ``timeout`` bounds each upstream request (seconds, None: unbounded); ``probe_interval`` is
+    how often the link is pinged; ``connect_timeout`` bounds one connection attempt.
+    """
+
+    def __init__(
+        self,
+        server: Any,
+        target: Any,
+        *,
+        prefix: str | None = None,
+        separator: str = "_",
+        prefix_uris: bool = True,
+        name: str | None = None,
+        tool_policy: Any = None,
+        transport: str = "auto",
+        protocol_version: str | None = None,
+        headers: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float | None = 300.0,
+        probe_interval: float = 5.0,
+        connect_timeout: float = 30.0,
+    ) -> None:
+        self.server = server
+        self.target = target
+        self.names = Names(prefix, separator, prefix_uris)
+        self.name = name or prefix or _label(target)
+        if tool_policy is None or isinstance(tool_policy, ToolPolicy):
+            self.tool_policy = tool_policy
+        elif isinstance(tool_policy, dict):
+            self.tool_policy = ToolPolicy.from_dict(tool_policy)
+        else:
+            self.tool_policy = ToolPolicy.from_file(tool_policy)
+        self._client_options = {"transport": transport, "protocol_version": protocol_version,
+                                "headers": headers, "env": env, "cwd": cwd}
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._given = target if isinstance(target, Client) else None
+        self._loop = upstream_loop()
+        self._client: Client | None = None
+        #: parent name/URI -> what was registered for it (to tell changes from no-ops)
+        self._tools: dict[str, Any] = {}
+        self._resources: dict[str, Any] = {}
+        self._templates: dict[str, Any] = {}
+        self._prompts: dict[str, Any] = {}
+        self._owned: set[int] = set()  # ids of the Resource/ResourceTemplate objects registered here
+        self._subscribed: set[str] = set()
+        self._calls: list[Call] = []
+        self._tasks: set[str] = set()  # ids of the tasks this upstream created for a client
+        self._dirty: set[str] = set()
+        self._syncing: asyncio.Task[Any] | None = None
+        self._listening: asyncio.Task[Any] | None = None
+        #: the upstream's serverInfo and instructions, from the last connection
+        self.server_info: dict[str, Any] = {}
+        self.instructions: str | None = None
+        self.bridge = Bridge(
+            f"upstream {self.name}", self._connect, probe=self._probe, close=self._close,
+            probe_interval=probe_interval, backoff_initial=0.5, backoff_max=10.0, failure_threshold=1,
+            reset_timeout=1.0, call_errors=(ClientError,),
+        )
+        self.bridge.on_change(self._on_bridge)
+        _hub(server).upstreams.append(self)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def up(self) -> bool:
+        return self.bridge.up
+
+    @property
+    def reconnects(self) -> bool:
+        """A command or URL is connected again after it drops; a Server or a given Client is not."""
+        return self._given is None and not _is_server(self.target)
+
+    def start(self) -> Upstream:
+        """Connect now (so the mirrored items are there from the first list), then keep the link
+        supervised. A failed first attempt is not an error: the upstream stays down (its
+        ``last_error`` says why) and is retried with backoff."""
+        self.bridge.step()
+        if not self.bridge.up:
+            log.warning("upstream %s is not reachable yet: %s", self.name, self.bridge.last_error)
+        if self.reconnects:
+            self.bridge.start()
+        return self
+
+    def close(self) -> None:
+        """Stop supervising and close the connection; the mirrored items are withdrawn."""
+        self.bridge.stop()
+        self._withdraw(tools=True)
+        hub = _HUBS.get(self.server)
+        if hub is not None and self in hub.upstreams:
+            hub.upstreams.remove(self)
+
+    @property
+    def last_error(self) -> str | None:
+        return self.bridge.last_error
+
+    def _new_client(self) -> Client:
+        if self._given is not None:
+            if self._given._started:
+                raise ConnectionError(f"upstream {self.name}: a given Client cannot be connected again")
+            client = self._given
+            client.sampling_handler = self._relay("sampling/createMessage")
+            client.elicitation_handler = self._relay("elicitation/create")
+            client.roots = self._roots
+            client.on_notification = self._on_notification
+            client.on_log = self._on_log
+            client.capabilities.update(_CLIENT_CAPS)
+            return client
+        options = {k: v for k, v in self._client_options.items() if v is not None}
+        return Client(
+            self.target, timeout=self.timeout, capabilities=dict(_CLIENT_CAPS),
+            sampling_handler=self._relay("sampling/createMessage"),
+            elicitation_handler=self._relay("elicitation/create"), roots=self._roots,
+            on_notification=self._on_notification, on_log=self._on_log, **options,
+        )
+
+    def _connect(self) -> Client:
+        """The bridge's connect (on its thread, or start()'s): connect, then list everything."""
+        client = self._new_client()
+        try:
+            self._loop.run(self._open(client), self.connect_timeout)
+        except BaseException as exc:
+            if self._client is client:
+                self._client = None
+            with contextlib.suppress(Exception):
+                self._loop.run(client.close(), 5.0)
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            stderr = (client.stderr or "").strip()
+            if stderr:
+                detail += f" (its stderr ends: {stderr[-300:]})"
+            raise ConnectionError(f"upstream {self.name}: {detail}") from None
+        return client
+
+    async def _open(self, client: Client) -> None:
+        await client.connect()
+        self.server_info = dict(client.server_info or {})
+        self.instructions = client.instructions
+        if "logging" in client.server_capabilities and not client.modern:
+            # everything comes here; each downstream session's own level filters it (LG-02)
+            with contextlib.suppress(RpcError):
+                await client.set_log_level("debug")
+        self._client = client
+        self._subscribed.clear()
+        for kind in ("tools", "resources", "prompts"):
+            await self._sync(client, kind)
+        if client.modern:
+            self._listening = asyncio.get_running_loop().create_task(self._listen(client))
+
+    async def _listen(self, client: Client) -> None:
+        """2026-07-28 sends list changes only on a subscriptions/listen stream (SB-01): keep one
+        open while this connection lasts."""
+        wants = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+        while self._client is client and client._lost is None:
+            try:
+                await client.request("subscriptions/listen", {"notifications": wants}, timeout=_FOREVER)
+            except asyncio.CancelledError:
+                raise
+            except (ClientError, RpcError) as exc:
+                if self._client is not client or client._lost is not None:
+                    return
+                log.debug("upstream %s: the listen stream ended (%s); opening another", self.name, exc)
+            await asyncio.sleep(1.0)
+
+    def _probe(self, client: Client) -> bool:
+        if client._lost is not None:
+            return False
+        # 2026-07-28 has no ping; server/discover is as cheap and answered by every server of it
+        probe = client.request("server/discover") if client.modern else client.ping()
+        self._loop.run(probe, min(10.0, max(2.0, self.bridge._probe_interval * 2)))
+        return True
+
+    def _close(self, client: Client) -> None:
+        if self._client is client:
+            self._client = None
+        listening = self._listening
+        if listening is not None:
+            self._loop.loop.call_soon_threadsafe(listening.cancel)
+        with contextlib.suppress(Exception):
+            self._loop.run(client.close(), 10.0)
+
+    def _on_bridge(self, up: bool) -> None:
+        if not up:
+            # its tools stay registered, hidden and refused by the bridge; what else it offered goes
+            self._withdraw(tools=False)
+
+    def _withdraw(self, *, tools: bool) -> None:
+        server = self.server
+        for uri in list(self._resources):
+            self._resources.pop(uri, None)
+            with contextlib.suppress(KeyError):
+                server.remove_resource(uri)
+        for uri in list(self._templates):
+            self._templates.pop(uri, None)
+            with contextlib.suppress(KeyError):
+                server.remove_resource_template(uri)
+        for name in list(self._prompts):
+            self._prompts.pop(name, None)
+            with contextlib.suppress(KeyError):
+                server.remove_prompt(name)
+        if tools:
+            for name in list(self._tools):
+                self._tools.pop(name, None)
+                with contextlib.suppress(KeyError):
+                    server.remove_tool(name)
+        self._owned.clear()
+
+    # ------------------------------------------------------------------ keeping in step
+
+    def _on_notification(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        kind = _KINDS.get(str(method))
+        if kind is not None:
+            self._dirty.add(kind)
+            if self._syncing is None or self._syncing.done():
+                self._syncing = asyncio.get_running_loop().create_task(self._sync_dirty())
+        elif method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+            self.server.notify_resource_updated(self.names.uri(params["uri"]))
+
+    async def _sync_dirty(self) -> None:
+        while self._dirty:
+            kind = self._dirty.pop()
+            client = self._client
+            if client is None:
+                return
+            before = self._mirrored(kind)
+            try:
+                await self._sync(client, kind)
+            except (ClientError, RpcError) as exc:
+                log.warning("upstream %s: could not list its %s again: %s", self.name, kind, exc)
+                continue
+            if self._mirrored(kind) == before:
+                # the list changed and changed back (or only in what is not mirrored): the
+                # upstream said so, and its clients' caches are this server's clients' caches
+                self.server._changed(kind)
+
+    def _mirrored(self, kind: str) -> Any:
+        if kind == "tools":
+            return dict(self._tools)
+        if kind == "resources":
+            return dict(self._resources), dict(self._templates)
+        return dict(self._prompts)
+
+    async def _sync(self, client: Client, kind: str) -> None:
+        caps = client.server_capabilities
+        if kind == "tools":
+            self._apply_tools(await client.list_tools() if "tools" in caps else [])
+        elif kind == "resources":
+            resources = await client.list_resources() if "resources" in caps else []
+            templates = await client.list_resource_templates() if "resources" in caps else []
+            self._apply_resources(resources, templates)
+        else:
+            self._apply_prompts(await client.list_prompts() if "prompts" in caps else [])
+
+    def _taken(self, name: str, mine: dict[str, Any], theirs: Any) -> bool:
+        if name in mine or name not in theirs:
+            return False
+        log.warning("upstream %s: %r is already served by something else; not mirrored (use a prefix)",
+                    self.name, name)
+        return True
+
+    def _apply_tools(self, items: list[dict[str, Any]]) -> None:
+        wanted: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
+        for desc in items:
+            if not isinstance(desc, dict) or not isinstance(desc.get("name"), str):
+                continue
+            upstream_name = desc["name"]
+            name = self.names.name(upstream_name)
+            settings = self.tool_policy.resolve(name, upstream_name) if self.tool_policy is not None else {}
+            if not settings.get("hidden"):
+                wanted[name] = (upstream_name, desc, settings)
+        for name in [n for n in self._tools if n not in wanted]:
+            del self._tools[name]
+            with contextlib.suppress(KeyError):
+                self.server.remove_tool(name)
+        registered = self.server.tools
+        for name, spec in wanted.items():
+            if self._tools.get(name) == spec or self._taken(name, self._tools, registered):
+                continue
+            try:
+                self._add_tool(name, *spec)
+            except (ValueError, TypeError) as exc:
+                log.warning("upstream %s: tool %r cannot be served: %s", self.name, spec[0], exc)
+                if name in self._tools:
+                    del self._tools[name]
+                    with contextlib.suppress(KeyError):
+                        self.server.remove_tool(name)
+                continue
+            self._tools[name] = spec
+
+    def _add_tool(self, name: str, upstream_name: str, desc: dict[str, Any], settings: dict[str, Any]) -> None:
+        options: dict[str, Any] = {"requires": self.bridge}
+        if "rate_limit" in settings:
+            options["rate_limit"] = settings["rate_limit"] or None
+        if "timeout" in settings:
+            options["timeout"] = settings["timeout"] or None
+        annotations = ToolPolicy.annotate(desc.get("annotations"), settings)
+
+        async def call(arguments: dict[str, Any], ctx: Context) -> Any:
+            return await self._forward(ctx, "tools/call", {"name": upstream_name, "arguments": arguments}, tool=True)
+
+        kwargs = dict(
+            input_schema=desc.get("inputSchema"), output_schema=desc.get("outputSchema"),
+            description=desc.get("description"), title=desc.get("title"), annotations=annotations,
+            replace=True, scopes=tuple(settings.get("scopes", ())), **options,
+        )
+        _register(lambda **extra: self.server.add_tool(name, call, **kwargs, **extra), desc)
+
+    def _apply_resources(self, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> None:
+        server = self.server
+        wanted = {self.names.uri(d["uri"]): d for d in resources if isinstance(d, dict) and isinstance(d.get("uri"), str)}
+        for uri in [u for u in self._resources if u not in wanted]:
+            del self._resources[uri]
+            with contextlib.suppress(KeyError):
+                server.remove_resource(uri)
+        known = set(server._resources)
+        for uri, desc in wanted.items():
+            if self._resources.get(uri) == desc or self._taken(uri, self._resources, known):
+                continue
+            try:
+                item = self._add_resource(uri, desc)
+            except (ValueError, TypeError) as exc:
+                log.warning("upstream %s: resource %r cannot be served: %s", self.name, desc["uri"], exc)
+                continue
+            self._owned.add(id(item))
+            self._resources[uri] = desc
+        wanted_t = {self.names.uri(d["uriTemplate"]): d for d in templates
+                    if isinstance(d, dict) and isinstance(d.get("uriTemplate"), str)}
+        for uri in [u for u in self._templates if u not in wanted_t]:
+            del self._templates[uri]
+            with contextlib.suppress(KeyError):
+                server.remove_resource_template(uri)
+        known_t = {t.uri_template for t in server._templates}
+        for uri, desc in wanted_t.items():
+            if self._templates.get(uri) == desc or self._taken(uri, self._templates, known_t):
+                continue
+            try:
+                item = self._add_template(uri, desc)
+            except (ValueError, TypeError) as exc:
+                log.warning("upstream %s: resource template %r cannot be served: %s", self.name,
+                            desc["uriTemplate"], exc)
+                continue
+            self._owned.add(id(item))
+            self._templates[uri] = desc
+
+    def _add_resource(self, uri: str, desc: dict[str, Any]) -> Any:
+        upstream_uri = desc["uri"]
+
+        async def read(ctx: Context) -> Any:
+            return await self._read(ctx, upstream_uri)
+
+        return _register(lambda **extra: self.server.add_resource(
+            uri, read, name=str(desc.get("name") or upstream_uri), title=desc.get("title"),
+            description=desc.get("description"), mime_type=desc.get("mimeType"), size=desc.get("size"),
+            annotations=desc.get("annotations"), replace=True, **extra), desc)
+
+    def _add_template(self, uri_template: str, desc: dict[str, Any]) -> Any:
+        from ..server.uritemplate import UriTemplate
+
+        upstream_template = desc["uriTemplate"]
+
+        async def read(ctx: Context, **variables: Any) -> Any:
+            requested = (ctx._request.params or {}).get("uri", "")
+            upstream_uri = self.names.uri_back(requested)
+            return await self._read(ctx, upstream_uri if upstream_uri is not None else requested)
+
+        ref = {"type": "ref/resource", "uri": upstream_template}
+        completions = {v: self._completer(ref, v) for v in UriTemplate(uri_template).variables}
+        return _register(lambda **extra: self.server.add_resource_template(
+            uri_template, read, name=str(desc.get("name") or upstream_template), title=desc.get("title"),
+            description=desc.get("description"), mime_type=desc.get("mimeType"),
+            annotations=desc.get("annotations"), completions=completions, replace=True, **extra), desc)
+
+    async def _read(self, ctx: Context, upstream_uri: str) -> Any:
+        result = await self._forward(ctx, "resources/read", {"uri": upstream_uri})
+        contents = result.get("contents") if isinstance(result, dict) else None
+        if not isinstance(contents, list):
+            raise McpError(INTERNAL_ERROR, f"upstream {self.name} answered resources/read without contents")
+        out = []
+        for item in contents:
+            if isinstance(item, dict) and isinstance(item.get("uri"), str):
+                item = {**item, "uri": self.names.uri(item["uri"])}
+            out.append(item)
+        return out
+
+    def _apply_prompts(self, items: list[dict[str, Any]]) -> None:
+        server = self.server
+        wanted = {self.names.name(d["name"]): d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)}
+        for name in [n for n in self._prompts if n not in wanted]:
+            del self._prompts[name]
+            with contextlib.suppress(KeyError):
+                server.remove_prompt(name)
+        known = set(server._prompts)
+        for name, desc in wanted.items():
+            if self._prompts.get(name) == desc or self._taken(name, self._prompts, known):
+                continue
+            try:
+                self._add_prompt(name, desc)
+            except (ValueError, TypeError) as exc:
+                log.warning("upstream %s: prompt %r cannot be served: %s", self.name, desc["name"], exc)
+                continue
+            self._prompts[name] = desc
+
+    def _add_prompt(self, name: str, desc: dict[str, Any]) -> None:
+        upstream_name = desc["name"]
+        arguments = [a for a in desc.get("arguments") or () if isinstance(a, dict) and isinstance(a.get("name"), str)]
+
+        async def get(ctx: Context, **values: str) -> Any:
+            params: dict[str, Any] = {"name": upstream_name}
+            if values:
+                params["arguments"] = values
+            result = await self._forward(ctx, "prompts/get", params)
+            if not isinstance(result, dict) or not isinstance(result.get("messages"), list):
+                raise McpError(INTERNAL_ERROR, f"upstream {self.name} answered prompts/get without messages")
+            return result
+
+        ref = {"type": "ref/prompt", "name": upstream_name}
+        completions = {a["name"]: self._completer(ref, a["name"]) for a in arguments}
+        _register(lambda **extra: self.server.add_prompt(
+            name, get, arguments=arguments, title=desc.get("title"), description=desc.get("description"),
+            completions=completions, replace=True, **extra), desc)
+
+    def _completer(self, ref: dict[str, Any], argument: str) -> Callable[..., Any]:
+        async def complete(value: str, context: dict[str, Any]) -> Any:
+            client = self._client
+            if client is None or "completions" not in client.server_capabilities:
+                return []
+            params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+            if context:
+                params["context"] = {"arguments": context}
+            result = await self._forward(None, "completion/complete", params)
+            completion = result.get("completion") if isinstance(result, dict) else None
+            return completion if isinstance(completion, dict) else []
+
+        return complete
+
+    # ------------------------------------------------------------------ forwarding
+
+    async def _forward(self, ctx: Context | None, method: str, params: dict[str, Any], *, tool: bool = False) -> Any:
+        """Send one request upstream on behalf of ``ctx``'s request and return its result."""
+        client = self._client
+        if client is None or not self.bridge.up:
+            if tool:
+                raise self.bridge.not_connected_error()
+            raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not connected ({self.bridge.last_error})")
+        call = Call(ctx) if ctx is not None else None
+        progress = None
+        if ctx is not None and ctx.progress_token is not None:
+            progress = ctx.report_progress
+        if call is not None:
+            self._calls.append(call)
+        try:
+            if client.modern and ctx is not None:
+                return await self._exchange_modern(client, ctx, method, params, progress, tool)
+            return await self._exchange(client, call, method, params, progress)
+        except RpcError as exc:
+            code = exc.code if isinstance(exc.code, int) else INTERNAL_ERROR
+            raise McpError(code, str(exc.message), exc.data) from None
+        except ClientTimeout as exc:
+            if tool:
+                raise ToolError(f"upstream {self.name} did not answer in time: {exc}") from None
+            raise McpError(INTERNAL_ERROR, f"upstream {self.name} did not answer in time") from None
+        except ClientError as exc:
+            self.bridge.mark_down(str(exc))
+            if tool:
+                raise self.bridge.not_connected_error() from None
+            raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not reachable: {exc}") from None
+        finally:
+            if call is not None:
+                self._calls.remove(call)
+
+    async def _exchange(self, client: Client, call: Call | None, method: str, params: dict[str, Any],
+                        progress: Any) -> Any:
+        """One request to a handshake-era upstream; what it asks meanwhile is relayed (relay.py)."""
+        async def send() -> Any:
+            CURRENT_CALL.set(call)  # what the upstream asks while answering this is asked of its client
+            return await client.request(method, params, progress=progress)
+
+        task = asyncio.ensure_future(self._loop.run_here(send()))
+        try:
+            if call is None:
+                return await task
+            await asyncio.wait({task, call.abort}, return_when=asyncio.FIRST_COMPLETED)
+            if task.done():
+                return task.result()
+            # the downstream client must answer first (2026-07-28 multi-round trip): this request
+            # stops here and is run again, answers included, when the client retries
+            task.cancel()
+            raise call.abort.exception() or McpError(INTERNAL_ERROR, "the relay stopped")
+        except asyncio.CancelledError:
+            task.cancel()  # the downstream request was cancelled: so is the upstream one
+            raise
+
+    async def _exchange_modern(self, client: Client, ctx: Context, method: str, params: dict[str, Any],
+                               progress: Any, tool: bool) -> Any:
+        """One request to a 2026-07-28 upstream, on behalf of the real client: its capabilities
+        and log level ride the request (MT-08), the inputs the upstream asks for are asked of the
+        client under the upstream's own keys (MR-01), and a task the upstream creates is the
+        client's to follow (tasks/* are forwarded to it)."""
+        request = ctx._request
+        meta = dict(params.get("_meta") or {})
+        meta[CLIENT_CAPABILITIES_KEY] = ctx.client_capabilities
+        if ctx.client_info:
+            meta[CLIENT_INFO_KEY] = ctx.client_info
+        level = request.log_level if request.revision.era == "modern" else "debug"
+        if level:
+            meta[LOG_LEVEL_KEY] = level
+        params = {**params, "_meta": meta}
+        for _ in range(_MAX_INPUT_ROUNDS):
+            result = await self._loop.run_here(client.request(method, params, progress=progress, fulfil_inputs=False))
+            if not isinstance(result, dict) or result.get("resultType") != "input_required":
+                if tool and isinstance(result, dict) and result.get("resultType") == "task":
+                    task_id = result.get("taskId")
+                    if isinstance(task_id, str):
+                        self._tasks.add(task_id)
+                return result
+            answers = await _inputs(ctx, result.get("inputRequests") or {})
+            params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+            params["inputResponses"] = answers
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+        raise McpError(INTERNAL_ERROR, f"upstream {self.name}: {method} still wants input after "
+                                       f"{_MAX_INPUT_ROUNDS} rounds")
+
+    async def forward_task(self, session: Any, req: Any) -> Any:
+        """tasks/get, tasks/update, tasks/cancel of a task this upstream created, passed on as is."""
+        client = self._client
+        if client is None or not self.bridge.up:
+            raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not connected ({self.bridge.last_error})")
+        params = dict(req.params or {})
+        params["_meta"] = {**(params.get("_meta") or {}), CLIENT_CAPABILITIES_KEY: req.capabilities}
+        try:
+            return await self._loop.run_here(client.request(req.method, params, fulfil_inputs=False))
+        except RpcError as exc:
+            code = exc.code if isinstance(exc.code, int) else INTERNAL_ERROR
+            raise McpError(code, str(exc.message), exc.data) from None
+        except ClientError as exc:
+            raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not reachable: {exc}") from None
+
+    def _relay(self, method: str) -> Callable[[dict[str, Any]], Any]:
+        async def relay(params: dict[str, Any]) -> Any:
+            return await ask_downstream(self._calls, method, params)
+
+        return relay
+
+    async def _roots(self) -> Any:
+        return await ask_downstream(self._calls, "roots/list", None)
+
+    def _on_log(self, params: dict[str, Any]) -> None:
+        level = params.get("level")
+        logger = params.get("logger") if isinstance(params.get("logger"), str) else None
+        call = CURRENT_CALL.get()  # the call it belongs to, where the transport tells (relay.py)
+        if call is None or call not in self._calls:
+            call = self._calls[-1] if self._calls else None
+        if call is not None and level in LOG_LEVELS:
+            call.log(level, params.get("data"), logger)
+        else:
+            log.log(_PY_LEVELS.get(str(level), logging.INFO), "upstream %s%s: %s", self.name,
+                    f" ({logger})" if logger else "", params.get("data"))
+
+    def subscribe(self, uri: str) -> None:
+        """A downstream session subscribed to ``uri``: subscribe upstream (once) if it is ours."""
+        found = self.server.find_resource(uri)
+        client = self._client
+        if found is None or id(found[0]) not in self._owned or uri in self._subscribed or client is None:
+            return
+        if client.modern or not (client.server_capabilities.get("resources") or {}).get("subscribe"):
+            return  # 2026-07-28 has no resources/subscribe
+        upstream_uri = self.names.uri_back(uri)
+        if upstream_uri is None:
+            return
+        self._subscribed.add(uri)
+
+        async def send() -> None:
+            try:
+                await client.subscribe(upstream_uri)
+            except (ClientError, RpcError) as exc:
+                self._subscribed.discard(uri)
+                log.warning("upstream %s: could not subscribe to %s: %s", self.name, upstream_uri, exc)
+
+        self._loop.submit(send())
+
+    def roots_changed(self) -> None:
+        client = self._client
+        if client is not None:
+
+            async def send() -> None:
+                with contextlib.suppress(ClientError):
+                    await client.roots_changed()
+
+            self._loop.submit(send())
+
+
+_MAX_INPUT_ROUNDS = 16
+_FOREVER = 10.0**9  # seconds: a listen stream has no answer to wait for
+
+
+async def _inputs(ctx: Context, requests: dict[str, Any]) -> dict[str, Any]:
+    """The client's answers to a 2026-07-28 upstream's input requests, keyed as the upstream keyed
+    them. A 2026-07-28 client has not answered yet: every request is recorded first, so the
+    InputRequiredResult lists all of them, and then this downstream request stops (MR-01)."""
+    answers: dict[str, Any] = {}
+    missing = False
+    for key, request in requests.items():
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise McpError(INTERNAL_ERROR, f"the upstream sent a malformed input request {key!r}")
+        got = ctx._ask(request["method"], request.get("params"), None, key)
+        if hasattr(got, "ok") and hasattr(got, "answer"):  # a 2026-07-28 input (server/context.py)
+            if got.ok:
+                answers[key] = got.answer
+            else:
+                missing = True
+        else:
+            answers[key] = await got
+    if missing:
+        raise InputRequired()
+    return answers
+
+
+#: what the proxy declares upstream: it can ask the real client for all of these
+_CLIENT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": True}}
+
+
+def _register(add: Callable[..., Any], desc: dict[str, Any]) -> Any:
+    """Register with the upstream's icons and _meta; without them when they do not pass the
+    checks (a bad icon should not cost the item)."""
+    extra = {k: desc[w] for k, w in (("icons", "icons"), ("meta", "_meta")) if desc.get(w)}
+    try:
+        return add(**extra)
+    except ValueError:
+        if not extra:
+            raise
+        return add()
+
+
+def _is_server(target: Any) -> bool:
+    from ..server.server import Server
+
+    return isinstance(target, Server)
+
+
+def _label(target: Any) -> str:
+    if isinstance(target, str):
+        return target if len(target) <= 60 else target[:59] + "…"
+    if isinstance(target, (list, tuple)):
+        return _label(" ".join(map(str, target)))
+    return getattr(target, "name", None) or type(target).__name__
+
+
+class _Hub:
+    """What the upstreams of one Server share: roots changes and subscriptions fan out to them."""
+
+    def __init__(self, server: Any) -> None:
+        self.upstreams: list[Upstream] = []
+        method = "notifications/roots/list_changed"
+        before = server._notification_handlers.get(method)
+
+        def roots_changed(params: dict[str, Any]) -> Any:
+            for upstream in list(self.upstreams):
+                upstream.roots_changed()
+            return before(params) if before is not None else None
+
+        server._notification_handlers[method] = roots_changed
+        subscribe = server._methods["resources/subscribe"]
+
+        def subscribe_upstream(session: Any, req: Any) -> Any:
+            result = subscribe(session, req)
+            uri = (req.params or {}).get("uri")
+            for upstream in list(self.upstreams):
+                upstream.subscribe(uri)
+            return result
+
+        server._methods["resources/subscribe"] = subscribe_upstream
+        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+            if method in server._methods:
+                server._methods[method] = self._task_method(server._methods[method])
+
+    def _task_method(self, local: Callable[..., Any]) -> Callable[..., Any]:
+        """A task an upstream created is followed there; any other is this server's own."""
+
+        def handler(session: Any, req: Any) -> Any:
+            task_id = (req.params or {}).get("taskId")
+            for upstream in list(self.upstreams):
+                if task_id in upstream._tasks:
+                    return upstream.forward_task(session, req)
+            return local(session, req)
+
+        return handler
+
+
+_HUBS: weakref.WeakKeyDictionary[Any, _Hub] = weakref.WeakKeyDictionary()
+
+
+def _hub(server: Any) -> _Hub:
+    hub = _HUBS.get(server)
+    if hub is None:
+        hub = _HUBS[server] = _Hub(server)
+    return hub
+
+
+def proxy_server(cls: type, target: Any, *, name: str | None = None, policy: Any = None, **options: Any) -> Any:
+    """``Server.proxy``: a Server mirroring one upstream, named after it unless ``name`` is given."""
+    server = cls(name or "mcpkit-proxy", policy=policy)
+    upstream = Upstream(server, target, **options).start()
+    info = upstream.server_info
+    if name is None and isinstance(info.get("name"), str):
+        server.name = info["name"]
+        if isinstance(info.get("version"), str):
+            server.version = info["version"]
+        if isinstance(info.get("title"), str):
+            server.title = info["title"]
+    if upstream.instructions:
+        server.instructions = upstream.instructions
+    return server
+
+
+def upstreams_of(server: Any) -> list[Upstream]:
+    """The upstreams mirrored into ``server`` (mounted or proxied), in the order they were added."""
+    hub = _HUBS.get(server)
+    return list(hub.upstreams) if hub is not None else []

@@ -1,0 +1,431 @@
+"""Composition: ``Server.include`` (a static copy) and ``Server.mount`` (live, through the child's
+own pipeline), with names every host accepts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from mcpkit import Context, Server
+from mcpkit.client import Client, RpcError
+from mcpkit.policy import Gates, Policy
+from mcpkit.proxy import upstreams_of
+from mcpkit.server.compose import Names
+
+aio = pytest.mark.asyncio
+
+
+def weather() -> Server:
+    child = Server("weather")
+
+    @child.tool(read_only=True, open_world=False)
+    def forecast(city: str) -> str:
+        """The forecast for a city."""
+        return f"sunny in {city}"
+
+    @child.resource("weather://current", mime_type="text/plain")
+    def current() -> str:
+        return "20 C"
+
+    def cities(value: str) -> list[str]:
+        return [c for c in ("Bern", "Berlin", "Oslo") if c.startswith(value)]
+
+    @child.resource_template("weather://city/{name}", completions={"name": cities})
+    def city(name: str) -> str:
+        return f"weather in {name}"
+
+    @child.prompt(completions={"city": cities})
+    def ask(city: str) -> str:
+        """Ask about a city."""
+        return f"How is the weather in {city}?"
+
+    return child
+
+
+@pytest.fixture
+def parent() -> Any:
+    server = Server("parent")
+    yield server
+    for upstream in upstreams_of(server):
+        upstream.close()
+
+
+async def until(predicate: Any, timeout: float = 10.0) -> None:
+    """Wait (bounded) for something that happens on another loop."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+# ------------------------------------------------------------------------------------- names
+
+
+@pytest.mark.parametrize("uri", ["weather://current", "file:///tmp/a b", "urn:isbn:123", "weather://city/{name}",
+                                 "https://example.com/x?y=1"])
+def test_prefixed_uris_keep_their_scheme_and_map_back(uri: str) -> None:
+    names = Names("wx")
+    prefixed = names.uri(uri)
+    assert prefixed.split(":", 1)[0] == uri.split(":", 1)[0]
+    assert prefixed != uri and names.uri_back(prefixed) == uri
+    assert names.uri_back(uri) is None or Names("wx").uri(names.uri_back(uri)) == uri
+    assert Names("wx", prefix_uris=False).uri(uri) == uri
+
+
+def test_tool_names_take_a_separator_hosts_accept() -> None:
+    names = Names("weather")
+    assert names.name("forecast") == "weather_forecast"
+    assert names.name_back("weather_forecast") == "forecast" and names.name_back("forecast") is None
+    assert Names("weather", separator="-").name("forecast") == "weather-forecast"
+    with pytest.raises(ValueError):
+        Names("bad prefix")
+    with pytest.raises(ValueError):
+        Names("a/b")
+
+
+# ------------------------------------------------------------------------------------- include
+
+
+@aio
+async def test_include_copies_every_item_under_prefixed_names() -> None:
+    child = weather()
+    parent = Server("parent")
+    parent.include(child, prefix="weather")
+    async with Client(parent) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["weather_forecast"]
+        result = await client.call_tool("weather_forecast", {"city": "Oslo"})
+        assert result["content"] == [{"type": "text", "text": "sunny in Oslo"}]
+        read = await client.read_resource("weather://weather/current")
+        assert read["contents"] == [{"uri": "weather://weather/current", "mimeType": "text/plain", "text": "20 C"}]
+        read = await client.read_resource("weather://weather/city/Rome")
+        assert read["contents"][0]["text"] == "weather in Rome"
+        got = await client.get_prompt("weather_ask", {"city": "Bern"})
+        assert got["messages"][0]["content"]["text"] == "How is the weather in Bern?"
+        done = await client.complete("weather_ask", "city", "Be")
+        assert done["completion"]["values"] == ["Bern", "Berlin"]
+        done = await client.complete("weather://weather/city/{name}", "name", "O")
+        assert done["completion"]["values"] == ["Oslo"]
+    # a static copy: what the child does later does not show
+    child.add_tool("later", lambda a: "x", input_schema={"type": "object"})
+    assert "weather_later" not in parent.tools
+
+
+def test_include_refuses_a_clash_and_changes_nothing() -> None:
+    parent = Server("parent")
+
+    @parent.prompt(name="weather_ask")
+    def own() -> str:
+        return "mine"
+
+    with pytest.raises(ValueError, match="weather_ask"):
+        parent.include(weather(), prefix="weather")
+    assert parent.tools == {} and parent._resources == {}
+
+
+@aio
+async def test_include_keeps_a_tools_own_policy() -> None:
+    child = Server("child")
+
+    @child.tool(rate_limit="1/min")
+    def once() -> str:
+        return "ok"
+
+    parent = Server("parent")
+    parent.include(child, prefix="c")
+    async with Client(parent) as client:
+        assert (await client.call_tool("c_once"))["content"][0]["text"] == "ok"
+        refused = await client.call_tool("c_once")
+        assert refused.get("isError") is True
+
+
+# ------------------------------------------------------------------------------------- mount
+
+
+@aio
+async def test_mount_lists_and_forwards_tools_resources_templates_prompts_and_completions(parent: Server) -> None:
+    upstream = parent.mount(weather(), prefix="weather")
+    assert upstream.up
+    async with Client(parent) as client:
+        tools = await client.list_tools()
+        assert [t["name"] for t in tools] == ["weather_forecast"]
+        assert tools[0]["annotations"] == {"readOnlyHint": True, "openWorldHint": False}
+        assert tools[0]["inputSchema"]["required"] == ["city"]
+        result = await client.call_tool("weather_forecast", {"city": "Oslo"})
+        assert result["content"] == [{"type": "text", "text": "sunny in Oslo"}]
+        # the child's schema is enforced here as advertised
+        bad = await client.call_tool("weather_forecast", {"town": "Oslo"})
+        assert bad.get("isError") is True and "city" in bad["content"][0]["text"]
+        assert [r["uri"] for r in await client.list_resources()] == ["weather://weather/current"]
+        templates = await client.list_resource_templates()
+        assert [t["uriTemplate"] for t in templates] == ["weather://weather/city/{name}"]
+        read = await client.read_resource("weather://weather/city/Rome")
+        assert read["contents"] == [{"uri": "weather://weather/city/Rome", "text": "weather in Rome"}]
+        with pytest.raises(RpcError) as missing:
+            await client.read_resource("weather://nowhere")
+        assert missing.value.code == -32002
+        got = await client.get_prompt("weather_ask", {"city": "Bern"})
+        assert got["messages"][0]["content"]["text"] == "How is the weather in Bern?"
+        assert (await client.complete("weather_ask", "city", "Be"))["completion"]["values"] == ["Bern", "Berlin"]
+        done = await client.complete("weather://weather/city/{name}", "name", "O")
+        assert done["completion"]["values"] == ["Oslo"]
+
+
+@aio
+async def test_a_mounted_child_changing_at_run_time_reaches_the_parents_clients(parent: Server) -> None:
+    child = weather()
+    parent.mount(child, prefix="weather")
+    async with Client(parent) as client:
+        await client.list_tools()
+        child.add_tool("alerts", lambda a: "none", input_schema={"type": "object"}, description="Alerts.")
+        await until(lambda: any(n["method"] == "notifications/tools/list_changed" for n in client.notifications)
+                    and "weather_alerts" in parent.tools)
+        assert "weather_alerts" in [t["name"] for t in await client.list_tools()]
+        assert (await client.call_tool("weather_alerts"))["content"][0]["text"] == "none"
+
+        client.notifications.clear()
+        child.remove_tool("forecast")
+        child.remove_prompt("ask")
+        await until(lambda: "weather_forecast" not in parent.tools and "weather_ask" not in parent._prompts)
+        await until(lambda: {n["method"] for n in client.notifications} >= {
+            "notifications/tools/list_changed", "notifications/prompts/list_changed"})
+        assert [t["name"] for t in await client.list_tools()] == ["weather_alerts"]
+        with pytest.raises(RpcError):
+            await client.get_prompt("weather_ask", {"city": "Bern"})
+
+
+@aio
+async def test_mount_keeps_the_childs_own_policy(parent: Server, tmp_path: Any) -> None:
+    from mcpkit.policy import AuditLog
+
+    audit = tmp_path / "child-audit.log"
+    child = Server("child", policy=Policy(gates=Gates(read_only=True), audit=AuditLog(audit)))
+
+    @child.tool(read_only=True, open_world=False)
+    def look() -> str:
+        return "seen"
+
+    @child.tool(destructive=True)
+    def wipe() -> str:
+        return "wiped"
+
+    parent.mount(child, prefix="c")
+    async with Client(parent) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["c_look"]  # the child's gates hid wipe
+        with pytest.raises(RpcError):
+            await client.call_tool("c_wipe")
+        assert (await client.call_tool("c_look"))["content"][0]["text"] == "seen"
+    child.policy.audit.flush()
+    assert '"tool":"look"' in audit.read_text()
+
+
+@aio
+async def test_mount_relays_progress_logs_sampling_elicitation_and_roots(parent: Server) -> None:
+    child = Server("child")
+
+    @child.tool
+    async def interview(ctx: Context) -> str:
+        await ctx.report_progress(1, 3, "asking")
+        await ctx.info("about to ask")
+        sampled = await ctx.sample("Say hi", max_tokens=10)
+        await ctx.report_progress(2, 3)
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        roots = await ctx.roots()
+        return f"{sampled['content']['text']} / {answer['content']['name']} / {roots['roots'][0]['uri']}"
+
+    parent.mount(child, prefix="c")
+    asked: list[dict[str, Any]] = []
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Zoe"}}
+
+    progress: list[tuple[Any, ...]] = []
+    logs: list[dict[str, Any]] = []
+    async with Client(parent, sampling_handler=sample, elicitation_handler=elicit,
+                      roots=[{"uri": "file:///work", "name": "work"}], on_log=logs.append) as client:
+        await client.set_log_level("info")
+        result = await client.call_tool("c_interview", progress=lambda *p: progress.append(p))
+    assert result["content"][0]["text"] == "hi / Zoe / file:///work"
+    assert asked[0]["messages"][0]["content"]["text"] == "Say hi" and asked[1]["message"] == "Your name?"
+    assert progress == [(1, 3, "asking"), (2, 3, None)]
+    assert [entry["data"] for entry in logs] == ["about to ask"]
+
+
+@aio
+async def test_the_relay_speaks_the_2026_07_28_era_to_a_modern_client(parent: Server) -> None:
+    child = Server("child")
+
+    @child.tool
+    async def greet(ctx: Context) -> str:
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        return f"Hello, {answer['content']['name']}!"
+
+    parent.mount(child)
+    rounds: list[dict[str, Any]] = []
+
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        rounds.append(params)
+        return {"action": "accept", "content": {"name": "Zoe"}}
+
+    async with Client(parent, protocol_version="2026-07-28", elicitation_handler=elicit) as client:
+        first = await client.request("tools/call", {"name": "greet", "arguments": {}}, fulfil_inputs=False)
+        assert first["resultType"] == "input_required"  # MR-01: no request to the client, an input instead
+        assert [r["method"] for r in first["inputRequests"].values()] == ["elicitation/create"]
+        result = await client.call_tool("greet")
+    assert result["content"] == [{"type": "text", "text": "Hello, Zoe!"}]
+    assert len(rounds) == 1
+
+
+@aio
+async def test_cancelling_a_call_cancels_it_in_the_child(parent: Server) -> None:
+    child = Server("child")
+    started = asyncio.Event()
+    stopped: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    @child.tool
+    async def wait_forever() -> str:
+        loop.call_soon_threadsafe(started.set)
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            stopped.append("cancelled")
+            raise
+        return "never"
+
+    parent.mount(child, prefix="c")
+    async with Client(parent) as client:
+        call = asyncio.ensure_future(client.call_tool("c_wait_forever"))
+        await asyncio.wait_for(started.wait(), 10)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await until(lambda: stopped == ["cancelled"])
+
+
+@aio
+async def test_mounted_tools_go_through_the_parents_gates_with_a_tool_policy(parent: Server) -> None:
+    child = Server("child")
+
+    @child.tool
+    def status() -> str:  # declares nothing: assumed to write (TL-14)
+        return "ok"
+
+    @child.tool(read_only=True, open_world=False)
+    def drop() -> str:  # claims to be read-only: a hint, not a fact
+        return "dropped"
+
+    parent.policy = Policy(gates=Gates(read_only=True))
+    parent.mount(child, prefix="c", tool_policy={"tools": {
+        "status": {"read_only": True, "open_world": False},
+        "c_dr*": {"read_only": False, "destructive": True, "scopes": ["admin"]},
+    }})
+    async with Client(parent) as client:
+        tools = await client.list_tools()
+        assert [t["name"] for t in tools] == ["c_status"]
+        assert tools[0]["annotations"] == {"readOnlyHint": True, "openWorldHint": False}
+        assert (await client.call_tool("c_status"))["content"][0]["text"] == "ok"
+        refused = await client.call_tool("c_drop")
+        assert refused.get("isError") is True and "read-only" in refused["content"][0]["text"]
+    assert parent.tools["c_drop"].scopes == ("admin",)
+
+
+@aio
+async def test_a_roots_change_reaches_the_mounted_child(parent: Server) -> None:
+    child = Server("child")
+    heard: list[str] = []
+    mine: list[str] = []
+    child.on_notification("notifications/roots/list_changed")(lambda params: heard.append("child"))
+    parent.on_notification("notifications/roots/list_changed")(lambda params: mine.append("parent"))
+    parent.mount(child, prefix="c")
+    async with Client(parent, roots=[{"uri": "file:///a"}]) as client:
+        await client.roots_changed()
+        await until(lambda: heard == ["child"])
+    assert mine == ["parent"]  # the parent's own handler still runs
+
+
+@aio
+async def test_a_subscription_to_a_mounted_resource_reaches_the_child_and_its_updates_come_back(
+        parent: Server) -> None:
+    child = weather()
+    parent.mount(child, prefix="weather")
+    async with Client(parent) as client:
+        await client.subscribe("weather://weather/current")
+        await until(lambda: any("weather://current" in s.subscriptions for s in child._sessions))
+        child.notify_resource_updated("weather://current")
+        await until(lambda: any(n["method"] == "notifications/resources/updated" for n in client.notifications))
+    updated = [n for n in client.notifications if n["method"] == "notifications/resources/updated"]
+    assert updated[0]["params"] == {"uri": "weather://weather/current"}
+
+
+@aio
+async def test_concurrent_calls_each_ask_their_own_client(parent: Server) -> None:
+    """The older call asks while a newer one is in flight: its own client must answer."""
+    child = Server("child")
+    arrived: list[int] = []
+    asked: list[int] = []
+
+    async def wait_for(condition: Any) -> None:
+        for _ in range(1000):
+            if condition():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the calls did not overlap")
+
+    @child.tool
+    async def whoami(ctx: Context) -> str:
+        me = len(arrived)
+        arrived.append(me)
+        await wait_for(lambda: len(arrived) == 2)
+        if me == 0:
+            await wait_for(lambda: asked == [1])  # the newer call asks first ...
+        answer = await ctx.elicit("Who?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        asked.append(me)
+        if me == 1:
+            await wait_for(lambda: asked == [1, 0])  # ... and stays in flight while the older one asks
+        return answer["content"]["name"]
+
+    parent.mount(child, prefix="c")
+
+    def answering(name: str) -> Any:
+        async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+            return {"action": "accept", "content": {"name": name}}
+
+        return elicit
+
+    async with Client(parent, elicitation_handler=answering("ann")) as ann, \
+            Client(parent, elicitation_handler=answering("bob")) as bob:
+        older = asyncio.ensure_future(ann.call_tool("c_whoami"))
+        await wait_for(lambda: len(arrived) == 1)
+        newer = asyncio.ensure_future(bob.call_tool("c_whoami"))
+        results = await asyncio.gather(older, newer)
+    assert [r["content"][0]["text"] for r in results] == ["ann", "bob"]
+
+
+def test_a_list_built_across_a_change_is_not_cached() -> None:
+    """Mounts change a server's registry from their own thread: a tools/list being built while
+    that happens must not be kept as the answer for the next one."""
+    from mcpkit.protocol.revisions import get
+    from mcpkit.server.tools import Tool
+
+    server = Server("racy")
+
+    class ChangesWhileListed(Tool):
+        __slots__ = ()
+
+        def describe(self) -> dict[str, Any]:
+            if "late" not in server.tools:  # what another thread does in the middle of a listing
+                server.add_tool("late", lambda a: "x", input_schema={"type": "object"})
+            return super().describe()
+
+    server._register_tool(ChangesWhileListed("first", lambda a: "x", input_schema={"type": "object"}), False)
+    rev = get("2025-11-25")
+    server.list_page("tools", rev, None)
+    assert [t["name"] for t in server.list_page("tools", rev, None)["tools"]] == ["first", "late"]

@@ -1,0 +1,230 @@
+"""``mcpkit proxy``: the command, its guard rails, tool policy files and mcpServers configs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit.client import Client, RpcError
+from mcpkit.proxy import ToolPolicy, ToolPolicyError, load_mcp_servers
+from mcpkit.proxy.config import ConfigError, parse_target
+
+aio = pytest.mark.asyncio
+PY = sys.executable
+SERVE = [PY, "-m", "mcpkit", "serve"]
+PROXY = [PY, "-m", "mcpkit", "proxy"]
+
+
+# ------------------------------------------------------------------------------ the command
+
+
+@aio
+async def test_proxy_command_serves_an_upstream_over_stdio() -> None:
+    async with Client([*PROXY, "--", *SERVE]) as client:
+        assert client.server_info["name"] == "mcpkit-reference"
+        names = {t["name"] for t in await client.list_tools()}
+        assert {"add", "echo", "test_sampling"} <= names
+        assert (await client.call_tool("add", {"a": 20, "b": 22}))["structuredContent"] == {"result": 42}
+
+
+@aio
+async def test_read_only_hides_and_refuses_write_tools_and_audits_every_call(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.log"
+    async with Client([*PROXY, "--read-only", "--audit", str(audit), "--", *SERVE]) as client:
+        tools = await client.list_tools()
+        assert tools and all(t.get("annotations", {}).get("readOnlyHint") is True for t in tools)
+        names = {t["name"] for t in tools}
+        assert "add" in names and "test_simple_text" not in names
+        refused = await client.call_tool("test_simple_text")
+        assert refused.get("isError") is True and "read-only" in refused["content"][0]["text"]
+        assert (await client.call_tool("echo", {"text": "hi"}))["content"][0]["text"] == "hi"
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(line["tool"], line["outcome"]) for line in lines] == [("test_simple_text", "denied"), ("echo", "ok")]
+
+
+@aio
+async def test_a_tool_policy_file_overrides_what_the_upstream_claims(tmp_path: Path) -> None:
+    policy = tmp_path / "tools.toml"
+    policy.write_text('[tools.add]\nread_only = false\ndestructive = true\n\n'
+                      '[tools."test_simple_*"]\nread_only = true\nopen_world = false\n\n'
+                      '[tools."test_*"]\nhidden = true\n\n[tools.test_simple_text]\nhidden = false\n')
+    async with Client([*PROXY, "--read-only", "--tool-policy", str(policy), "--", *SERVE]) as client:
+        names = {t["name"] for t in await client.list_tools()}
+        assert "add" not in names  # declared read-only upstream, overridden: hidden by --read-only
+        assert "test_simple_text" in names  # undeclared upstream, made read-only here
+        assert not any(n.startswith("test_") and n != "test_simple_text" for n in names)  # hidden = true
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).get("isError") is True
+        assert (await client.call_tool("test_simple_text"))["content"][0]["type"] == "text"
+        with pytest.raises(RpcError):
+            await client.call_tool("test_image_content")  # not mirrored at all
+
+
+@aio
+async def test_several_upstreams_from_an_mcpservers_config(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "ref": {"command": PY, "args": ["-m", "mcpkit", "serve"]},
+        "broken": {"command": PY, "args": ["-c", "raise SystemExit(3)"]},
+        "off": {"command": "does-not-exist", "disabled": True},
+    }}))
+    async with Client([*PROXY, "--config", str(config)]) as client:
+        names = {t["name"] for t in await client.list_tools()}
+        assert "ref_add" in names and not any(n.startswith("broken_") for n in names)
+        assert (await client.call_tool("ref_add", {"a": 1, "b": 2}))["structuredContent"] == {"result": 3}
+        assert "broken" in client.stderr and "retrying" in client.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "give a TARGET"),
+    (["--config", "/nonexistent/mcp.json"], "cannot read /nonexistent/mcp.json"),
+    ([f"a={PY} -V", f"{PY} -V"], "several upstreams need a name"),
+    (["--tool-policy", "/nonexistent/tools.toml", "--", PY], "cannot read the tool policy"),
+    (["--", PY, "-c", "raise SystemExit(3)"], "exited"),
+    (["--http", "127.0.0.1:1", "--auth", "tokens:/nonexistent/tokens.txt", "--", PY], "/nonexistent/tokens.txt"),
+])
+def test_a_configuration_mistake_is_one_line_without_a_traceback(args: list[str], message: str) -> None:
+    done = subprocess.run([*PROXY, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode != 0
+    assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""
+
+
+# ------------------------------------------------------------------------------ tool policy files
+
+
+def test_tool_policy_rules_apply_in_file_order_and_exact_names_last(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text('[tools.write_file]\nread_only = false\nscopes = ["files:write"]\n\n'
+                    '[tools."*"]\nread_only = true\nrate_limit = "5/min"\n\n'
+                    '[tools."fs_write_*"]\ntimeout = 30\n')
+    policy = ToolPolicy.from_file(path)
+    assert policy.resolve("fs_write_file", "write_file") == {
+        "read_only": False, "rate_limit": "5/min", "timeout": 30, "scopes": ["files:write"]}
+    assert policy.resolve("fs_read_file", "read_file") == {"read_only": True, "rate_limit": "5/min"}
+    assert ToolPolicy.annotate({"readOnlyHint": True, "title": "T"}, {"read_only": False, "open_world": True}) == {
+        "readOnlyHint": False, "title": "T", "openWorldHint": True}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[tools.x]\nread_only = 1\n", "read_only must be true or false"),
+    ("[tools.x]\nwrite = true\n", "unknown key(s) write"),
+    ("[tools.x]\nrate_limit = \"lots\"\n", "rate_limit"),
+    ("[tools.x]\ntimeout = -1\n", "timeout must be a positive number"),
+    ("[tools.x]\nscopes = \"a\"\n", "scopes must be a list"),
+    ("[other]\n", "unknown section"),
+    ("[tools\n", "not valid TOML"),
+])
+def test_a_bad_tool_policy_names_the_entry_and_the_fix(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ToolPolicyError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ToolPolicy.from_file(path)
+
+
+# ------------------------------------------------------------------------------ targets and configs
+
+
+def test_targets_are_urls_or_command_lines_with_an_optional_name() -> None:
+    assert parse_target("https://x.example/mcp").transport == "http"
+    spec = parse_target("web=https://x.example/mcp?a=b")
+    assert (spec.name, spec.target, spec.transport) == ("web", "https://x.example/mcp?a=b", "http")
+    assert parse_target("sse+https://x.example/sse").transport == "sse"
+    spec = parse_target("files=npx -y server '/srv/my files'")
+    assert (spec.name, spec.target) == ("files", ["npx", "-y", "server", "/srv/my files"])
+    with pytest.raises(ConfigError):
+        parse_target("  ")
+
+
+def test_mcp_servers_files_as_hosts_write_them(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("TICKETS_TOKEN", "s3cret")
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {
+        "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"],
+                  "env": {"A": "1"}},
+        "tickets": {"url": "https://t.example/mcp", "headers": {"Authorization": "Bearer ${TICKETS_TOKEN}"}},
+        "legacy": {"type": "sse", "url": "https://old.example/sse"},
+        "off": {"command": "x", "disabled": True},
+    }}))
+    specs = load_mcp_servers(path)
+    assert [(s.name, s.transport) for s in specs] == [("files", "stdio"), ("tickets", "http"), ("legacy", "sse")]
+    assert specs[0].target == ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv"]
+    assert specs[0].options()["env"]["A"] == "1"
+    assert specs[1].headers == {"Authorization": "Bearer s3cret"}
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"servers": {}}, 'no "mcpServers" object'),
+    ({"mcpServers": {"a b": {"command": "x"}}}, "a name is 1-40 characters"),
+    ({"mcpServers": {"a": {"args": ["x"]}}}, 'needs "command"'),
+    ({"mcpServers": {"a": {"type": "ws", "url": "x"}}}, "unknown type 'ws'"),
+    ({"mcpServers": {"a": {"url": "ftp://x"}}}, 'needs "url"'),
+    ({"mcpServers": {"a": {"command": "x", "env": {"A": 1}}}}, "env must be an object of strings"),
+    ({"mcpServers": {"a": {"url": "https://x/${NOT_SET_ANYWHERE}"}}}, "NOT_SET_ANYWHERE"),
+])
+def test_a_bad_mcp_servers_file_names_the_entry(tmp_path: Path, data: Any, message: str) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        load_mcp_servers(path)
+
+
+@aio
+async def test_http_auth_and_tool_policy_scopes_guard_an_upstream(tmp_path: Path) -> None:
+    import os
+    import socket
+    import time
+
+    from mcpkit.client import ClientError
+
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text("reader-token-0123456789 alice\nadmin-token-0123456789 bob admin\n")
+    os.chmod(tokens, 0o600)
+    policy = tmp_path / "tools.toml"
+    policy.write_text('[tools.echo]\nscopes = ["admin"]\n')
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([*PROXY, "--http", f"127.0.0.1:{port}", "--auth", f"tokens:{tokens}",
+                             "--tool-policy", str(policy), "--", *SERVE],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/mcp"
+        with pytest.raises(ClientError) as unauthorized:
+            async with Client(url) as client:
+                await client.list_tools()
+        assert unauthorized.value.status == 401
+        async with Client(url, headers={"Authorization": "Bearer reader-token-0123456789"}) as client:
+            assert (await client.call_tool("add", {"a": 1, "b": 1}))["structuredContent"] == {"result": 2}
+            with pytest.raises(ClientError) as forbidden:
+                await client.call_tool("echo", {"text": "x"})
+            assert forbidden.value.status == 403
+        async with Client(url, headers={"Authorization": "Bearer admin-token-0123456789"}) as client:
+            assert (await client.call_tool("echo", {"text": "x"}))["content"][0]["text"] == "x"
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+@aio
+async def test_rate_limit_and_deny_switches() -> None:
+    async with Client([*PROXY, "--rate-limit", "2/min", "--deny-open-world", "--", *SERVE]) as client:
+        names = {t["name"] for t in await client.list_tools()}
+        assert "add" in names and "test_simple_text" not in names  # undeclared: assumed open-world
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).get("isError") is not True
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).get("isError") is not True
+        limited = await client.call_tool("add", {"a": 1, "b": 1})
+        assert limited.get("isError") is True and "rate" in limited["content"][0]["text"].lower()

@@ -1,0 +1,183 @@
+"""``Server.proxy`` and upstreams reached over stdio and HTTP: mirrored, kept in step, hidden while
+down and back after, and several upstreams side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from mcpkit import Server
+from mcpkit.client import Client
+from mcpkit.proxy import Upstream, upstreams_of
+
+aio = pytest.mark.asyncio
+SERVE = [sys.executable, "-m", "mcpkit", "serve"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_http(port: int) -> subprocess.Popen[bytes]:
+    """``mcpkit serve --http 127.0.0.1:PORT``, once it listens."""
+    proc = subprocess.Popen([*SERVE, "--http", f"127.0.0.1:{port}"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mcpkit serve exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("mcpkit serve did not listen in time")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+
+async def until(predicate: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+def close_all(server: Server) -> None:
+    for upstream in upstreams_of(server):
+        upstream.close()
+
+
+@aio
+async def test_proxy_of_a_stdio_server_mirrors_it_under_its_own_name() -> None:
+    proxy = Server.proxy(SERVE)
+    try:
+        assert proxy.name == "mcpkit-reference"
+        async with Client(proxy) as client:
+            names = {t["name"] for t in await client.list_tools()}
+            assert {"add", "echo", "countdown", "test_sampling"} <= names
+            result = await client.call_tool("add", {"a": 2, "b": 3})
+            assert result["structuredContent"] == {"result": 5}
+            progress: list[tuple[Any, ...]] = []
+            done = await client.call_tool("countdown", {"seconds": 2}, progress=lambda *p: progress.append(p))
+            assert done["content"][0]["text"] == "Lift-off"
+            assert [p[0] for p in progress] == [0, 1]
+            prompts = {p["name"] for p in await client.list_prompts()}
+            assert "test_simple_prompt" in prompts
+            assert (await client.read_resource("test://static-text"))["contents"][0]["text"]
+    finally:
+        close_all(proxy)
+
+
+@aio
+async def test_an_upstream_that_dies_is_hidden_and_comes_back() -> None:
+    port = free_port()
+    upstream_proc = start_http(port)
+    proxy = Server.proxy(f"http://127.0.0.1:{port}/mcp", probe_interval=0.2, prefix="ref")
+    upstream = upstreams_of(proxy)[0]
+    try:
+        async with Client(proxy) as client:
+            assert "ref_add" in {t["name"] for t in await client.list_tools()}
+            assert (await client.call_tool("ref_add", {"a": 1, "b": 1}))["structuredContent"] == {"result": 2}
+            assert await client.list_prompts()
+
+            client.notifications.clear()
+            stop(upstream_proc)
+            # the bridge notices, hides the tools and says so (list_changed)
+            await until(lambda: not upstream.up and any(
+                n["method"] == "notifications/tools/list_changed" for n in client.notifications))
+            assert await client.list_tools() == []  # hidden while down...
+            refused = await client.call_tool("ref_add", {"a": 1, "b": 1})  # ...and refused by name
+            assert refused.get("isError") is True and "retry" in refused["content"][0]["text"].lower()
+            assert await client.list_prompts() == [] and await client.list_resources() == []
+
+            upstream_proc = start_http(port)
+            await until(lambda: upstream.up)
+            assert "ref_add" in {t["name"] for t in await client.list_tools()}
+            assert (await client.call_tool("ref_add", {"a": 2, "b": 2}))["structuredContent"] == {"result": 4}
+            assert await client.list_prompts()
+    finally:
+        close_all(proxy)
+        stop(upstream_proc)
+
+
+@aio
+async def test_a_killed_stdio_upstream_is_started_again() -> None:
+    proxy = Server.proxy(SERVE, probe_interval=0.2)
+    upstream = upstreams_of(proxy)[0]
+    try:
+        first = upstream._client.transport.proc.pid  # type: ignore[union-attr]
+        os.kill(first, signal.SIGKILL)
+        await until(lambda: upstream.up and upstream._client is not None
+                    and upstream._client.transport.proc.pid != first)
+        async with Client(proxy) as client:
+            assert (await client.call_tool("echo", {"text": "again"}))["content"][0]["text"] == "again"
+    finally:
+        close_all(proxy)
+
+
+@aio
+async def test_one_failing_upstream_does_not_take_the_others_down() -> None:
+    from tests.proxy.test_compose import weather
+
+    aggregate = Server("aggregate")
+    good = aggregate.mount(weather(), prefix="weather")
+    bad = aggregate.mount([sys.executable, "-c", "import sys; sys.exit(3)"], prefix="broken", probe_interval=0.2)
+    try:
+        assert good.up and not bad.up
+        assert "broken" in (bad.last_error or "") and "exited" in (bad.last_error or "")
+        async with Client(aggregate) as client:
+            assert [t["name"] for t in await client.list_tools()] == ["weather_forecast"]
+            result = await client.call_tool("weather_forecast", {"city": "Oslo"})
+            assert result["content"][0]["text"] == "sunny in Oslo"
+    finally:
+        close_all(aggregate)
+
+
+@aio
+async def test_two_upstreams_are_aggregated_under_their_prefixes() -> None:
+    from tests.proxy.test_compose import weather
+
+    aggregate = Server("aggregate")
+    aggregate.mount(weather(), prefix="weather")
+    aggregate.mount(SERVE, prefix="ref")
+    try:
+        async with Client(aggregate) as client:
+            names = {t["name"] for t in await client.list_tools()}
+            assert {"weather_forecast", "ref_add", "ref_echo"} <= names
+            uris = {r["uri"] for r in await client.list_resources()}
+            assert {"weather://weather/current", "test://ref/static-text"} <= uris
+            read = await client.read_resource("test://ref/static-text")
+            assert read["contents"][0]["uri"] == "test://ref/static-text"
+            assert (await client.call_tool("ref_echo", {"text": "x"}))["content"][0]["text"] == "x"
+    finally:
+        close_all(aggregate)
+
+
+def test_a_given_client_is_used_as_is_and_not_reconnected() -> None:
+    from tests.proxy.test_compose import weather
+
+    parent = Server("parent")
+    upstream = parent.mount(Client(weather()), prefix="w")
+    try:
+        assert isinstance(upstream, Upstream) and upstream.up and not upstream.reconnects
+        assert "w_forecast" in parent.tools
+    finally:
+        upstream.close()
+    assert "w_forecast" not in parent.tools
