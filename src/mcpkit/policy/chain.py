@@ -38,6 +38,7 @@ from ..protocol.errors import (
     ResourceNotFound,
     ToolError,
 )
+from ..server.observer import current_trace_ids
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError
 from ..server.pipeline import CID_META_KEY, CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext
 from ..server.schema import _to_json
@@ -69,17 +70,22 @@ def _deadlines() -> Any:
 
 
 class CorrelationFilter(logging.Filter):
-    """Adds ``record.correlation_id`` and names it in the message of every log line written
-    while a tool call runs, so each line can be joined with the call's audit line."""
+    """Adds ``record.correlation_id`` (and, when OpenTelemetry traces the call,
+    ``record.trace_id`` and ``record.span_id``) and names them in the message of every log line
+    written while a tool call runs, so each line can be joined with the call's audit line and
+    its trace."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         cid = CORRELATION_ID.get()
         record.correlation_id = cid
+        ids = current_trace_ids()
+        record.trace_id, record.span_id = ids if ids is not None else (None, None)
         if cid is not None and not getattr(record, "_mcpkit_cid", False):
             record._mcpkit_cid = True
             message = record.getMessage()
             if cid not in message:
-                record.msg = f"{message} [correlation id {cid}]"
+                suffix = f"correlation id {cid}" + (f", trace {ids[0]}" if ids is not None else "")
+                record.msg = f"{message} [{suffix}]"
                 record.args = None
         return True
 
@@ -214,7 +220,7 @@ def _audit(cc: CallContext, outcome: str, code: str | None) -> None:
         record_call = settings.record_call
         if record_call is not None:
             record_call(cc._cid, cc.caller, tool.name, cc.action, cc.arguments, outcome, code,
-                        round(_ms(cc), 3), cc.parent)
+                        round(_ms(cc), 3), cc.parent, current_trace_ids())
             return
         entry: dict[str, Any] = {
             "correlationId": cc._cid,
@@ -228,6 +234,9 @@ def _audit(cc: CallContext, outcome: str, code: str | None) -> None:
         }
         if cc.parent is not None:
             entry["parentCorrelationId"] = cc.parent
+        ids = current_trace_ids()
+        if ids is not None:
+            entry["traceId"], entry["spanId"] = ids
         audit.record(entry)
     except Exception:  # noqa: BLE001 - a full disk must not turn every call into an error
         log.exception("could not write the audit line of tool %r [correlation id %s]", tool.name, cc._cid)
