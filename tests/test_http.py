@@ -1092,7 +1092,8 @@ async def test_an_idle_session_expires(clients):
 @aio
 @pytest.mark.req("HL-17")
 async def test_max_sessions_keeps_the_most_recent(clients):
-    app = clients.app(max_sessions=3)
+    # one client address holds them all: its quota is the whole cap here
+    app = clients.app(max_sessions=3, max_sessions_per_client=3)
     made = [clients.asgi(app) for _ in range(10)]
     for c in made:
         await c.initialize()
@@ -1106,14 +1107,16 @@ async def test_max_sessions_keeps_the_most_recent(clients):
 
 @aio
 async def test_max_sessions_holds_while_every_session_has_an_open_stream(clients):
-    app = clients.app(max_sessions=3)
+    app = clients.app(max_sessions=3, max_sessions_per_client=4)
     for _ in range(3):
         c = clients.asgi(app)
         await c.initialize()
         await c.get()
     extra = clients.asgi(app)
-    await extra.post(jsonrpc("initialize", init_params(), 1))
+    reply = await extra.post(jsonrpc("initialize", init_params(), 1))
     assert len(app.sessions) <= 3
+    # no session is idle: none is ended to make room, the newcomer is told when to come back
+    assert reply.status == 503 and int(reply.headers["retry-after"]) > 0
 
 
 @aio

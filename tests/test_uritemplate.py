@@ -11,6 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import mcpkit.server.uritemplate as uritemplate_module
+import mcpkit.server.uritemplate_match as uritemplate_match_module
 from mcpkit.server.uritemplate import UriTemplate, UriTemplateError
 
 RS03 = pytest.mark.req("RS-03")
@@ -452,7 +453,10 @@ def test_simple_variable_never_spans_reserved_delimiters(uri: str) -> None:
 @RS03
 def test_simple_variable_decodes_encoded_delimiters() -> None:
     t = UriTemplate("test://template/{id}/data")
-    assert t.match("test://template/a%2Fb%3Fc%23d%20e/data") == {"id": "a/b?c#d e"}
+    assert t.match("test://template/a%3Fc%23d%20e/data") == {"id": "a?c#d e"}
+    # but one segment stays one: a decoded '/' or '\\', or a dot segment, does not match
+    for smuggled in ("a%2Fb", "%2e%2e", "%2E", "..", "a%5Cb", "%2e%2e%2fsecret"):
+        assert t.match(f"test://template/{smuggled}/data") is None, smuggled
     assert t.match("test://template/caf%C3%A9/data") == {"id": "caf\u00e9"}
     # raw non-ASCII (IRI) characters are accepted too
     assert t.match("test://template/caf\u00e9/data") == {"id": "caf\u00e9"}
@@ -475,7 +479,8 @@ def test_reserved_and_fragment_variables_span_slashes() -> None:
 
 @RS03
 def test_match_explode_lists() -> None:
-    assert UriTemplate("x{/segs*}").match("x/a/b%2Fc/d") == {"segs": ["a", "b/c", "d"]}
+    assert UriTemplate("x{/segs*}").match("x/a/b%2Fc/d") is None  # each item is one segment
+    assert UriTemplate("x{/segs*}").match("x/a/%2e%2e/d") is None
     assert UriTemplate("x{/segs*}").match("x/") == {"segs": [""]}
     assert UriTemplate("x{/segs*}").match("x") == {}
     assert UriTemplate("www{.dom*}").match("www.example.com") == {"dom": ["example", "com"]}
@@ -485,9 +490,10 @@ def test_match_explode_lists() -> None:
     assert UriTemplate("{#list*}").match("#a,b") == {"list": ["a", "b"]}
     assert UriTemplate("{;list*}").match(";list=red;list=;list") == {"list": ["red", "", ""]}
     assert UriTemplate("{;list*}").match(";list=red;other=1") is None
-    assert UriTemplate("{/list*,path:4}").match("/red/green/blue/%2Ffoo") == {
+    assert UriTemplate("{/list*,path:4}").match("/red/green/blue/%2Ffoo") is None  # "/foo" is no segment
+    assert UriTemplate("{/list*,path:4}").match("/red/green/blue/foo") == {
         "list": ["red", "green", "blue"],
-        "path": "/foo",
+        "path": "foo",
     }
 
 
@@ -579,7 +585,7 @@ RFC_MATCHES = [
     ("{var:3}", {"var": "val"}),
     ("{list*}", {"list": ["red", "green", "blue"]}),
     ("{+hello}", {"hello": "Hello World!"}),
-    ("{base}index", {"base": "http://example.com/home/"}),
+    ("{base}index", None),  # one segment cannot hold "http://example.com/home/" (%2F refused)
     ("{+base}index", {"base": "http://example.com/home/"}),
     ("{+path}/here", {"path": "/foo/bar"}),
     ("{+path:6}/here", {"path": "/foo/b"}),
@@ -601,11 +607,11 @@ RFC_MATCHES = [
     ("X{.empty}", {"empty": ""}),
     ("X{.undef}", {}),
     ("X{.list*}", {"list": ["red", "green", "blue"]}),
-    ("{/who,dub}", {"who": "fred", "dub": "me/too"}),
+    ("{/who,dub}", None),  # "me/too" is two segments
     ("{/var,empty}", {"var": "value", "empty": ""}),
     ("{/var,undef}", {"var": "value"}),
     ("{/list*}", {"list": ["red", "green", "blue"]}),
-    ("{/list*,path:4}", {"list": ["red", "green", "blue"], "path": "/foo"}),
+    ("{/list*,path:4}", None),  # "/foo" is no segment
     ("{;v,empty,who}", {"v": "6", "empty": "", "who": "fred"}),
     ("{;v,bar,who}", {"v": "6", "who": "fred"}),
     ("{;hello:5}", {"hello": "Hello"}),
@@ -741,6 +747,7 @@ class _NoRegexBuilding:
 def test_match_and_expand_do_not_build_regexes(monkeypatch: pytest.MonkeyPatch) -> None:
     t = UriTemplate("x/{+path}/{file}{.ext}{?q,r*}")
     monkeypatch.setattr(uritemplate_module, "re", _NoRegexBuilding())
+    monkeypatch.setattr(uritemplate_match_module, "re", _NoRegexBuilding())
     compile_calls: list[str] = []
     real_compile = re.compile
     monkeypatch.setattr(re, "compile", lambda *a, **k: compile_calls.append(a[0]) or real_compile(*a, **k))
@@ -817,7 +824,14 @@ text = st.text(max_size=30)
 # reserved expansion passes existing pct-triplets through, so a value that
 # contains one cannot round-trip: keep '%' out of those values
 no_pct_text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="%"), max_size=30)
-no_dot_text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="."), max_size=10)
+no_dot_text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="./\\"), max_size=10)
+# the value of a single-segment variable ({x}, {/x}, {.x}, {;x}) is one path segment: no '/' or
+# '\\' in it, and no dot segment
+segment_text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="/\\"), max_size=30).filter(
+    lambda v: v not in (".", ".."))
+no_pct_segment_text = st.text(
+    st.characters(exclude_categories=("Cs",), exclude_characters="%/\\"), max_size=30).filter(
+    lambda v: v not in (".", ".."))
 
 SIMPLE = UriTemplate("test://template/{id}/data")
 RESERVED = UriTemplate("file:///{+path}")
@@ -833,7 +847,7 @@ NAME_EXT = UriTemplate("f/{name}.{ext}")
 
 
 @RS03
-@given(text)
+@given(segment_text)
 def test_roundtrip_simple(value: str) -> None:
     assert SIMPLE.match(SIMPLE.expand({"id": value})) == {"id": value}
 
@@ -858,13 +872,13 @@ def test_roundtrip_fragment(value: str) -> None:
 
 
 @RS03
-@given(text, text)
+@given(segment_text, segment_text)
 def test_roundtrip_multiple_simple(x: str, y: str) -> None:
     assert MULTI.match(MULTI.expand({"x": x, "y": y})) == {"x": x, "y": y}
 
 
 @RS03
-@given(st.lists(text, min_size=1, max_size=6))
+@given(st.lists(segment_text, min_size=1, max_size=6))
 def test_roundtrip_path_segments(segs: list[str]) -> None:
     assert PATH_LIST.match(PATH_LIST.expand({"segs": segs})) == {"segs": segs}
 
@@ -888,25 +902,25 @@ def test_roundtrip_query(values: dict[str, Any]) -> None:
 
 
 @RS03
-@given(st.fixed_dictionaries({}, optional={"x": text, "y": text}))
+@given(st.fixed_dictionaries({}, optional={"x": segment_text, "y": segment_text}))
 def test_roundtrip_path_params(values: dict[str, str]) -> None:
     assert PARAMS.match(PARAMS.expand(values)) == values
 
 
 @RS03
-@given(text)
+@given(segment_text.filter(lambda v: v[:5] not in (".", "..")))
 def test_roundtrip_prefix(value: str) -> None:
     assert PREFIX.match(PREFIX.expand({"v": value})) == {"v": value[:5]}
 
 
 @RS03
-@given(no_pct_text, text)
+@given(no_pct_text, segment_text)
 def test_roundtrip_dir_and_file(directory: str, file: str) -> None:
     assert DIR_FILE.match(DIR_FILE.expand({"dir": directory, "file": file})) == {"dir": directory, "file": file}
 
 
 @RS03
-@given(text, no_dot_text)
+@given(segment_text, no_dot_text)
 def test_roundtrip_name_and_extension(name: str, ext: str) -> None:
     assert NAME_EXT.match(NAME_EXT.expand({"name": name, "ext": ext})) == {"name": name, "ext": ext}
 
@@ -935,7 +949,9 @@ def test_typical_templates_match_their_own_expansions(template: str, data: st.Da
     # (e.g. a '-' inside {year}), but an expansion must always match
     t = UriTemplate(template)
     values = {
-        name: data.draw(st.lists(no_pct_text, min_size=1, max_size=3) if name in ("tag", "fields") else no_pct_text)
+        name: data.draw(st.lists(no_pct_text, min_size=1, max_size=3) if name in ("tag", "fields")
+                        else no_pct_text if f"{{+{name}" in template or f"{{#{name}" in template
+                        else no_pct_segment_text)  # a single-segment variable takes one segment
         for name in t.variables
     }
     result = t.match(t.expand(values))

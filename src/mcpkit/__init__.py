@@ -24,6 +24,9 @@ __all__ = [
     "Server",
     "Client",
     "Context",
+    "Middleware",
+    "CallContext",
+    "CallNext",
     "ToolError",
     "McpError",
     "ResourceNotFound",
@@ -48,6 +51,9 @@ _LAZY = {
     "Server": (".server.server", "Server"),
     "Client": (".client", "Client"),
     "Context": (".server.context", "Context"),
+    "Middleware": (".server.pipeline", "Middleware"),
+    "CallContext": (".server.pipeline", "CallContext"),
+    "CallNext": (".server.pipeline", "CallNext"),
     "ClientCapabilityError": (".server.context", "ClientCapabilityError"),
     "ToolError": (".protocol.errors", "ToolError"),
     "McpError": (".protocol.errors", "McpError"),
@@ -70,6 +76,7 @@ if TYPE_CHECKING:
     from .protocol.errors import McpError, PromptNotFound, ResourceNotFound, ToolError
     from .server.content import Content, ToolResult, assistant, audio, image, resource, resource_link, text, user
     from .server.context import ClientCapabilityError, Context
+    from .server.pipeline import CallContext, CallNext, Middleware
     from .server.server import HostCompatibilityWarning, Server
 
 

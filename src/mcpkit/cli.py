@@ -68,7 +68,11 @@ def _auth(args: argparse.Namespace) -> Any:
         if not args.issuer or not audience:
             raise SystemExit("mcpkit: --auth jwt needs --issuer and --resource (or --audience)")
         jwks = args.jwks_uri or args.issuer.rstrip("/") + "/.well-known/jwks.json"
-        verifier = JWTVerifier(args.issuer, audience, jwks_uri=jwks)
+        types = [t.strip() for t in (args.jwt_types or "at+jwt").split(",") if t.strip()]
+        try:
+            verifier = JWTVerifier(args.issuer, audience, jwks_uri=jwks, token_types=types)
+        except ValueError as exc:
+            raise SystemExit(f"mcpkit: --jwt-types: {exc}") from None
     elif mode == "introspection":
         if not args.introspection_url:
             raise SystemExit("mcpkit: --auth introspection needs --introspection-url")
@@ -88,7 +92,8 @@ def _auth(args: argparse.Namespace) -> Any:
 #: serve options that only mean something over HTTP, with their "not given" value
 _HTTP_ONLY = {"json": False, "stateless": False, "allow_host": None, "allow_origin": None, "cors_origin": None,
               "max_sessions": None, "workers": None, "shutdown_timeout": 30.0, "session_idle_timeout": None,
-              "auth": None, "root_path": None, "metrics": False}
+              "auth": None, "root_path": None, "metrics": False,
+              "header_timeout": None, "keep_alive_timeout": None, "max_connections": None, "max_header_bytes": None}
 
 
 def _refuse_misplaced(args: argparse.Namespace) -> None:
@@ -140,6 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
     host, port = args.http
     if (args.workers or 1) > 1:
         return _serve_workers(args, host, port)
+    limits = _limits(args)
     server = _observed(target.load(), args)
     from .transports.serve import serve_http
 
@@ -151,7 +157,7 @@ def _serve(args: argparse.Namespace) -> int:
         _announce(startup_line(server, "http", base + path), args)
 
     serve_http(server, host=host, port=port, timeout_graceful_shutdown=_shutdown_timeout(args), app=app,
-               on_ready=ready)
+               on_ready=ready, limits=limits)
     return 0
 
 
@@ -164,6 +170,18 @@ def app_path(app: Any) -> str:
 
 def _shutdown_timeout(args: argparse.Namespace) -> float:
     return 30.0 if args.shutdown_timeout is None else args.shutdown_timeout
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    """The connection limits of the serve options (transports/connections.py)."""
+    from .transports.connections import ConnectionLimits
+
+    given = {name: getattr(args, name) for name in ("header_timeout", "keep_alive_timeout", "max_connections",
+                                                     "max_header_bytes") if getattr(args, name) is not None}
+    try:
+        return ConnectionLimits(**given)
+    except ValueError as exc:
+        raise SystemExit(f"mcpkit: --{str(exc).replace('_', '-')}") from None
 
 
 def _observed(server: Any, args: argparse.Namespace) -> Any:
@@ -198,6 +216,12 @@ def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
         http_options["max_sessions"] = args.max_sessions
     if args.session_idle_timeout:
         http_options["session_idle_timeout"] = args.session_idle_timeout
+    if args.max_sessions_per_client:
+        http_options["max_sessions_per_client"] = args.max_sessions_per_client
+    if args.body_timeout is not None:
+        if not args.body_timeout > 0:
+            raise SystemExit("mcpkit: --body-timeout must be a positive number of seconds")
+        http_options["body_timeout"] = args.body_timeout
     if auth is not None:
         http_options["auth"] = auth
     if args.metrics:
@@ -220,9 +244,10 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
     from uvicorn.supervisors import Multiprocess
 
     os.environ["MCPKIT_SERVE_ARGV"] = json.dumps(sys.argv[1:] if args.argv is None else args.argv)
-    config = uvicorn.Config("mcpkit.cli:worker_app", factory=True, host=host, port=port, workers=args.workers,
-                            log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=_shutdown_timeout(args))
+    from .transports.serve import uvicorn_config
+
+    config = uvicorn_config("mcpkit.cli:worker_app", _limits(args), factory=True, host=host, port=port,
+                            workers=args.workers, timeout_graceful_shutdown=_shutdown_timeout(args))
     sock = config.bind_socket()
     # The workers' connections are accepted from this socket; uvicorn makes it with protocol 0,
     # so asyncio does not switch Nagle off on them and every answer waits ~40 ms for a delayed
@@ -364,6 +389,20 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--root-path", metavar="PREFIX",
                        help="HTTP: the path prefix a reverse proxy serves this app under, e.g. /api")
     serve.add_argument("--max-sessions", type=int, default=None, help="HTTP: most sessions kept (default 1000)")
+    serve.add_argument("--max-sessions-per-client", type=int, default=None, metavar="N",
+                       help="HTTP: most sessions of one principal, or one address without auth (default: a tenth "
+                       "of --max-sessions); past it the client's own idle sessions end first, then 429")
+    limits = serve.add_argument_group("connection limits (HTTP only; docs/deployment.md)")
+    limits.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
+                        help="close a connection whose request headers have not arrived in time (default 10)")
+    limits.add_argument("--body-timeout", type=float, default=None, metavar="SECONDS",
+                        help="answer 408 to a request whose body has not arrived whole in time (default 30)")
+    limits.add_argument("--keep-alive-timeout", type=float, default=None, metavar="SECONDS",
+                        help="close an idle keep-alive connection after this long (default 5)")
+    limits.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="most connections served at once; past it requests get 503 (default 1000)")
+    limits.add_argument("--max-header-bytes", type=int, default=None, metavar="BYTES",
+                        help="largest request head accepted (default 65536)")
     serve.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
                        help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
     serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
@@ -388,6 +427,9 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
                       help="jwt/introspection: the expected audience (default: --resource)")
     auth.add_argument("--jwks-uri", metavar="URL", default=env("MCPKIT_AUTH_JWKS_URI"),
                       help="jwt: the signing keys (default: ISSUER/.well-known/jwks.json)")
+    auth.add_argument("--jwt-types", metavar="TYP[,TYP]", default=env("MCPKIT_AUTH_JWT_TYPES"),
+                      help="jwt: the accepted typ headers (default at+jwt, RFC 9068); add JWT for an identity "
+                      "provider that types access tokens as plain JWT")
     auth.add_argument("--introspection-url", metavar="URL", default=env("MCPKIT_AUTH_INTROSPECTION_URL"),
                       help="introspection: the RFC 7662 endpoint")
     auth.add_argument("--client-id", metavar="ID", default=env("MCPKIT_AUTH_CLIENT_ID"),

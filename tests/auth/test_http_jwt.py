@@ -30,7 +30,7 @@ def claims(**changes: Any) -> dict[str, Any]:
 
 
 def mint(key: Any, body: dict[str, Any], *, kid: str = "k1", alg: str = "RS256") -> str:
-    return jwt.encode(body, key, algorithm=alg, headers={"kid": kid})
+    return jwt.encode(body, key, algorithm=alg, headers={"kid": kid, "typ": "at+jwt"})
 
 
 def unsigned(body: dict[str, Any]) -> str:

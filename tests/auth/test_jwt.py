@@ -30,7 +30,7 @@ def payload(clock: Clock, **changes: Any) -> dict[str, Any]:
 
 
 def mint(key: Any, claims: dict[str, Any], *, kid: str | None = "a", alg: str = "RS256") -> str:
-    return jwt.encode(claims, key, algorithm=alg, headers={"kid": kid} if kid is not None else None)
+    return jwt.encode(claims, key, algorithm=alg, headers={"kid": kid, "typ": "at+jwt"} if kid is not None else {"typ": "at+jwt"})
 
 
 def verifier(server: AuthServer, clock: Clock, **options: Any) -> JWTVerifier:
@@ -160,14 +160,14 @@ def _hs256(secret: bytes, header: dict[str, Any], claims: dict[str, Any]) -> str
 @pytest.mark.asyncio
 async def test_algorithm_confusion_is_refused(server: AuthServer, keys: Keys, clock: Clock) -> None:
     pem = keys.rsa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    forged = _hs256(pem, {"alg": "HS256", "typ": "JWT", "kid": "a"}, payload(clock))
+    forged = _hs256(pem, {"alg": "HS256", "typ": "at+jwt", "kid": "a"}, payload(clock))
     assert await refused(verifier(server, clock), forged) == "algorithm not allowed"
     # Even with HS256 allowed, an RSA key is never used as an HMAC secret.
     assert await refused(verifier(server, clock, algorithms=("RS256", "HS256")), forged) == "algorithm not allowed"
     # An oct key in the JWKS is ignored unless HMAC is explicitly allowed.
     secret = b"a-shared-secret-of-32-bytes-long!"
     server.jwks["keys"].append({"kty": "oct", "kid": "h", "k": b64url(secret)})
-    hs = _hs256(secret, {"alg": "HS256", "kid": "h"}, payload(clock))
+    hs = _hs256(secret, {"alg": "HS256", "typ": "at+jwt", "kid": "h"}, payload(clock))
     assert await refused(verifier(server, clock), hs) == "algorithm not allowed"
     assert (await verifier(server, clock, algorithms=("HS256",)).verify(hs)).subject == "alice"
 

@@ -229,3 +229,40 @@ def test_one_trace_from_the_host_through_a_proxy_to_its_upstream(telemetry):
         span = by_parent[span.context.span_id]
         kinds.append(span.kind)
     assert kinds == [SpanKind.CLIENT, SpanKind.SERVER, SpanKind.CLIENT, SpanKind.SERVER]
+
+
+def test_audit_lines_and_log_records_name_the_trace(telemetry, tmp_path, caplog):
+    import json
+    import logging
+
+    from mcpkit.policy import AuditLog, Policy
+    from mcpkit.policy.chain import CorrelationFilter
+
+    otel, exporter, _ = telemetry
+    audit = tmp_path / "audit.log"
+    server = Server("audited", policy=Policy(audit=AuditLog(str(audit), flush_interval=0.05)))
+    log = logging.getLogger("mcpkit.test.tool")
+
+    @server.tool(read_only=True, open_world=False)
+    def lookup(key: str) -> str:
+        log.warning("looking up %s", key)
+        return key.upper()
+
+    server.observe(otel)
+    handler = logging.Handler()
+    records: list[logging.LogRecord] = []
+    handler.emit = records.append  # type: ignore[method-assign]
+    handler.addFilter(CorrelationFilter())
+    log.addHandler(handler)
+    try:
+        run(server, lambda c: c.call_tool("lookup", {"key": "k1"}))
+    finally:
+        log.removeHandler(handler)
+    server.policy.audit.flush()
+    [span] = spans_named(exporter, "tools/call lookup")
+    trace_id, span_id = format(span.context.trace_id, "032x"), format(span.context.span_id, "016x")
+    [line] = [json.loads(x) for x in audit.read_text().splitlines()]
+    assert (line["traceId"], line["spanId"]) == (trace_id, span_id)
+    [record] = records
+    assert record.trace_id == trace_id and f"trace {trace_id}" in record.getMessage()
+    assert line["correlationId"] in record.getMessage()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,6 +21,10 @@ def stores(redis_url: str, prefix: str):
     b.close()
 
 
+#: the session that creates the tasks: TX-07 binds each task to its principal and session
+CREATOR = SimpleNamespace(principal="alice", task_binding="session-1")
+
+
 def public(record: TaskRecord) -> dict:
     return {name: getattr(record, name) for name in PUBLIC_FIELDS}
 
@@ -27,7 +32,7 @@ def public(record: TaskRecord) -> dict:
 def test_a_task_put_by_one_process_is_rebuilt_by_another(stores) -> None:
     a, b = stores
     manager = TaskManager(ttl_ms=60_000, store=a)
-    record = manager.create()
+    record = manager.create(CREATOR)
     record.future = object()  # stands for the running handler
     fut = manager.ask(record, "elicitation/create", {"message": "sure?"}, None)
 
@@ -37,6 +42,7 @@ def test_a_task_put_by_one_process_is_rebuilt_by_another(stores) -> None:
     assert is_remote(remote) and not is_remote(record)
     assert remote.owner == "proc-a"
     assert public(remote) == public(record)
+    assert (remote.principal, remote.binding) == ("alice", "session-1")  # TX-07 in every process
     assert remote.status == "input_required" and remote.input_requests == {"elicit_1": {
         "method": "elicitation/create", "params": {"message": "sure?"}}}
     assert remote.detailed() == record.detailed()
@@ -57,7 +63,7 @@ def test_a_task_put_by_one_process_is_rebuilt_by_another(stores) -> None:
 def test_running_tasks_live_long_and_ended_ones_their_ttl(stores, prefix: str, rclient) -> None:
     a, _ = stores
     manager = TaskManager(ttl_ms=5_000, store=a)
-    record = manager.create()
+    record = manager.create(CREATOR)
     key = f"{prefix}task:{record.task_id}"
     assert 23 * 3600_000 < rclient.pttl(key) <= 24 * 3600_000
     manager.settle(record, None, RuntimeError("boom"))
@@ -68,7 +74,7 @@ def test_running_tasks_live_long_and_ended_ones_their_ttl(stores, prefix: str, r
 def test_ended_tasks_expire_everywhere(stores) -> None:
     a, b = stores
     manager = TaskManager(ttl_ms=200, store=a)
-    record = manager.create()
+    record = manager.create(CREATOR)
     manager.cancel(record)
     assert b.get(record.task_id).status == "cancelled"
     time.sleep(0.3)
@@ -79,7 +85,7 @@ def test_ended_tasks_expire_everywhere(stores) -> None:
 
 def test_a_remote_record_saved_elsewhere_keeps_its_owner_and_stays_remote(stores) -> None:
     a, b = stores
-    record = TaskManager(store=a).create()
+    record = TaskManager(store=a).create(CREATOR)
     remote = b.get(record.task_id)
     TaskManager(store=b).cancel(remote)  # only the public state: the owner's run goes on
     assert remote.status == "cancelled"
@@ -91,7 +97,7 @@ def test_a_remote_record_saved_elsewhere_keeps_its_owner_and_stays_remote(stores
 
 def test_delete_forgets_a_task(stores) -> None:
     a, b = stores
-    record = TaskManager(store=a).create()
+    record = TaskManager(store=a).create(CREATOR)
     b.delete(record.task_id)
     assert b.get(record.task_id) is None
     a.delete(record.task_id)

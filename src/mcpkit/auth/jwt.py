@@ -3,6 +3,12 @@
 The checks, in order, each failing with its own short ``InvalidToken`` description:
 
 - shape: three base64url segments (``"malformed token"``; JWE is not accepted);
+- ``typ`` (``"wrong token type"``): an access token says ``at+jwt`` (RFC 9068 §2.1, with or without
+  ``application/``). Identity providers that still issue access tokens as plain ``JWT`` (or
+  with no ``typ``) are served only when ``token_types`` lists ``"JWT"``: a choice to make
+  knowingly, since an ID token is a plain JWT too (RFC 8725 §3.11: explicit typing keeps one
+  kind of token from passing for another). ID-token-like types (``id_token``, ``id+jwt``,
+  ``logout+jwt``, ...) can never be listed;
 - ``alg`` in the allow-list (``"algorithm not allowed"``). ``none`` is never allowed, and HMAC
   algorithms only when listed explicitly; a key is used only with algorithms of its own type
   (RSA → RS*/PS*, EC → ES* of its curve, OKP → EdDSA, oct → HS*), which defeats algorithm
@@ -39,11 +45,16 @@ from typing import Any
 
 from .tokens import AccessToken, InvalidToken, audience_key, check_endpoint_url, http_request, parse_scopes
 
-__all__ = ["DEFAULT_ALGORITHMS", "SUPPORTED_ALGORITHMS", "JWTVerifier"]
+__all__ = ["DEFAULT_ALGORITHMS", "DEFAULT_TOKEN_TYPES", "SUPPORTED_ALGORITHMS", "JWTVerifier"]
 
 log = logging.getLogger("mcpkit.auth")
 
 DEFAULT_ALGORITHMS = ("RS256", "ES256", "PS256", "EdDSA")
+#: RFC 9068 §2.1: the ``typ`` of a JWT access token
+DEFAULT_TOKEN_TYPES = ("at+jwt",)
+#: types of tokens that are not access tokens; never accepted, whatever ``token_types`` says
+_NOT_ACCESS_TOKENS = frozenset({"id_token", "id-token", "idtoken", "id+jwt", "id_token+jwt", "logout+jwt",
+                                "secevent+jwt", "dpop+jwt", "jwk-set+jwt", "token-introspection+jwt"})
 
 # algorithm → (kty, curves it may use or None for any)
 _KEY_TYPES: dict[str, tuple[str, frozenset[str] | None]] = {
@@ -99,6 +110,7 @@ class JWTVerifier:
         jwks_cache_ttl: float = 300.0,
         jwks_min_refresh: float = 10.0,
         http_timeout: float = 5.0,
+        token_types: Sequence[str] = DEFAULT_TOKEN_TYPES,
         clock: Callable[[], float] = time.time,
     ) -> None:
         try:
@@ -117,6 +129,14 @@ class JWTVerifier:
             raise ValueError(f"unsupported algorithms {unknown}; choose from {sorted(SUPPORTED_ALGORITHMS)}")
         if (jwks_uri is None) == (jwks is None):
             raise ValueError("give exactly one of jwks_uri and jwks")
+        types = tuple(_media_type(t) for t in ((token_types,) if isinstance(token_types, str) else token_types))
+        if not types:
+            raise ValueError("token_types must name at least one type, e.g. 'at+jwt' (RFC 9068)")
+        refused = [t for t in types if t in _NOT_ACCESS_TOKENS]
+        if refused:
+            raise ValueError(f"token_types may not include {refused}: those tokens are not access tokens")
+        #: the accepted ``typ`` values, normalised; "jwt" also accepts a token without ``typ``
+        self.token_types = frozenset(types)
         self.issuer = issuer
         self.audience = audiences
         self._audiences = frozenset(audience_key(a) for a in audiences)
@@ -261,6 +281,9 @@ class JWTVerifier:
             raise InvalidToken("algorithm not allowed")
         if "crit" in header:
             raise InvalidToken("unsupported critical header")
+        typ = header.get("typ", "JWT")
+        if not isinstance(typ, str) or _media_type(typ) not in self.token_types or _media_type(typ) in _NOT_ACCESS_TOKENS:
+            raise InvalidToken("wrong token type")
         payload: bytes | None = None
         for key in await self._candidates(header, alg):
             try:
@@ -319,3 +342,10 @@ class JWTVerifier:
         issuer = claims.get("iss")
         return AccessToken(subject=subject, client_id=client_id, scopes=scopes, expires_at=exp,
                            audience=tuple(audience), issuer=issuer if isinstance(issuer, str) else None, claims=claims)
+
+
+def _media_type(typ: str) -> str:
+    """RFC 7515 §4.1.9: ``typ`` is a media type, compared case-insensitively, whose
+    ``application/`` prefix may be left out."""
+    typ = typ.strip().lower()
+    return typ[len("application/"):] if typ.startswith("application/") else typ

@@ -239,20 +239,23 @@ class AuditLog:
     def record_call(
         self, correlation_id: str, principal: str, tool: str, action: str | None, arguments: Any,
         outcome: str, code: str | None, duration_ms: float, parent: str | None = None,
+        trace: tuple[str, str] | None = None,
     ) -> None:
         """The line of one tool call, as the policy chain writes it: the same line as
         ``record({...})`` with these fields, built without walking the fixed ones. In
-        buffered mode the fields are queued and the line is built by the flusher, in bulk."""
+        buffered mode the fields are queued and the line is built by the flusher, in bulk.
+        ``trace``: the OpenTelemetry trace and span ids of the call, when it is traced."""
         if self.flush_interval:
             self._append((self._clock(), correlation_id, principal, tool, action, arguments, outcome, code,
-                          duration_ms, parent))
+                          duration_ms, parent, trace))
             return
         self._append(self._call_line(self._clock(), correlation_id, principal, tool, action, arguments, outcome,
-                                     code, duration_ms, parent))
+                                     code, duration_ms, parent, trace))
 
     def _call_line(
         self, when: float, correlation_id: str, principal: str, tool: str, action: str | None, arguments: Any,
         outcome: str, code: str | None, duration_ms: float, parent: str | None,
+        trace: tuple[str, str] | None = None,
     ) -> bytes:
         redactor = self.redactor
         names = self._names  # principals and tool names repeat: redact each once
@@ -275,6 +278,8 @@ class AuditLog:
         }
         if parent is not None:
             entry["parentCorrelationId"] = parent
+        if trace is not None:
+            entry["traceId"], entry["spanId"] = trace
         try:
             line = _json.dumps(entry)
         except TypeError:

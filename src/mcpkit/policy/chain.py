@@ -1,22 +1,27 @@
-"""The call-time chain: every policy enforced in one place, in one order, for every tool call.
+"""The policy's steps in the request pipeline (server/pipeline.py): one class per feature.
 
-    admit (gates, bridges, rate limit, argument size) -> validate (the advertised schema)
-    -> bind (sandbox paths) -> run (timeout) -> shape (envelope, sanitize, truncate)
-    -> answer (correlation id in _meta) and audit (one line)
+    outcome (errors -> results, audit, shaping, correlation id)   order 0
+    action (a manager tool's action and its own settings)          order 5
+    gate, bridges                                                  order 20
+    rate limit                                                     order 30
+    argument size                                                  order 35
+    timeout                                                        order 45
+    (user middleware)                                              order 50
+    sandbox binding                                                order 70
+    contract (the envelope)                                        order 90
 
-dispatch.call_tool sends a call here when the server has a policy, the tool has options of its
-own, or the tool is a manager tool; plain tools on a plain server keep the short path. Calls
-made from inside a tool (``ctx.call_tool``: batch and meta tools) go through the same chain, so
-nothing a gate hides can be reached sideways (TL-11).
+policy/layer.py picks, once per item, the steps whose feature applies to it; what each step
+enforces was resolved once per (tool, policy) into a _Settings, read from ``ctx.settings`` at
+call time. Calls made from inside a tool (``ctx.call_tool``), a manager's actions and tasks
+take the same pipeline, so nothing a step refuses can be reached sideways (TL-11).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import inspect
 import logging
 import time
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import (
@@ -33,32 +38,22 @@ from ..protocol.errors import (
     ResourceNotFound,
     ToolError,
 )
-from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
-from ..server.rounds import InputRequired
-from ..server.schema import BindError, _identity, _to_json
-from ..server.session import SyncCall, new_correlation_id
+from ..server.observer import current_trace_ids
+from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError
+from ..server.pipeline import CID_META_KEY, CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext
+from ..server.schema import _to_json
+from ..server.session import new_correlation_id
 from ..server.tools import OutputSchemaError, shape_for_revision
-from ..server.validation import format_errors
 from . import envelope, isolation, limits
 from .config import INHERIT
 from .paths import ACTIVE_SANDBOX
 
 if TYPE_CHECKING:
-    from ..protocol.engine import RequestReceived
-    from ..server.session import ServerSession
     from ..server.tools import Tool
 
-__all__ = ["CID_META_KEY", "CORRELATION_ID", "ERROR_META_KEY", "CorrelationFilter", "call_nested", "call_tool",
-           "guard_logs"]
+__all__ = ["CID_META_KEY", "CORRELATION_ID", "ERROR_META_KEY", "CorrelationFilter", "guard_logs", "settings_of"]
 
 log = logging.getLogger("mcpkit")
-
-#: where a result names its correlation id, and (without the envelope) its error (MT-02 key format)
-CID_META_KEY = "dev.mcpkit/correlationId"
-ERROR_META_KEY = "dev.mcpkit/error"
-
-#: the correlation id of the tool call running in this thread or task, for log lines about it
-CORRELATION_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcpkit_cid", default=None)
 
 _DEADLINES: Any = None
 #: any character strip_control would remove (limits.py); absent in nearly every text
@@ -75,17 +70,22 @@ def _deadlines() -> Any:
 
 
 class CorrelationFilter(logging.Filter):
-    """Adds ``record.correlation_id`` and names it in the message of every log line written
-    while a tool call runs, so each line can be joined with the call's audit line."""
+    """Adds ``record.correlation_id`` (and, when OpenTelemetry traces the call,
+    ``record.trace_id`` and ``record.span_id``) and names them in the message of every log line
+    written while a tool call runs, so each line can be joined with the call's audit line and
+    its trace."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         cid = CORRELATION_ID.get()
         record.correlation_id = cid
+        ids = current_trace_ids()
+        record.trace_id, record.span_id = ids if ids is not None else (None, None)
         if cid is not None and not getattr(record, "_mcpkit_cid", False):
             record._mcpkit_cid = True
             message = record.getMessage()
             if cid not in message:
-                record.msg = f"{message} [correlation id {cid}]"
+                suffix = f"correlation id {cid}" + (f", trace {ids[0]}" if ids is not None else "")
+                record.msg = f"{message} [{suffix}]"
                 record.args = None
         return True
 
@@ -106,444 +106,391 @@ def guard_logs(*, redact: bool) -> None:
 
 
 class _Settings:
-    """What the policy means for one tool, resolved once per (tool, policy) rather than on
-    every call: the hot path reads attributes instead of merging options."""
+    """What the policy means for one tool (or one action of a manager tool), resolved once per
+    (tool, policy) rather than on every call: the steps read attributes instead of merging options."""
 
     __slots__ = ("policy", "contract", "sanitize", "max_argument_bytes", "max_result_bytes", "timeout",
-                 "limiter", "rate", "gate_refusal", "action_refusals", "bridges", "audit", "record_call",
-                 "isolated")
+                 "limiter", "rate", "rate_key", "gate_refusal", "bridges", "scopes", "audit", "record_call",
+                 "isolated", "actions")
 
-    def __init__(self, server: Any, tool: Tool) -> None:
+    def __init__(self, server: Any, tool: Any, action: Any = None, parent: _Settings | None = None) -> None:
         policy = self.policy = server._policy
         opts = tool.options
-        limits = policy.limits if policy is not None else None
+        self.rate_key = tool.name
+        self.scopes: tuple[str, ...] = ()
+        if action is not None:
+            # 13.12: an action is limited, timed out and size-capped as itself: its own options,
+            # else those of the tool registered with the same function (and that tool's rate
+            # bucket and scopes: one limit, whichever way the function is reached)
+            own = getattr(action, "options", None)
+            twin = _twin(server, action)
+            if own is not None:
+                opts, self.rate_key = own, f"{tool.name}.{action.name}"
+            elif twin is not None and twin.options is not None:
+                opts, self.rate_key = twin.options, twin.name
+            if twin is not None:
+                self.scopes = tuple(twin.scopes)
+        limits_ = policy.limits if policy is not None else None
 
         def pick(name: str, server_value: Any) -> Any:
-            value = getattr(opts, name) if opts is not None else INHERIT
+            if parent is not None:
+                server_value = getattr(parent, name)  # an action inherits its manager's
+            value = getattr(opts, name, INHERIT) if opts is not None else INHERIT
             value = server_value if value is INHERIT else value
             return None if value is False else value
 
         self.contract = bool(pick("contract", policy.contract if policy is not None else False))
-        self.sanitize = bool(pick("sanitize", limits.sanitize if limits is not None else False))
-        self.max_argument_bytes = pick("max_argument_bytes", getattr(limits, "max_argument_bytes", None))
-        self.max_result_bytes = pick("max_result_bytes", getattr(limits, "max_result_bytes", None))
-        self.timeout = pick("timeout", getattr(limits, "timeout", None))
-        own = opts.rate_limit if opts is not None else INHERIT
+        if action is not None and parent is not None:
+            self.contract = parent.contract  # one tool, one advertised outputSchema
+        self.sanitize = bool(pick("sanitize", limits_.sanitize if limits_ is not None else False))
+        self.max_argument_bytes = pick("max_argument_bytes", getattr(limits_, "max_argument_bytes", None))
+        self.max_result_bytes = pick("max_result_bytes", getattr(limits_, "max_result_bytes", None))
+        self.timeout = pick("timeout", getattr(limits_, "timeout", None))
+        own_rate = opts.rate_limit if opts is not None else INHERIT
         self.limiter: Any = None
         self.rate: Any = None
-        if own is INHERIT:
+        if own_rate is INHERIT:
             self.limiter = policy.rate_limiter if policy is not None else None
-        elif own not in (None, False):
+            if action is not None and parent is not None:
+                self.rate_key = parent.rate_key  # metered as the manager tool
+        elif own_rate not in (None, False):
             self.limiter = policy.rate_limiter if policy is not None and policy.rate_limiter is not None \
-                else server.tool_limiter()
-            self.rate = own
+                else tool_limiter(server)
+            self.rate = own_rate
         gates = policy.gates if policy is not None else None
-        self.gate_refusal = gates.refusal(tool.annotations) if gates is not None and tool.actions is None else None
-        self.action_refusals: dict[str, str | None] = {}
-        if tool.actions is not None:
-            for name, act in tool.actions.items():
-                self.action_refusals[name] = gates.refusal(act.annotations) if gates is not None else None
+        ann = action.annotations if action is not None else tool.annotations
+        self.gate_refusal = gates.refusal(ann) if gates is not None and (
+            action is not None or tool.actions is None) else None
         self.bridges = opts.requires if opts is not None else ()
+        if parent is not None:
+            self.bridges = tuple(dict.fromkeys([*parent.bridges, *self.bridges]))
         self.audit = policy.audit if policy is not None else None
         #: the audit sink's fast entry point, when it has one (AuditLog.record_call)
         self.record_call = getattr(self.audit, "record_call", None)
         #: the targets (None: the tool, else action names) run in worker processes, or None
-        self.isolated = isolation.isolated_targets(server, tool)
+        self.isolated = isolation.isolated_targets(server, tool) if parent is None else parent.isolated
+        self.actions: dict[str, _Settings] = {}
+        if action is None and tool.actions is not None:
+            for name, act in tool.actions.items():
+                self.actions[name] = _Settings(server, tool, act, self)
+
+    def all(self) -> list[_Settings]:
+        return [self, *self.actions.values()]
+
+
+def _twin(server: Any, action: Any) -> Any:
+    """The plain tool registered with the same function as ``action``, if any."""
+    for tool in server._tools.values():
+        if tool.handler is action.handler and tool.actions is None:
+            return tool
+    return None
+
+
+def tool_limiter(server: Any) -> Any:
+    """The rate limiter of per-tool limits on a server without a policy-wide one."""
+    if server._tool_limiter is None:
+        from .ratelimit import RateLimiter
+
+        server._tool_limiter = RateLimiter(store=server.stores.rates if server.shared else None)
+    return server._tool_limiter
 
 
 def settings_of(server: Any, tool: Tool) -> _Settings:
     resolved = tool.resolved
     if resolved is None or resolved.policy is not server._policy or (
-            tool.actions is not None and len(resolved.action_refusals) != len(tool.actions)):
+            tool.actions is not None and len(resolved.actions) != len(tool.actions)):
         resolved = tool.resolved = _Settings(server, tool)
     return resolved  # type: ignore[no-any-return]
 
 
-class _Call:
-    """One tool call on its way through the chain."""
+# -------------------------------------------------------------------------- outcome and audit
 
-    __slots__ = (
-        "session", "req", "tool", "policy", "settings", "target", "action", "cid", "parent", "principal",
-        "arguments", "start", "contract", "ctx", "timeout",
-    )
 
-    def __init__(self, session: ServerSession, req: RequestReceived, tool: Tool, arguments: Any,
-                 cid: str, parent: str | None) -> None:
-        self.session = session
-        self.req = req
-        self.tool = tool
-        server = session.server
-        policy = self.policy = server._policy
-        settings = self.settings = settings_of(server, tool)
-        self.target: Any = tool
-        self.action: str | None = None
-        self.cid = cid
-        self.parent = parent
-        self.principal = policy.principal_of(session, req) if policy is not None else "anonymous"
-        self.arguments = arguments
-        self.start = time.perf_counter()
-        self.contract = settings.contract
-        self.ctx: Context | None = None
-        self.timeout = settings.timeout  # a manager action may set its own (manager.admit_action)
+def _ms(cc: CallContext) -> float:
+    return (time.perf_counter() - cc.start) * 1000.0
 
-    def expire(self) -> None:
-        """The deadline of a sync call passed (on the timer thread, which won the race with the
-        handler): answer E_TIMEOUT now and ask the handler to stop."""
-        if self.ctx is not None:
-            self.ctx.cancelled.set()  # a cooperative handler polls this and stops
-        result = self.fail(_timeout_error(self, self.timeout))
-        self.session._finish(self.req.id, result, None, "tools/call", flush=True)
 
-    # ---------------------------------------------------------------- outcomes
-
-    def ms(self) -> float:
-        return (time.perf_counter() - self.start) * 1000.0
-
-    def audit(self, outcome: str, code: str | None, ms: float | None = None) -> None:
-        audit = self.settings.audit
-        if audit is None:
+def _audit(cc: CallContext, outcome: str, code: str | None) -> None:
+    settings = cc.settings
+    audit = settings.audit
+    if audit is None:
+        return
+    tool = cc.item
+    try:
+        record_call = settings.record_call
+        if record_call is not None:
+            record_call(cc._cid, cc.caller, tool.name, cc.action, cc.arguments, outcome, code,
+                        round(_ms(cc), 3), cc.parent, current_trace_ids())
             return
-        try:
-            record_call = self.settings.record_call
-            if record_call is not None:
-                record_call(self.cid, self.principal, self.tool.name, self.action, self.arguments, outcome, code,
-                            round(self.ms() if ms is None else ms, 3), self.parent)
-                return
-            entry: dict[str, Any] = {
-                "correlationId": self.cid,
-                "principal": self.principal,
-                "tool": self.tool.name,
-                "action": self.action,
-                "arguments": self.arguments,
-                "outcome": outcome,
-                "code": code,
-                "durationMs": round(self.ms(), 3),
-            }
-            if self.parent is not None:
-                entry["parentCorrelationId"] = self.parent
-            audit.record(entry)
-        except Exception:  # noqa: BLE001 - a full disk must not turn every call into an error
-            log.exception("could not write the audit line of tool %r [correlation id %s]", self.tool.name, self.cid)
+        entry: dict[str, Any] = {
+            "correlationId": cc._cid,
+            "principal": cc.caller,
+            "tool": tool.name,
+            "action": cc.action,
+            "arguments": cc.arguments,
+            "outcome": outcome,
+            "code": code,
+            "durationMs": round(_ms(cc), 3),
+        }
+        if cc.parent is not None:
+            entry["parentCorrelationId"] = cc.parent
+        ids = current_trace_ids()
+        if ids is not None:
+            entry["traceId"], entry["spanId"] = ids
+        audit.record(entry)
+    except Exception:  # noqa: BLE001 - a full disk must not turn every call into an error
+        log.exception("could not write the audit line of tool %r [correlation id %s]", tool.name, cc._cid)
 
-    def finish(self, result: dict[str, Any], owned: bool = False) -> dict[str, Any]:
-        """Sanitize, truncate, shape for the revision, and name the correlation id. ``owned``:
-        ``result`` was built here and may be completed in place."""
-        rev = self.req.revision
-        settings = self.settings
-        if settings.sanitize:
-            if "structuredContent" in result:
-                result = envelope.sanitized(result, self.contract)
-            content = result.get("content")
-            if not (type(content) is list and len(content) == 1 and content[0].get("type") == "text"
-                    and _CONTROL.search(content[0].get("text", "")) is None):  # the common case, inline
-                result = limits.sanitize_result(result)
-        if settings.max_result_bytes:
-            result = limits.truncate_result(result, settings.max_result_bytes)
-        if rev.downgrades:
-            result = shape_for_revision(result, rev)
-        meta = result.get("_meta")
-        if owned and meta is None:
-            result["_meta"] = {CID_META_KEY: self.cid}
+
+def _finish(cc: CallContext, result: dict[str, Any], owned: bool = False) -> dict[str, Any]:
+    """Sanitize, truncate, shape for the revision, and name the correlation id. ``owned``:
+    ``result`` was built by a step of this call and may be completed in place."""
+    rev = cc.request.revision
+    settings = cc.settings
+    if settings.sanitize:
+        if "structuredContent" in result:
+            result = envelope.sanitized(result, settings.contract)
+        content = result.get("content")
+        if not (type(content) is list and len(content) == 1 and content[0].get("type") == "text"
+                and _CONTROL.search(content[0].get("text", "")) is None):  # the common case, inline
+            result = limits.sanitize_result(result)
+    if settings.max_result_bytes:
+        result = limits.truncate_result(result, settings.max_result_bytes)
+    if rev.downgrades:
+        result = shape_for_revision(result, rev)
+    meta = result.get("_meta")
+    if meta is None:
+        if owned:
+            result["_meta"] = {CID_META_KEY: cc._cid}
             return result
-        meta = dict(meta or {})
-        meta[CID_META_KEY] = self.cid
-        return {**result, "_meta": meta}
+        return {**result, "_meta": {CID_META_KEY: cc._cid}}
+    return {**result, "_meta": {**meta, CID_META_KEY: cc._cid}}
 
-    def succeed(self, value: Any) -> dict[str, Any]:
-        tool = self.tool
+
+def as_tool_error(cc: CallContext, exc: BaseException) -> ToolError:
+    """One error taxonomy: what a failure means for the caller; internals stay in the log."""
+    name = cc.item.name if cc.action is None else f"{cc.item.name}.{cc.action}"
+    if isinstance(exc, ToolError):
+        if not exc.message:
+            exc.message = f"Tool {name!r} failed."
+        return exc
+    if isinstance(exc, ClientCapabilityError):
+        return ToolError(str(exc), code=E_UNSUPPORTED)
+    if isinstance(exc, ClientTimeoutError):
+        return ToolError(str(exc), code=E_TIMEOUT)
+    if isinstance(exc, ClientRequestError):
+        return ToolError(str(exc), code=E_INTERNAL)
+    if isinstance(exc, (ResourceNotFound, PromptNotFound)):  # raised by shared code a tool calls
+        return ToolError(exc.message, code=E_NOT_FOUND,
+                         details={"uri": exc.uri} if isinstance(exc, ResourceNotFound) else {"name": exc.name})
+    if isinstance(exc, FileNotFoundError):
+        return ToolError(f"{name}: no such file or directory.", code=E_NOT_FOUND)
+    if isinstance(exc, PermissionError):
+        return ToolError(f"{name}: permission denied by the operating system.", code=E_PERMISSION_DENIED)
+    if isinstance(exc, OSError) and not cc.ran:
+        # a path that changed while it was being checked (13.20): refused, never half-bound
+        return ToolError(f"{name}: a path argument could not be checked ({exc.strerror or exc}).",
+                         code=E_PERMISSION_DENIED, suggested_fix="Retry; the file system changed during the call.")
+    if isinstance(exc, NotImplementedError):
+        return ToolError(f"{name} is not supported here.", code=E_UNSUPPORTED)
+    if isinstance(exc, OutputSchemaError):
+        log.error("tool %r: %s [correlation id %s]", name, exc, cc.correlation_id)
+        return ToolError(f"Tool {name!r} produced output that does not match its outputSchema "
+                         f"(correlation id {cc.correlation_id}).", code=E_INTERNAL)
+    log.error("tool %r raised [correlation id %s]", name, cc.correlation_id, exc_info=exc)
+    return ToolError(f"Internal error while running tool {name!r} (correlation id {cc.correlation_id}).",
+                     code=E_INTERNAL)
+
+
+def fail(cc: CallContext, exc: BaseException, outcome: str | None = None) -> dict[str, Any]:
+    """The answer to a failed call, audited: the envelope's failure, or isError with the error in _meta."""
+    error = as_tool_error(cc, exc)
+    _audit(cc, outcome or ("error" if cc.ran else "denied"), error.code)
+    if cc.settings.contract:
+        result = envelope.failure(cc.item.name, cc.action, cc.correlation_id, _ms(cc), error)
+    else:
+        text = error.message
+        if error.suggested_fix:
+            text += f" Fix: {error.suggested_fix}"
+        result = {"content": [{"type": "text", "text": text}], "isError": True,
+                  "_meta": {ERROR_META_KEY: error.to_error()}}
+    return _finish(cc, result)
+
+
+def _done(cc: CallContext, result: Any) -> Any:
+    state = cc._state
+    if result is None:
+        if state is not None and state.get("cancelled"):
+            _audit(cc, "cancelled", None)  # the client forgot the request: no answer goes out
+        return None  # or the deadline answered the call already (Timeout)
+    if state:
+        if state.get("task"):
+            _audit(cc, "task", None)
+            return result
+        if state.get("answered"):
+            return result  # 2026-07-28 InputRequiredResult: the call goes on in a later round
+    if result.get("isError") is True:  # a ToolResult(is_error=True) or a raw isError dict
+        _audit(cc, "error", envelope.E_TOOL_FAILED)
+    else:
+        _audit(cc, "ok", None)
+    return _finish(cc, result, result is cc.made)
+
+
+def _mcp_failed(cc: CallContext, exc: McpError) -> None:
+    _audit(cc, "error" if cc.ran else "denied",
+           E_SCHEMA_VALIDATION if exc.code == INVALID_PARAMS and not cc.ran else None)
+
+
+def _begin(cc: CallContext) -> None:
+    """What every later step reads: the settings, who calls, the correlation id, the start."""
+    settings = cc.settings = settings_of(cc.session.server, cc.item)
+    policy = settings.policy
+    cc.caller = policy.principal_of(cc.session, cc.request) if policy is not None else (
+        cc.session.principal or "anonymous")
+    if cc._cid is None:
+        cc._cid = new_correlation_id()
+    cc.start = time.perf_counter()
+
+
+class Outcome:
+    """Outermost: any failure becomes the caller's answer (and one audit line, whatever failed:
+    a refusal, a binding error, the handler, a deadline), and results are shaped."""
+
+    order = 0
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
+    outcome = True
+
+    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+        # _begin, inline: this runs on every policed call
+        settings = cc.settings = settings_of(cc.session.server, cc.item)
+        policy = settings.policy
+        cc.caller = policy.principal_of(cc.session, cc.request) if policy is not None else (
+            cc.session.principal or "anonymous")
+        if cc._cid is None:
+            cc._cid = new_correlation_id()
+        cc.start = time.perf_counter()
         try:
-            if self.contract:
-                summary = None
-                if isinstance(value, envelope.Outcome):
-                    summary, value = value.summary, value.result
-                # content blocks (an image, a ToolResult) stay blocks beside the envelope
-                was_content, value, blocks, meta, failed = envelope.split(value)
-                if failed is not None:
-                    return self.fail(ToolError(failed, code=envelope.E_TOOL_FAILED))
-                if self.target is tool and not was_content:
-                    value = tool.result_dump(value)
-                    # the envelope is built here, valid by construction; the tool's own value is
-                    # what needs checking, against the result schema inside the advertised one
-                    tool.check_result(value)
-                elif self.target is tool and value is not None and not isinstance(value, str):
-                    tool.check_result(value)  # a ToolResult's structured value (TL-07)
-                else:
-                    value = _to_json(value)  # an action's own value, as JSON
-                ms = self.ms()
-                result = envelope.success(tool.name, self.action, self.cid, ms, value, summary, blocks)
-                if meta:
-                    result["_meta"] = dict(meta)
-                owned = True
-            else:
-                ms = None
-                result = tool.to_result(value)
-                owned = result is not value  # a raw tool may hand back its own dict
-        except OutputSchemaError as exc:
-            return self.fail(exc)
-        except TypeError as exc:  # a value that has no JSON form
-            return self.fail(exc)
-        if result.get("isError") is True:  # a ToolResult(is_error=True) or a raw isError dict
-            self.audit("error", envelope.E_TOOL_FAILED, ms)
-        else:
-            self.audit("ok", None, ms)
-        return self.finish(result, owned)
+            result = call_next(cc)
+        except McpError as exc:
+            _mcp_failed(cc, exc)
+            raise
+        except Exception as exc:  # noqa: BLE001
+            return fail(cc, exc)
+        return _done(cc, result)
 
-    def fail(self, exc: BaseException, outcome: str = "error") -> dict[str, Any]:
-        error = self.as_tool_error(exc)
-        self.audit(outcome, error.code)
-        if self.contract:
-            result = envelope.failure(self.tool.name, self.action, self.cid, self.ms(), error)
-        else:
-            text = error.message
-            if error.suggested_fix:
-                text += f" Fix: {error.suggested_fix}"
-            result = {"content": [{"type": "text", "text": text}], "isError": True,
-                      "_meta": {ERROR_META_KEY: error.to_error()}}
-        return self.finish(result)
+    async def on_call_tool_async(self, cc: CallContext, call_next: CallNext) -> Any:
+        _begin(cc)
+        try:
+            result = call_next(cc)
+            if inspect.isawaitable(result):
+                result = await result
+        except McpError as exc:
+            _mcp_failed(cc, exc)
+            raise
+        except asyncio.CancelledError:
+            _audit(cc, "cancelled", None)
+            raise
+        except Exception as exc:  # noqa: BLE001
+            return fail(cc, exc)
+        return _done(cc, result)
 
-    def as_tool_error(self, exc: BaseException) -> ToolError:
-        """One error taxonomy: what a failure means for the caller; internals stay in the log."""
-        name = self.tool.name if self.action is None else f"{self.tool.name}.{self.action}"
-        if isinstance(exc, ToolError):
-            if not exc.message:
-                exc.message = f"Tool {name!r} failed."
-            return exc
-        if isinstance(exc, ClientCapabilityError):
-            return ToolError(str(exc), code=E_UNSUPPORTED)
-        if isinstance(exc, ClientTimeoutError):
-            return ToolError(str(exc), code=E_TIMEOUT)
-        if isinstance(exc, ClientRequestError):
-            return ToolError(str(exc), code=E_INTERNAL)
-        if isinstance(exc, (ResourceNotFound, PromptNotFound)):  # raised by shared code a tool calls
-            return ToolError(exc.message, code=E_NOT_FOUND,
-                             details={"uri": exc.uri} if isinstance(exc, ResourceNotFound) else {"name": exc.name})
-        if isinstance(exc, FileNotFoundError):
-            return ToolError(f"{name}: no such file or directory.", code=E_NOT_FOUND)
-        if isinstance(exc, PermissionError):
-            return ToolError(f"{name}: permission denied by the operating system.", code=E_PERMISSION_DENIED)
-        if isinstance(exc, NotImplementedError):
-            return ToolError(f"{name} is not supported here.", code=E_UNSUPPORTED)
-        if isinstance(exc, OutputSchemaError):
-            log.error("tool %r: %s [correlation id %s]", name, exc, self.cid)
-            return ToolError(f"Tool {name!r} produced output that does not match its outputSchema "
-                             f"(correlation id {self.cid}).", code=E_INTERNAL)
-        log.error("tool %r raised [correlation id %s]", name, self.cid, exc_info=exc)
-        return ToolError(f"Internal error while running tool {name!r} (correlation id {self.cid}).", code=E_INTERNAL)
 
-    # ---------------------------------------------------------------- admission
+# -------------------------------------------------------------------------- admission
 
-    def admit(self) -> None:
-        """Gates, bridges, rate limit and argument size, before anything of the tool runs."""
-        tool, settings = self.tool, self.settings
-        if settings.gate_refusal is not None:
-            raise ToolError(f"Tool {tool.name!r} is not available: {settings.gate_refusal}.",
+
+class ActionStep:
+    """A manager tool's call runs one action: the action is chosen from the arguments, and
+    from here on the call is enforced with the action's own settings (13.12)."""
+
+    order = 5
+
+    def check(self, cc: CallContext) -> None:
+        tool = cc.item
+        if not tool.visible:
+            raise ToolError(f"Tool {tool.name!r} is not available: none of its actions is permitted.",
                             code=E_PERMISSION_DENIED, details={"tool": tool.name},
-                            suggested_fix="Use another tool, or ask the operator to enable this one.")
-        if tool.actions is not None:
-            if not tool.visible:  # type: ignore[attr-defined]
-                raise ToolError(f"Tool {tool.name!r} is not available: none of its actions is permitted.",
-                                code=E_PERMISSION_DENIED, details={"tool": tool.name},
-                                suggested_fix="Ask the operator to enable the actions this tool needs.")
-            act = tool.target(self.arguments) if isinstance(self.arguments, dict) else None
-            if act is not None:
-                self.action = act.name
-                self.target = act
-                reason = settings.action_refusals.get(act.name)
-                if reason is not None:
-                    raise ToolError(f"Action {act.name!r} of tool {tool.name!r} is not available: {reason}.",
-                                    code=E_PERMISSION_DENIED, details={"tool": tool.name, "action": act.name},
-                                    suggested_fix="Use another action, or ask the operator to enable it.")
-                from .manager import admit_action
+                            suggested_fix="Ask the operator to enable the actions this tool needs.")
+        act = tool.target(cc.arguments) if isinstance(cc.arguments, dict) else None
+        if act is not None:
+            cc.action = act.name
+            cc.target = act
+            settings = cc.settings = cc.settings.actions[act.name]
+            if settings.gate_refusal is not None:
+                raise ToolError(f"Action {act.name!r} of tool {tool.name!r} is not available: "
+                                f"{settings.gate_refusal}.",
+                                code=E_PERMISSION_DENIED, details={"tool": tool.name, "action": act.name},
+                                suggested_fix="Use another action, or ask the operator to enable it.")
+            if settings.scopes:
+                cc.scopes = tuple(dict.fromkeys([*cc.scopes, *settings.scopes]))
 
-                self.timeout = admit_action(act, self)
-        for bridge in settings.bridges:
+
+class GateStep:
+    order = 20
+
+    def check(self, cc: CallContext) -> None:
+        refusal = cc.settings.gate_refusal
+        if refusal is not None and cc.action is None:
+            name = cc.item.name
+            raise ToolError(f"Tool {name!r} is not available: {refusal}.",
+                            code=E_PERMISSION_DENIED, details={"tool": name},
+                            suggested_fix="Use another tool, or ask the operator to enable this one.")
+
+
+class BridgeStep:
+    order = 21
+
+    def check(self, cc: CallContext) -> None:
+        for bridge in cc.settings.bridges:
             if not bridge.up:
                 raise bridge.not_connected_error()  # E_NOT_CONNECTED, retryable
+
+
+class RateLimitStep:
+    order = 30
+
+    def check(self, cc: CallContext) -> None:
+        settings = cc.settings
         limiter = settings.limiter
         if limiter is not None:
+            name = settings.rate_key
             try:
-                wait = limiter.check(self.principal, tool.name, settings.rate)
+                wait = limiter.check(cc.caller, name, settings.rate)
             except Exception as exc:  # noqa: BLE001 - a shared store that is down (StoreUnavailable)
-                log.warning("rate limit of tool %r not checked: %s [correlation id %s]", tool.name, exc, self.cid)
-                raise ToolError(f"Tool {tool.name!r} cannot run now: its rate limit cannot be checked.",
+                log.warning("rate limit of tool %r not checked: %s [correlation id %s]", name, exc, cc.correlation_id)
+                raise ToolError(f"Tool {name!r} cannot run now: its rate limit cannot be checked.",
                                 code=E_NOT_CONNECTED, retryable=True,
                                 suggested_fix="Retry in a few seconds.") from None
             if wait is not None:
-                raise limiter.limit_error(tool.name, wait, settings.rate or limiter.default)
-        if settings.max_argument_bytes:
-            limits.check_argument_size(self.arguments, settings.max_argument_bytes, tool.name)
+                raise limiter.limit_error(name, wait, settings.rate or limiter.default)
 
 
-# -------------------------------------------------------------------------- entry points
+class ArgumentSizeStep:
+    order = 35
+
+    def check(self, cc: CallContext) -> None:
+        cap = cc.settings.max_argument_bytes
+        if cap:
+            limits.check_argument_size(cc.arguments, cap, cc.item.name if cc.action is None
+                                       else f"{cc.item.name}.{cc.action}")
 
 
-def call_tool(session: ServerSession, req: RequestReceived, tool: Tool, arguments: Any) -> Any:
-    """A tools/call through the chain: a result dict, a SyncCall or a coroutine (as dispatch)."""
-    return _run(_Call(session, req, tool, arguments, new_correlation_id(), None), nested=False)
+class IsolationStep:
+    """``isolation="process"``: the handler (or the action, as itself) runs in a worker process
+    that is killed at the call's deadline (policy/isolation.py); run_tool hands it over."""
+
+    order = 40
+
+    def check(self, cc: CallContext) -> None:
+        isolated = cc.settings.isolated
+        if isolated is not None and cc.action in isolated:
+            cc.runner = isolation.call
 
 
-def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) -> Any:
-    """``ctx.call_tool``: a tool called from inside another, through the same chain."""
-    session, req = ctx._session, ctx._request
-    tool = session.server._tools.get(name)
-    outer = _Call(session, req, _Unknown(name), arguments, new_correlation_id(), ctx.correlation_id)
-    if tool is None:
-        result = outer.fail(ToolError(f"Unknown tool: {name}", code=E_NOT_FOUND), "denied")
-        return _settled(result) if want_async else result
-    outcome = _run(_Call(session, req, tool, arguments, outer.cid, ctx.correlation_id), nested=True, outer=ctx)
-    if isinstance(outcome, SyncCall):
-        outcome = outcome.fn()
-    if want_async:
-        return outcome if asyncio.iscoroutine(outcome) else _settled(outcome)
-    if asyncio.iscoroutine(outcome):
-        outcome.close()
-        raise ToolError(f"Tool {name!r} is async: await ctx.call_tool_async(...) from an async tool.",
-                        code=E_UNSUPPORTED)
-    return outcome
+# -------------------------------------------------------------------------- around the handler
 
 
-async def _settled(value: Any) -> Any:
-    return value
-
-
-class _Unknown:
-    """Stands in for a tool that does not exist, so its refusal is audited like any other."""
-
-    actions = None
-    options = None
-    annotations = None
-    resolved = None
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-def _run(c: _Call, *, nested: bool, outer: Context | None = None) -> Any:
-    session, req, tool = c.session, c.req, c.tool
-    rev = req.revision
-    try:
-        c.admit()
-    except ToolError as exc:
-        return c.fail(exc, "denied")
-    target = c.target
-    arguments = c.arguments if c.arguments is not None else {}
-    valid, errors = tool.check_arguments(arguments)
-    if errors is not None:
-        message = f"Invalid arguments for tool {tool.name!r}: {format_errors(errors)}"
-        if not rev.invalid_arguments_as_tool_error and not nested:
-            c.audit("denied", E_SCHEMA_VALIDATION)  # TL-10: before 2025-11-25 this is a protocol error
-            raise McpError(INVALID_PARAMS, message, {"errors": errors})
-        return c.fail(ToolError(message, code=E_SCHEMA_VALIDATION, details={"errors": errors},
-                                suggested_fix="Call again with arguments that match the tool's inputSchema."),
-                      "denied")
-    if target is tool and tool.task is not None and rev.era == "modern" and not nested:
-        from ..server import dispatch
-
-        outcome = dispatch.start_as_task(session, req, tool, valid)
-        if outcome is not None:
-            c.audit("task", None)
-            return outcome
-    ctx: Context | None = None
-    if target.context_param is not None:
-        if nested:
-            ctx = Context(session, req, c.cid)
-            if outer is not None:
-                ctx.cancelled = outer.cancelled
-        else:
-            ctx = session.context(req)
-            ctx.correlation_id = c.cid
-            if rev.era == "modern":
-                ctx.rounds()  # a tampered requestState is refused before the tool runs (MR-06)
-    c.ctx = ctx
-    policy = c.policy
-    # only a binder that converts values can meet a SandboxPath; plain JSON arguments skip this
-    converts = target.bind is not None and target.bind is not _identity
-    token = ACTIVE_SANDBOX.set(policy.sandbox if policy is not None else None) if converts else None
-    try:
-        args, kwargs = target.call_args(valid, ctx)
-    except ToolError as exc:
-        return c.fail(exc, "denied")
-    except (BindError, TypeError, ValueError) as exc:
-        return c.fail(ToolError(f"Invalid arguments for tool {tool.name!r}: {exc}", code=E_SCHEMA_VALIDATION),
-                      "denied")
-    finally:
-        if token is not None:
-            ACTIVE_SANDBOX.reset(token)
-    timeout = c.timeout  # the tool's, or a manager action's own (manager.admit_action)
-    if c.settings.isolated is not None and c.action in c.settings.isolated:
-        return isolation.run(c, target, args, kwargs, timeout)  # a worker process, killed at the deadline
-    if target.is_async:
-        return _run_async(c, target, args, kwargs, timeout)
-    if timeout and not nested:
-        return SyncCall(partial(_run_sync_deadline, c, target, args, kwargs, timeout))
-    return SyncCall(partial(_run_sync, c, target, args, kwargs))
-
-
-def _run_sync(c: _Call, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], deadline: Any = None) -> Any:
-    token = CORRELATION_ID.set(c.cid)
-    try:
-        value = target.handler(*args, **kwargs)
-    except McpError:
-        if _late(c, deadline):
-            return None
-        c.audit("error", None)
-        raise
-    except InputRequired:
-        return None if _late(c, deadline) else c.ctx.rounds().result()  # type: ignore[union-attr]
-    except Exception as exc:  # noqa: BLE001
-        return None if _late(c, deadline) else c.fail(exc)
-    finally:
-        CORRELATION_ID.reset(token)
-    return None if _late(c, deadline) else c.succeed(value)
-
-
-def _late(c: _Call, deadline: Any) -> bool:
-    """True when the call's deadline already answered it: what the handler did is dropped."""
-    return deadline is not None and not deadline.cancel()
-
-
-def _run_sync_deadline(c: _Call, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float) -> Any:
-    return _run_sync(c, target, args, kwargs, _deadlines().add(timeout, c.expire))
-
-
-async def _run_async(
-    c: _Call, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None
-) -> Any:
-    token = CORRELATION_ID.set(c.cid)
-    try:
-        if timeout:
-            task = asyncio.ensure_future(target.handler(*args, **kwargs))
-            try:
-                done, _ = await asyncio.wait({task}, timeout=timeout)
-            except asyncio.CancelledError:
-                task.cancel()  # the client cancelled the call: the handler stops too
-                raise
-            if not done:
-                task.cancel()  # the handler's task is cancelled, then the call answered E_TIMEOUT
-                if c.ctx is not None:
-                    c.ctx.cancelled.set()
-                await asyncio.wait({task}, timeout=1.0)
-                return c.fail(_timeout_error(c, timeout))
-            value = task.result()
-        else:
-            value = await target.handler(*args, **kwargs)
-    except McpError:
-        c.audit("error", None)
-        raise
-    except InputRequired:
-        return c.ctx.rounds().result()  # type: ignore[union-attr]
-    except asyncio.CancelledError:
-        c.audit("cancelled", None)
-        raise
-    except Exception as exc:  # noqa: BLE001
-        return c.fail(exc)
-    finally:
-        CORRELATION_ID.reset(token)
-    return c.succeed(value)
-
-
-def _timeout_error(c: _Call, timeout: float) -> ToolError:
-    name = c.tool.name if c.action is None else f"{c.tool.name}.{c.action}"
+def _timeout_error(cc: CallContext, timeout: float) -> ToolError:
+    name = cc.item.name if cc.action is None else f"{cc.item.name}.{cc.action}"
     return ToolError(
         f"Tool {name!r} did not finish within {timeout:g} s and was stopped.",
         code=E_TIMEOUT,
@@ -552,3 +499,139 @@ def _timeout_error(c: _Call, timeout: float) -> ToolError:
     )
 
 
+class TimeoutStep:
+    """A call that outlives its deadline is answered E_TIMEOUT. A sync handler cannot be
+    stopped from outside: the timer answers the request and whatever the handler returns
+    later is dropped; an async handler's task is cancelled."""
+
+    order = 45
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
+
+    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+        timeout = cc.settings.timeout
+        if not timeout or cc.nested or cc.runner is not None:
+            return call_next(cc)  # an isolated call's worker is killed at its deadline instead
+        deadline = _deadlines().add(timeout, lambda: _expire(cc, timeout))
+        try:
+            result = call_next(cc)
+        except BaseException:
+            if not deadline.cancel():
+                return None  # answered already: the failure came too late to matter
+            raise
+        if not deadline.cancel():
+            return None
+        return result
+
+    async def on_call_tool_async(self, cc: CallContext, call_next: CallNext) -> Any:
+        timeout = cc.settings.timeout
+        out = call_next(cc)
+        if not inspect.isawaitable(out):
+            return out
+        if not timeout or cc.runner is not None:
+            return await out
+        task = asyncio.ensure_future(out)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+        except asyncio.CancelledError:
+            task.cancel()  # the client cancelled the call: the handler stops too
+            raise
+        if not done:
+            task.cancel()  # the handler's task is cancelled, then the call answered E_TIMEOUT
+            if cc.handler_context is not None:
+                cc.handler_context.cancelled.set()
+            await asyncio.wait({task}, timeout=1.0)
+            raise _timeout_error(cc, timeout)
+        return task.result()
+
+
+def _expire(cc: CallContext, timeout: float) -> None:
+    """The deadline of a sync call passed (on the timer thread, which won the race with the
+    handler): answer E_TIMEOUT now and ask the handler to stop."""
+    if cc.handler_context is not None:
+        cc.handler_context.cancelled.set()  # a cooperative handler polls this and stops
+    result = fail(cc, _timeout_error(cc, timeout))
+    cc.session._finish(cc.request.id, result, None, "tools/call", flush=True)
+
+
+class SandboxStep:
+    """Checking parameter types (SandboxPath) are bound inside the policy's sandbox, for
+    tools, resource templates and prompts alike (13.10)."""
+
+    order = 70
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
+
+    def __init__(self, sandbox: Any) -> None:
+        self.sandbox = sandbox
+
+    def on_request(self, cc: CallContext, call_next: CallNext) -> Any:
+        token = ACTIVE_SANDBOX.set(self.sandbox)
+        try:
+            return call_next(cc)  # binding happens synchronously inside, before any await
+        finally:
+            ACTIVE_SANDBOX.reset(token)
+
+
+class ContractStep:
+    """The tool contract: the handler's own value, checked and wrapped in the envelope."""
+
+    order = 90
+    passes_through = True  # its sync hook only passes call_next on (or has an _async variant)
+
+    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+        if not cc.settings.contract:
+            return call_next(cc)
+        cc.raw = True
+        value = call_next(cc)
+        if cc._state is not None and _settled_elsewhere(cc):
+            return value
+        return _envelope(cc, value)
+
+    async def on_call_tool_async(self, cc: CallContext, call_next: CallNext) -> Any:
+        if not cc.settings.contract:
+            return call_next(cc)
+        cc.raw = True
+        value = call_next(cc)
+        if inspect.isawaitable(value):
+            value = await value
+        return value if _settled_elsewhere(cc) else _envelope(cc, value)
+
+
+def _settled_elsewhere(cc: CallContext) -> bool:
+    """The call became a task, or asks the client for input first: no envelope yet."""
+    state = cc._state
+    return bool(state) and bool(state.get("task") or state.get("answered"))
+
+
+def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
+    tool = cc.item
+    summary = None
+    if isinstance(value, envelope.Outcome):
+        summary, value = value.summary, value.result
+    # content blocks (an image, a ToolResult) stay blocks beside the envelope
+    was_content, value, blocks, meta, failed = envelope.split(value)
+    if failed is not None:
+        raise ToolError(failed, code=envelope.E_TOOL_FAILED)
+    if cc.target is tool and not was_content:
+        value = tool.result_dump(value)
+        # the envelope is built here, valid by construction; the tool's own value is what
+        # needs checking, against the result schema inside the advertised one
+        tool.check_result(value)
+    elif cc.target is tool and value is not None and not isinstance(value, str):
+        tool.check_result(value)  # a ToolResult's structured value (TL-07)
+    else:
+        value = _to_json(value)  # an action's own value, as JSON
+    made = cc.made = envelope.success(tool.name, cc.action, cc._cid, _ms(cc), value, summary, blocks)
+    if meta:
+        made["_meta"] = dict(meta)
+    return made
+
+
+OUTCOME = Outcome()
+ACTION = ActionStep()
+GATE = GateStep()
+BRIDGES = BridgeStep()
+RATE_LIMIT = RateLimitStep()
+ARGUMENT_SIZE = ArgumentSizeStep()
+ISOLATION = IsolationStep()
+TIMEOUT = TimeoutStep()
+CONTRACT = ContractStep()

@@ -38,7 +38,6 @@ import os
 import pickle
 import threading
 import time
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import E_INTERNAL, E_TIMEOUT, ToolError
@@ -46,7 +45,7 @@ from ..protocol.errors import E_INTERNAL, E_TIMEOUT, ToolError
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-__all__ = ["MODES", "check_handler", "isolated_targets", "run", "shutdown"]
+__all__ = ["MODES", "call", "check_handler", "isolated_targets", "shutdown"]
 
 log = logging.getLogger("mcpkit.policy")
 
@@ -100,76 +99,68 @@ def isolated_targets(server: Any, tool: Any) -> frozenset[str | None] | None:
 # -------------------------------------------------------------------------- the call's side
 
 
-def run(c: Any, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> Any:
-    """The policy chain's hook: what ``_run`` returns for an isolated call (a SyncCall, or a
-    coroutine for an async handler). ``c`` is the chain's call: ``fail``/``succeed``/``audit``."""
-    from ..server.session import SyncCall
+def call(cc: Any, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], is_async: bool) -> Any:
+    """The pipeline's runner (server/dispatch.py run_tool) for an isolated call: the handler's
+    value, or an awaitable of it in an async chain; a worker killed at the deadline is an
+    E_TIMEOUT ToolError, answered (and audited) by the outermost step like any failure."""
+    timeout = cc.settings.timeout
+    if target.is_async or is_async:
+        return _call_async(cc, target, args, kwargs, timeout)
+    return _call_sync(cc, target, args, kwargs, timeout)
 
-    if target.is_async:
-        return _run_async(c, target, args, kwargs, timeout)
-    return SyncCall(partial(_run_sync, c, target, args, kwargs, timeout))
+
+def _shape(cc: Any, value: Any) -> Any:
+    return value if cc.raw else cc.item.to_result(value)
 
 
-def _run_sync(c: Any, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> Any:
-    from ..protocol.errors import McpError
-    from .chain import CORRELATION_ID
+def _call_sync(cc: Any, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> Any:
+    from ..server.pipeline import CORRELATION_ID
 
-    before_block = getattr(c.session, "before_block", None)
+    before_block = getattr(cc.session, "before_block", None)
     if before_block is not None:
         before_block()  # on stdio, reading moves to another thread while this call waits
     # the request's cancellation flag (the outer request's, for a nested call): set when the
     # client cancels it, and then the worker is killed too
-    cancelled = c.session.context(c.req).cancelled if hasattr(c.session, "context") else None
-    token = CORRELATION_ID.set(c.cid)
+    outer = cc.outer_context
+    cancelled = outer.cancelled if outer is not None else (
+        cc.session.context(cc.request).cancelled if hasattr(cc.session, "context") else None)
+    token = CORRELATION_ID.set(cc.correlation_id)
     try:
         value = _pool().call(target.handler, args, kwargs, timeout, cancelled)
     except _Cancelled:
-        c.audit("cancelled", None)
+        cc.state["cancelled"] = True
         return None  # the client forgot the request: no answer goes out
     except _Expired:
-        return c.fail(_timeout_error(c, timeout))
-    except McpError:
-        c.audit("error", None)
-        raise
-    except Exception as exc:  # noqa: BLE001
-        return c.fail(exc)
+        raise _timeout_error(cc, timeout) from None
     finally:
         CORRELATION_ID.reset(token)
-    return c.succeed(value)
+    return _shape(cc, value)
 
 
-async def _run_async(c: Any, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                     timeout: float | None) -> Any:
+async def _call_async(cc: Any, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      timeout: float | None) -> Any:
     import asyncio
 
-    from ..protocol.errors import McpError
-    from .chain import CORRELATION_ID
+    from ..server.pipeline import CORRELATION_ID
 
     cancelled = threading.Event()
-    token = CORRELATION_ID.set(c.cid)
+    token = CORRELATION_ID.set(cc.correlation_id)
     try:
         value = await asyncio.to_thread(_pool().call, target.handler, args, kwargs, timeout, cancelled)
     except asyncio.CancelledError:
         cancelled.set()  # the client cancelled the call: its worker is killed
-        c.audit("cancelled", None)
         raise
     except _Cancelled:
-        c.audit("cancelled", None)
         raise asyncio.CancelledError() from None
     except _Expired:
-        return c.fail(_timeout_error(c, timeout))
-    except McpError:
-        c.audit("error", None)
-        raise
-    except Exception as exc:  # noqa: BLE001
-        return c.fail(exc)
+        raise _timeout_error(cc, timeout) from None
     finally:
         CORRELATION_ID.reset(token)
-    return c.succeed(value)
+    return _shape(cc, value)
 
 
-def _timeout_error(c: Any, timeout: float | None) -> ToolError:
-    name = c.tool.name if c.action is None else f"{c.tool.name}.{c.action}"
+def _timeout_error(cc: Any, timeout: float | None) -> ToolError:
+    name = cc.item.name if cc.action is None else f"{cc.item.name}.{cc.action}"
     return ToolError(
         f"Tool {name!r} did not finish within {timeout:g} s; its worker process was stopped.",
         code=E_TIMEOUT,

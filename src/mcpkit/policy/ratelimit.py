@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from mcpkit.protocol.errors import E_RATE_LIMITED, ToolError
+
+from ..stores.memory import MemoryRateStore
 
 __all__ = ["KEY_SEPARATOR", "MemoryRateStore", "Rate", "RateLimiter", "RateStore"]
 
@@ -36,7 +36,6 @@ KEY_SEPARATOR = "\x1f"
 # Floating-point slack, in tokens, when comparing what a bucket holds with what a call costs:
 # 0.6 s at 100/60 tokens a second may come out as 0.9999999999999999 tokens, and a caller who
 # waited exactly the advertised retry delay must then be let through.
-_EPSILON = 1e-9
 
 _UNITS: dict[str, float] = {}
 for _names, _seconds in (
@@ -142,84 +141,8 @@ class RateStore(Protocol):
     def take(self, key: str, capacity: float, refill_per_s: float, now: float, cost: float = 1.0) -> float: ...
 
 
-class MemoryRateStore:
-    """In-process buckets: thread-safe, and bounded at ``max_keys`` buckets.
-
-    A bucket is a list ``[tokens, last, capacity, refill_per_s]``. When a new key would exceed
-    ``max_keys`` one bucket is evicted: a full one among the least recently used few if there
-    is one (a full bucket is the same as no bucket, so that loses nothing), else the least
-    recently used. A key among the ``max_keys`` most recently used therefore always keeps its
-    bucket, so a caller who was just limited cannot get a fresh one by crowding the store.
-    """
-
-    #: how many of the least recently used buckets eviction looks at for a full one
-    EVICTION_SCAN = 16
-
-    def __init__(self, max_keys: int = 100_000) -> None:
-        if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
-            raise ValueError(f"max_keys must be a positive integer, got {max_keys!r}")
-        self.max_keys = max_keys
-        self._buckets: OrderedDict[str, list[float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._buckets)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._buckets
-
-    def clear(self) -> None:
-        with self._lock:
-            self._buckets.clear()
-
-    def take(self, key: str, capacity: float, refill_per_s: float, now: float, cost: float = 1.0) -> float:
-        if cost > capacity:
-            return math.inf
-        buckets = self._buckets
-        with self._lock:
-            bucket = buckets.get(key)
-            if bucket is None:
-                # a fresh bucket is full, and cost <= capacity: always allowed
-                buckets[key] = [capacity - cost, now, capacity, refill_per_s]
-                if len(buckets) > self.max_keys:
-                    self._evict(now)
-                return 0.0
-            buckets.move_to_end(key)
-            tokens = bucket[0]
-            elapsed = now - bucket[1]
-            # A clock that stepped back counts as no time passed; keeping the later ``last``
-            # means the interval is not counted twice when the clock comes forward again.
-            if elapsed > 0:
-                tokens += elapsed * refill_per_s
-                tokens = min(tokens, capacity)
-                bucket[1] = now
-            bucket[2] = capacity
-            bucket[3] = refill_per_s
-            if tokens + _EPSILON >= cost:
-                tokens -= cost
-                bucket[0] = max(0.0, tokens)
-                return 0.0
-            bucket[0] = tokens
-        if refill_per_s <= 0:
-            return math.inf
-        return (cost - tokens) / refill_per_s
-
-    def _evict(self, now: float) -> None:
-        # Called with the lock held, only when a new key pushed the store one over its cap.
-        buckets = self._buckets
-        victim = None
-        for i, (key, (tokens, last, capacity, refill)) in enumerate(buckets.items()):
-            if i >= self.EVICTION_SCAN or i >= len(buckets) - 1:  # never the key just added
-                break
-            if tokens + max(now - last, 0.0) * refill >= capacity:
-                victim = key
-                break
-        if victim is None:
-            buckets.popitem(last=False)
-        else:
-            del buckets[victim]
-
-
+# MemoryRateStore lives with the other in-process stores (stores/memory.py), below the
+# server and the policy alike; it is imported here so that both names keep working.
 class RateLimiter:
     """Per-(principal, tool) token buckets with a default rate and optional per-tool rates.
 

@@ -284,6 +284,12 @@ class Engine:
         if batch is not None:  # BP-13: no batches after 2025-03-26, never in this era
             self._emit_error(req.id, McpError(INVALID_REQUEST, "Batches do not exist in protocol 2026-07-28."), batch)
             return []
+        if req.id in self._in_flight:
+            # BP-04, in either era: a second request under an id still in flight would leave the
+            # first unanswerable (its answer could go to neither); refuse the newcomer alone
+            self._emit_error(req.id, McpError(
+                INVALID_REQUEST, "This request id is already used by a request still in flight (BP-04)."), None)
+            return []
         requested = meta.get(revisions.PROTOCOL_VERSION_KEY) if meta is not None else None
         if not isinstance(requested, str):
             self._emit_error(req.id, McpError(

@@ -146,7 +146,7 @@ class Context:
             import asyncio
 
             manager = self._session.server.tasks
-            record = manager.create()
+            record = manager.create(self._session)
             record.future, record.loop = asyncio.current_task(), self._session.loop
             self.cancelled = record.cancel_event
             self._task = (manager, record)
@@ -158,17 +158,17 @@ class Context:
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Call another tool of this server from a sync tool (a batch or meta tool) and get
-        its CallToolResult. The call goes through the same policy chain as a call from the
-        client: gates, rate limits, validation and audit apply (its audit line names this
-        call's correlation id as parent)."""
-        from ..policy.chain import call_nested
+        its CallToolResult. The call takes the same pipeline as a call from the client:
+        scopes, gates, rate limits, validation, middleware and audit apply (its audit line
+        names this call's correlation id as parent)."""
+        from .dispatch import call_nested
 
         result: dict[str, Any] = call_nested(self, name, arguments, want_async=False)
         return result
 
     async def call_tool_async(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """:meth:`call_tool` from an async tool; the callee may be sync or async."""
-        from ..policy.chain import call_nested
+        from .dispatch import call_nested
 
         result: dict[str, Any] = await call_nested(self, name, arguments, want_async=True)
         return result

@@ -11,9 +11,13 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import (
+    E_NOT_FOUND,
+    E_SCHEMA_VALIDATION,
+    E_UNSUPPORTED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     McpError,
@@ -30,6 +34,7 @@ from .prompts import messages_from
 from .resources import contents_from
 from .tools import OutputSchemaError, Tool, shape_for_revision
 from .listen import listen
+from .pipeline import CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext, Pipe, any_async, chain, in_worker, steps_for
 from .rounds import InputRequired
 from .session import SyncCall, _is_cancelled, new_correlation_id
 from .tasks import TASK_METHODS, missing_extension, wants_tasks
@@ -38,7 +43,7 @@ from .validation import format_errors
 if TYPE_CHECKING:
     from .session import ServerSession
 
-__all__ = ["METHODS"]
+__all__ = ["METHODS", "build_pipe", "call_nested"]
 
 log = logging.getLogger("mcpkit")
 
@@ -50,17 +55,6 @@ def _str_param(params: dict[str, Any], key: str, method: str) -> str:
     if not isinstance(value, str):
         raise McpError(INVALID_PARAMS, f"{method} needs a string {key!r} parameter.")
     return value
-
-
-# ---------------------------------------------------------------------- lists (PA-01, PA-02)
-
-
-def _lister(kind: str) -> Handler:
-    def handler(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
-        return session.server.list_page(kind, req.revision, (req.params or {}).get("cursor"))
-
-    handler.__name__ = f"list_{kind}"
-    return handler
 
 
 # ---------------------------------------------------------------------- tools
@@ -115,19 +109,6 @@ async def _run_async(
         return _tool_failure(tool, exc, cid)
 
 
-_CHAIN: Any = None
-
-
-def _policy_chain() -> Any:
-    """policy/chain.py's call_tool, imported on the first policed call (not per call)."""
-    global _CHAIN
-    if _CHAIN is None:
-        from ..policy.chain import call_tool as chain_call
-
-        _CHAIN = chain_call
-    return _CHAIN
-
-
 def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     server = session.server
     params = req.params or {}
@@ -135,8 +116,12 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     tool = server._tools.get(name)
     if tool is None:
         raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
-    if server._policy is not None or tool.options is not None or tool.actions is not None:
-        return _policy_chain()(session, req, tool, params.get("arguments"))
+    pipe = server._tool_pipes.get(tool)
+    if pipe is None:
+        pipe = server._tool_pipes[tool] = build_pipe(server, "call_tool", tool)
+    if not pipe.plain:
+        return _start(pipe, CallContext(session, req, "call_tool", tool, name, params.get("arguments")))
+    # the plain fast path: no step applies to this tool (no policy, scope or middleware)
     arguments = params.get("arguments")
     if arguments is None:
         arguments = {}
@@ -162,7 +147,7 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
         cid = None  # minted only if something goes wrong: the hot path stays cheap
     try:
         args, kwargs = tool.call_args(valid, ctx)  # type: ignore[arg-type]
-    except ToolError as exc:  # a checking parameter type refused the value (a confined path)
+    except (ToolError, OSError) as exc:  # a checking parameter type refused the value (a confined path)
         return _tool_failure(tool, exc, cid)
     except (TypeError, ValueError) as exc:  # the binder could not build the Python values
         message = f"Invalid arguments for tool {name!r}: {exc}"
@@ -178,22 +163,221 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     return SyncCall(lambda: _run_sync(tool, args, kwargs, rev, cid, ctx))
 
 
+def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) -> Any:
+    """``ctx.call_tool``: a tool called from inside another takes the same pipeline as a call
+    from the client (scopes, gates, limits, middleware, audit); a refusal is its result."""
+    session, req = ctx._session, ctx._request
+    server = session.server
+    tool = server._tools.get(name)
+    if tool is None:
+        unknown = _Unknown(name)
+        pipe = build_pipe(server, "call_tool", unknown)
+        cc = CallContext(session, req, "call_tool", unknown, name, arguments, nested=True, parent=ctx.correlation_id)
+    else:
+        pipe = server._tool_pipes.get(tool)
+        if pipe is None:
+            pipe = server._tool_pipes[tool] = build_pipe(server, "call_tool", tool)
+        cc = CallContext(session, req, "call_tool", tool, name, arguments, nested=True, parent=ctx.correlation_id)
+    cc.outer_context = ctx
+    outcome = pipe.run(cc)
+    awaitable = inspect.isawaitable(outcome)
+    if want_async:
+        return outcome if awaitable else _settled(outcome)
+    if awaitable:
+        if session._loop is not None and not session._on_loop_thread():
+            # the callee's pipeline is async (an async handler or hook) and this sync tool runs on
+            # a thread of its own: wait for it on the session's loop
+            import asyncio
+
+            return asyncio.run_coroutine_threadsafe(_settle_awaitable(outcome), session._loop).result()
+        if inspect.iscoroutine(outcome):
+            outcome.close()
+        raise ToolError(f"Tool {name!r} is async: await ctx.call_tool_async(...) from an async tool.",
+                        code=E_UNSUPPORTED)
+    return outcome
+
+
+async def _settled(value: Any) -> Any:
+    return value
+
+
+async def _settle_awaitable(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class _Unknown:
+    """Stands in for a tool that does not exist, so its refusal takes the pipeline (and is
+    audited) like any other call."""
+
+    actions = None
+    options = None
+    annotations = None
+    resolved = None
+    scopes = ()
+    is_async = False
+    context_param = None
+    task = None
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _start(pipe: Pipe, cc: CallContext) -> Any:
+    """The session's way to run a pipeline: a coroutine, or a SyncCall run where sync handlers
+    run (inline on the stdio reader thread, or on a worker)."""
+    if pipe.is_async:
+        return _awaited(pipe.run, cc)
+    return SyncCall(partial(pipe.run, cc))
+
+
+async def _awaited(run: Callable[[CallContext], Any], cc: CallContext) -> Any:
+    out = run(cc)
+    if inspect.isawaitable(out):
+        return await out
+    return out
+
+
 # ---------------------------------------------------------------------- tools as tasks (TX-01..TX-05)
 
 
-def start_as_task(session: ServerSession, req: RequestReceived, tool: Tool, valid: dict[str, Any]) -> Any:
-    """The policy chain's way into the tasks extension: the call's outcome when the client gets
-    it as a task (TX-01), else None (the chain runs it as a plain call)."""
-    if not wants_tasks(req.capabilities):
-        if tool.task == "required":
+def run_tool(cc: CallContext, is_async: bool) -> Any:
+    """The last step of a tool call's pipeline: validate, bind, run the handler, shape.
+
+    This is the one place where a tool's handler runs under the pipeline. Failures are
+    raised for the outermost step to answer (and audit); a sync chain returns the result,
+    an async one an awaitable. ``cc.target`` is what runs: the tool, or a manager's action.
+    """
+    session, req, tool = cc.session, cc.request, cc.item
+    rev = req.revision
+    arguments = cc.arguments if cc.arguments is not None else {}
+    valid, errors = tool.check_arguments(arguments)
+    if errors is not None:
+        message = f"Invalid arguments for tool {tool.name!r}: {format_errors(errors)}"
+        if not rev.invalid_arguments_as_tool_error and not cc.nested:
+            raise McpError(INVALID_PARAMS, message, {"errors": errors})  # TL-10: before 2025-11-25
+        raise ToolError(message, code=E_SCHEMA_VALIDATION, details={"errors": errors},
+                        suggested_fix="Call again with arguments that match the tool's inputSchema.")
+    target = cc.target
+    as_task = False
+    if target is tool and tool.task is not None and rev.era == "modern" and not cc.nested:
+        as_task = wants_tasks(req.capabilities)  # TX-01
+        if not as_task and tool.task == "required":
             raise missing_extension(f"Tool {tool.name!r}")
-        return None
-    ctx = session.context(req) if tool.context_param is not None else None
-    cid = ctx.correlation_id if ctx is not None else None
-    args, kwargs = tool.call_args(valid, ctx)  # type: ignore[arg-type]
-    if tool.task_after_input:
-        return _task_after_input(session, req, tool, args, kwargs, cid, ctx)  # type: ignore[arg-type]
-    return _start_task(session, req, tool, args, kwargs, cid, ctx)
+    ctx: Context | None = None
+    if target.context_param is not None:
+        if cc.nested:
+            ctx = Context(session, req, cc.correlation_id)
+            if cc.outer_context is not None:
+                ctx.cancelled = cc.outer_context.cancelled
+        else:
+            ctx = session.context(req)
+            ctx.correlation_id = cc.correlation_id
+            if rev.era == "modern":
+                ctx.rounds()  # a tampered requestState is refused before the tool runs (MR-06)
+        cc.handler_context = ctx
+    try:
+        args, kwargs = target.call_args(valid, ctx)
+    except ToolError:
+        raise
+    except (TypeError, ValueError) as exc:  # BindError included: the values could not be built
+        raise ToolError(f"Invalid arguments for tool {tool.name!r}: {exc}", code=E_SCHEMA_VALIDATION) from None
+    if as_task:
+        cc.state["task"] = True
+        outcome = (_task_after_input(session, req, tool, args, kwargs, cc.correlation_id, ctx)  # type: ignore[arg-type]
+                   if tool.task_after_input else _start_task(session, req, tool, args, kwargs, cc.correlation_id, ctx))
+        return _settled(outcome) if is_async and not inspect.isawaitable(outcome) else outcome
+    cc.ran = True
+    # The one place a tool's handler is started under the pipeline (the direct request, a
+    # nested call, a manager's action): how it runs (inline, a worker thread, the loop) is
+    # decided here, so another way to run it (another process) plugs in here too.
+    handler = target.handler
+    runner = cc.runner
+    if runner is not None:
+        return runner(cc, target, args, kwargs, is_async)
+    if target.is_async:
+        return _tool_async(cc, handler, args, kwargs)
+    if is_async:  # a sync handler under async steps: on a worker, never on the event loop
+        return in_worker(session.server, partial(_tool_sync, cc, handler, args, kwargs))
+    return _tool_sync(cc, handler, args, kwargs)
+
+
+def _tool_sync(cc: CallContext, handler: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    token = CORRELATION_ID.set(cc.correlation_id)
+    try:
+        value = handler(*args, **kwargs)
+    except InputRequired:
+        cc.state["answered"] = True
+        return cc.handler_context.rounds().result()
+    finally:
+        CORRELATION_ID.reset(token)
+    return value if cc.raw else cc.item.to_result(value)
+
+
+async def _tool_async(cc: CallContext, handler: Callable[..., Any], args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> Any:
+    token = CORRELATION_ID.set(cc.correlation_id)
+    try:
+        value = await handler(*args, **kwargs)
+    except InputRequired:
+        cc.state["answered"] = True
+        return cc.handler_context.rounds().result()
+    finally:
+        CORRELATION_ID.reset(token)
+    return value if cc.raw else cc.item.to_result(value)
+
+
+class ToolOutcome:
+    """The outermost step of a tool call when no policy provides one: any failure becomes a
+    result with isError (TL-10), shaped for the revision; internals stay in the log."""
+
+    order = 0
+    outcome = True
+    passes_through = True
+
+    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+        try:
+            result = call_next(cc)
+        except McpError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            return self.failed(cc, exc)
+        return self.shaped(cc, result)
+
+    async def on_call_tool_async(self, cc: CallContext, call_next: CallNext) -> Any:
+        try:
+            result = call_next(cc)
+            if inspect.isawaitable(result):
+                result = await result
+        except McpError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            return self.failed(cc, exc)
+        return self.shaped(cc, result)
+
+    @staticmethod
+    def failed(cc: CallContext, exc: BaseException) -> dict[str, Any]:
+        if isinstance(exc, ToolError) and exc.code is not None:
+            # a refusal by a step (scope, middleware) says what kind of failure it is
+            text = exc.message or f"Tool {cc.name!r} failed."
+            if exc.suggested_fix:
+                text += f" Fix: {exc.suggested_fix}"
+            return {"content": [{"type": "text", "text": text}], "isError": True,
+                    "_meta": {ERROR_META_KEY: exc.to_error()}}
+        return _tool_failure(cc.item, exc, cc.correlation_id)
+
+    @staticmethod
+    def shaped(cc: CallContext, result: Any) -> Any:
+        rev = cc.request.revision
+        if rev.downgrades and type(result) is dict:
+            return shape_for_revision(result, rev)
+        return result
+
+
+TOOL_OUTCOME = ToolOutcome()
+
+
+def _raise_unknown(cc: CallContext, is_async: bool) -> Any:
+    raise ToolError(f"Unknown tool: {cc.name}", code=E_NOT_FOUND)
 
 
 def _start_task(
@@ -202,7 +386,7 @@ def _start_task(
 ) -> dict[str, Any]:
     """Store the task (TX-03), start the handler in the background, answer CreateTaskResult (TX-02)."""
     manager = session.server.tasks
-    record = manager.create()
+    record = manager.create(session)
     rev = req.revision
     if ctx is not None:
         session._contexts.pop(req.id, None)  # the request is answered now; the task owns the context
@@ -289,7 +473,7 @@ def _task_after_input(
 
 
 
-# ---------------------------------------------------------------------- resources
+# ---------------------------------------------------------------------- resources, prompts, completions
 
 
 #: what a resource or prompt handler raises on purpose (protocol/errors.py handler_error)
@@ -298,11 +482,13 @@ _ON_PURPOSE = (ToolError, ResourceNotFound, PromptNotFound)
 
 def _invoke(
     fn: Callable[..., Any], is_async: bool, args: tuple[Any, ...], kwargs: dict[str, Any],
-    finish: Callable[[Any], dict[str, Any]], ctx: Context | None = None,
+    finish: Callable[[Any], dict[str, Any]], ctx: Context | None, mode: str, server: Any = None,
     on_purpose: Callable[[BaseException], McpError | None] | None = None,
 ) -> Any:
-    """A user handler as the session runs it: a coroutine, or a SyncCall for a sync function.
-    ``on_purpose`` turns what the handler raised on purpose into its JSON-RPC error."""
+    """A user handler as its pipeline runs it. ``mode``: "outer" (no step: a coroutine, or a
+    SyncCall for the session to run), "sync" (a sync chain: run it here) or "async" (an
+    awaitable; a sync handler goes to a worker thread). ``on_purpose`` turns what the handler
+    raised on purpose into its JSON-RPC error."""
     if ctx is not None and ctx._request.revision.era == "modern":
         ctx.rounds()  # a tampered requestState is refused before the handler runs (MR-06)
     if is_async:
@@ -325,7 +511,40 @@ def _invoke(
         except _ON_PURPOSE as exc:
             raise (on_purpose(exc) if on_purpose is not None else None) or exc from None
 
+    if mode == "sync":
+        return call()
+    if mode == "async":
+        return in_worker(server, call)
     return SyncCall(call)
+
+
+def _bind_item(item: Any, kwargs: dict[str, Any], what: str) -> dict[str, Any]:
+    """Checking parameter types (a SandboxPath) of a template's variables or a prompt's
+    arguments, as for tools: a refused value is a JSON-RPC error naming the parameter."""
+    bind = item.bind
+    if bind is None:
+        return kwargs
+    try:
+        return bind(kwargs)  # type: ignore[no-any-return]
+    except ToolError as exc:
+        raise McpError(INVALID_PARAMS, f"{what}: {exc.message}", {"code": exc.code}) from None
+    except (TypeError, ValueError) as exc:
+        raise McpError(INVALID_PARAMS, f"{what}: {exc}") from None
+    except OSError as exc:
+        raise McpError(INVALID_PARAMS, f"{what}: the path cannot be checked ({exc.strerror or exc}).") from None
+
+
+def _run_kind(session: ServerSession, req: RequestReceived, kind: str, item: Any, name: str | None,
+              arguments: Any) -> Any:
+    server = session.server
+    key = (kind, item)
+    pipe = server._pipes.get(key)
+    if pipe is None:
+        pipe = server._pipes[key] = build_pipe(server, kind, item)
+    cc = CallContext(session, req, kind, item, name, arguments)
+    if pipe.plain:
+        return TERMINALS[kind](cc, "outer")
+    return _start(pipe, cc)
 
 
 def read_resource(session: ServerSession, req: RequestReceived) -> Any:
@@ -334,7 +553,12 @@ def read_resource(session: ServerSession, req: RequestReceived) -> Any:
     if found is None:
         raise session.server.not_found(uri, req.revision)
     item, variables = found
-    kwargs = dict(variables)
+    return _run_kind(session, req, "read_resource", item, uri, variables)
+
+
+def _read(cc: CallContext, mode: str) -> Any:
+    session, req, item, uri = cc.session, cc.request, cc.item, cc.name
+    kwargs = _bind_item(item, dict(cc.arguments or {}), f"Resource {uri}") if cc.arguments else {}
     ctx = None
     if item.context_param is not None:
         ctx = kwargs[item.context_param] = session.context(req)
@@ -342,22 +566,27 @@ def read_resource(session: ServerSession, req: RequestReceived) -> Any:
 
     def finish(value: Any) -> dict[str, Any]:
         try:
-            return {"contents": contents_from(uri, item.mime_type, value), **hints}
+            return {"contents": contents_from(uri, item.mime_type, value), **hints}  # type: ignore[arg-type]
         except TypeError as exc:
             log.error("resources/read %s: %s", uri, exc)
             raise McpError(INTERNAL_ERROR, f"The resource handler for {uri} returned an unusable value.") from None
 
     rev = req.revision
-    return _invoke(item.handler, item.is_async, (), kwargs, finish, ctx,
+    return _invoke(item.handler, item.is_async, (), kwargs, finish, ctx, mode, session.server,
                    lambda exc: handler_error(exc, rev.resource_not_found, uri=uri))
 
 
-def subscribe(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
+def subscribe(session: ServerSession, req: RequestReceived) -> Any:
     uri = _str_param(req.params or {}, "uri", "resources/subscribe")
-    if session.server.find_resource(uri) is None:
+    found = session.server.find_resource(uri)
+    if found is None:
         raise session.server.not_found(uri, req.revision)
-    session.subscriptions.add(uri)  # RS-10
-    return {}
+    return _run_kind(session, req, "subscribe", found[0], uri, None)
+
+
+def _subscribe(cc: CallContext, mode: str) -> Any:
+    cc.session.subscriptions.add(cc.name)  # RS-10
+    return _settled({}) if mode == "async" else {}
 
 
 def unsubscribe(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
@@ -366,17 +595,26 @@ def unsubscribe(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
     return {}
 
 
-# ---------------------------------------------------------------------- prompts
-
-
 def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
     params = req.params or {}
     name = _str_param(params, "name", "prompts/get")
     prompt = session.server._prompts.get(name)
     if prompt is None:
         raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
-    arguments = prompt.check_arguments(params.get("arguments"))
-    kwargs: dict[str, Any] = prompt.convert(arguments)  # typed parameters: converted, or -32602
+    return _run_kind(session, req, "get_prompt", prompt, name, params.get("arguments"))
+
+
+def _get_prompt(cc: CallContext, mode: str) -> Any:
+    session, req, prompt = cc.session, cc.request, cc.item
+    arguments = prompt.check_arguments(cc.arguments)
+    what = f"Prompt {prompt.name!r}"
+    try:
+        converted = prompt.convert(arguments)  # typed parameters: converted, or -32602
+    except ToolError as exc:  # a checking type (SandboxPath) refused the value
+        raise McpError(INVALID_PARAMS, f"{what}: {exc.message}", {"code": exc.code}) from None
+    except OSError as exc:
+        raise McpError(INVALID_PARAMS, f"{what}: the path cannot be checked ({exc.strerror or exc}).") from None
+    kwargs: dict[str, Any] = _bind_item(prompt, dict(converted), what)
     ctx = None
     if prompt.context_param is not None:
         ctx = kwargs[prompt.context_param] = session.context(req)
@@ -393,11 +631,8 @@ def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
             ]
         return result
 
-    return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish, ctx,
+    return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish, ctx, mode, session.server,
                    lambda exc: handler_error(exc, rev.resource_not_found))
-
-
-# ---------------------------------------------------------------------- completion, logging
 
 
 def complete(session: ServerSession, req: RequestReceived) -> Any:
@@ -410,15 +645,88 @@ def complete(session: ServerSession, req: RequestReceived) -> Any:
     value = argument.get("value", "")
     if not isinstance(arg_name, str) or not isinstance(value, str):
         raise McpError(INVALID_PARAMS, "completion/complete needs argument.name and argument.value strings.")
+    # CP-05: the completion of an item follows its rules (scopes) as a read or get of it would
+    target = session.server.completion_target(ref)  # raises -32602 for unknown refs (CP-03)
+    name = ref.get("name") if ref.get("type") == "ref/prompt" else ref.get("uri")
+    return _run_kind(session, req, "complete", target, name, params)
+
+
+def _complete(cc: CallContext, mode: str) -> Any:
+    params = cc.arguments
+    ref, argument = params["ref"], params["argument"]
     context = params.get("context")
     context_args = context.get("arguments") if isinstance(context, dict) else None
-    fn = session.server.completer_for(ref, arg_name)  # raises -32602 for unknown refs (CP-03)
-
+    fn = cc.session.server.completer_for(ref, argument["name"])
     if fn is None:
-        return {"completion": _completion([])}
-    return _invoke(
-        fn, inspect.iscoroutinefunction(fn), (value, context_args or {}), {}, lambda v: {"completion": _completion(v)}
-    )
+        result = {"completion": _completion([])}
+        return _settled(result) if mode == "async" else result
+    return _invoke(fn, inspect.iscoroutinefunction(fn), (argument.get("value", ""), context_args or {}), {},
+                   lambda v: {"completion": _completion(v)}, None, mode, cc.session.server)
+
+
+def _lists(kind: str) -> Callable[[CallContext, str], Any]:
+    def terminal(cc: CallContext, mode: str) -> Any:
+        result = cc.session.server.list_page(kind, cc.request.revision, (cc.arguments or {}).get("cursor"))
+        return _settled(result) if mode == "async" else result
+
+    return terminal
+
+
+TERMINALS: dict[str, Callable[[CallContext, str], Any]] = {
+    "read_resource": _read,
+    "subscribe": _subscribe,
+    "get_prompt": _get_prompt,
+    "complete": _complete,
+    "list_tools": _lists("tools"),
+    "list_resources": _lists("resources"),
+    "list_resource_templates": _lists("resourceTemplates"),
+    "list_prompts": _lists("prompts"),
+}
+
+
+def build_pipe(server: Any, kind: str, item: Any) -> Pipe:
+    """Choose and chain the steps of ``item`` for ``kind`` (once, until something changes)."""
+    steps = steps_for(server, kind, item)
+    if kind == "call_tool":
+        if not any(getattr(s, "outcome", False) for s in steps):
+            steps.insert(0, TOOL_OUTCOME)
+        plain = len(steps) == 1 and steps[0] is TOOL_OUTCOME
+        actions = getattr(item, "actions", None)
+        handler_async = bool(getattr(item, "is_async", False)) or (
+            actions is not None and any(a.is_async for a in actions.values()))
+        run_handler: Callable[[CallContext, bool], Any] = _raise_unknown if isinstance(item, _Unknown) else run_tool
+    else:
+        plain = not steps
+        handler_async = _handler_async(server, kind, item)
+        run_handler = TERMINALS[kind]  # type: ignore[assignment]
+    is_async = handler_async or any_async(steps, kind)
+    if kind == "call_tool":
+        terminal: Callable[[CallContext], Any] = partial(run_handler, is_async=is_async)
+    else:
+        terminal = partial(run_handler, mode="async" if is_async else "sync")
+    return Pipe(chain(steps, kind, terminal, is_async, server), is_async, plain, steps)
+
+
+def _handler_async(server: Any, kind: str, item: Any) -> bool:
+    if kind in ("read_resource", "get_prompt"):
+        return bool(item.is_async)
+    if kind == "complete":
+        fns = list((getattr(item, "completions", None) or {}).values())
+        if server._completer is not None:
+            fns.append(server._completer)
+        return any(inspect.iscoroutinefunction(f) for f in fns)
+    return False
+
+
+def _list(kind: str) -> Handler:
+    def handler(session: ServerSession, req: RequestReceived) -> Any:
+        return _run_kind(session, req, kind, None, None, req.params)
+
+    handler.__name__ = kind
+    return handler
+
+
+# ---------------------------------------------------------------------- completion, logging
 
 
 def _completion(values: Any) -> dict[str, Any]:
@@ -461,14 +769,14 @@ def discover(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
 METHODS: dict[str, Handler] = {
     "server/discover": discover,
     "subscriptions/listen": listen,
-    "tools/list": _lister("tools"),
+    "tools/list": _list("list_tools"),
     "tools/call": call_tool,
-    "resources/list": _lister("resources"),
-    "resources/templates/list": _lister("resourceTemplates"),
+    "resources/list": _list("list_resources"),
+    "resources/templates/list": _list("list_resource_templates"),
     "resources/read": read_resource,
     "resources/subscribe": subscribe,
     "resources/unsubscribe": unsubscribe,
-    "prompts/list": _lister("prompts"),
+    "prompts/list": _list("list_prompts"),
     "prompts/get": get_prompt,
     "completion/complete": complete,
     "logging/setLevel": set_level,

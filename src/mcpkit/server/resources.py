@@ -18,7 +18,7 @@ class _Readable:
 
     __slots__ = (
         "name", "title", "description", "mime_type", "annotations", "icons", "meta",
-        "handler", "is_async", "context_param", "ttl_ms", "cache_scope", "scopes",
+        "handler", "is_async", "context_param", "ttl_ms", "cache_scope", "scopes", "bind",
     )
 
     def _init(
@@ -48,6 +48,8 @@ class _Readable:
         self.cache_scope: str | None = None
         #: OAuth scopes a token needs to read it over authenticated HTTP (mcpkit.auth)
         self.scopes: tuple[str, ...] = ()
+        #: converts the variables whose type checks itself (a SandboxPath), as for tools; None: none
+        self.bind: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def _describe(self, out: dict[str, Any], size: int | None = None) -> dict[str, Any]:
         for key, value in (
@@ -116,6 +118,9 @@ class ResourceTemplate(_Readable):
         self._init(f"resource template {uri_template!r}", handler, name, title, description, mime_type,
                    annotations, icons, meta, context_param)
         self.completions = completions or {}
+        from .schema import checking_bind
+
+        self.bind = checking_bind(handler)
         # template variables arrive as text; int/float/bool hints convert them
         self.converters: dict[str, Callable[[Any], Any]] = {}
         try:

@@ -32,7 +32,7 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Annotated, Any, Callable, Literal, Union, get_args, get_origin
 
-__all__ = ["BindError", "InputSpec", "OutputSpec", "SchemaError", "function_description",
+__all__ = ["BindError", "InputSpec", "OutputSpec", "SchemaError", "checking_bind", "function_description",
            "input_spec", "output_spec", "type_schema"]
 
 
@@ -695,6 +695,26 @@ def input_spec(func: Callable, *, context_type: type | None = None,
                 hooked.append((p.name, default))
     root = _object(props, required, None, closed=True)
     return InputSpec(_with_defs(root, builder.defs), _make_bind(tuple(convs), tuple(hooked)), context_param)
+
+
+def checking_bind(func: Callable) -> Callable[[dict], dict] | None:
+    """A bind for the parameters of ``func`` whose type checks its value itself (a
+    metadata object with ``__mcp_load__``: a confined path), or None when it has none. Used
+    where the values are strings already (resource template variables), so nothing else of
+    the parameter types converts them."""
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: nothing checks itself
+        return None
+    convs = []
+    for name, hint in hints.items():
+        if name == "return":
+            continue
+        _, meta = _strip(hint)
+        hook = next((h for h in (getattr(m, "__mcp_load__", None) for m in meta) if h is not None), None)
+        if hook is not None:
+            convs.append((name, hook))
+    return _make_bind(tuple(convs)) if convs else None
 
 
 def _accepts_null(prop: dict) -> bool:

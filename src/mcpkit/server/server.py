@@ -23,8 +23,10 @@ from ..protocol.revisions import Revision
 from .context import Context
 from .dispatch import METHODS
 from .features import FEATURE_OF_KIND, FEATURES
+from .pipeline import as_middleware, policy_layer
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
+from .schema import _identity as _identity_bind
 from .schema import function_description, input_spec, output_spec
 from .tools import Tool, annotations_from_hints
 
@@ -72,6 +74,7 @@ class Server:
         page_size: int | None = None,
         log_level: str = "info",
         max_workers: int | None = None,
+        max_workers_per_client: int | None = None,
         client_request_timeout: float = 300.0,
         cache_ttl_ms: int = 0,
         cache_scope: str = "public",
@@ -80,6 +83,7 @@ class Server:
         policy: Any = None,
         stores: Any = None,
         advertise: Sequence[str] = (),
+        middleware: Sequence[Any] = (),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -106,6 +110,7 @@ class Server:
         self.task_ttl_ms = task_ttl_ms
         self._tasks_manager: Any = None
         self._max_workers = max_workers
+        self._max_workers_per_client = max_workers_per_client
         self._executor: Any = None
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
@@ -131,6 +136,12 @@ class Server:
         self._bridges: dict[int, Any] = {}
         self._tool_limiter: Any = None
         self._logs_guarded = False
+        #: the request pipeline (server/pipeline.py): user middleware, steps a transport
+        #: installed, and each item's chained steps, built on first use
+        self._middleware: list[Any] = []
+        self._installed: dict[str, Any] = {}
+        self._tool_pipes: dict[Any, Any] = {}
+        self._pipes: dict[tuple[str, Any], Any] = {}
         self._batch: tuple[int, set[str]] | None = None  # (thread, kinds) of batch_changes
         self._batch_lock = threading.RLock()
         self.policy = policy
@@ -140,6 +151,37 @@ class Server:
         #: features declared even while nothing of them is registered (LC-06): a server that adds
         #: tools, resources or prompts at run time names them here so early sessions know of them
         self._advertise = frozenset(advertise)
+        for mw in middleware:
+            self.add_middleware(mw)
+
+    # ------------------------------------------------------------------ the pipeline
+
+    def add_middleware(self, middleware: Any, *, hook: str | None = None) -> Any:
+        """Run ``middleware`` around every handler call it has a hook for (server/pipeline.py,
+        docs/middleware.md): an object with ``on_call_tool``, ``on_read_resource``... hooks, or
+        a function ``(ctx, call_next)`` for ``hook`` ("on_request" when not given). Middleware
+        added first runs further out. Returns what was added."""
+        mw = as_middleware(middleware, hook)
+        self._middleware.append(mw)
+        self._rebuild()
+        return middleware
+
+    def remove_middleware(self, middleware: Any) -> None:
+        kept = [m for m in self._middleware if m is not middleware and getattr(m, "_fn", None) is not middleware]
+        if len(kept) == len(self._middleware):
+            raise KeyError(f"{middleware!r} is not middleware of this server")
+        self._middleware = kept
+        self._rebuild()
+
+    def _install_step(self, key: str, step: Any) -> None:
+        """A step a layer above installs (the scope check of an authenticated transport)."""
+        self._installed[key] = step
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Each item's steps are chosen again on its next use."""
+        self._tool_pipes = {}
+        self._pipes = {}
 
     # ------------------------------------------------------------------ policy (mcpkit.policy)
 
@@ -150,25 +192,17 @@ class Server:
 
     @policy.setter
     def policy(self, policy: Any) -> None:
-        if policy is None:
-            import os
-
-            from ..policy.gates import env_flag
-
-            if env_flag("MCPKIT_POLICY", False, os.environ):
-                policy = True
-        if policy is True:
-            from ..policy.config import Policy
-
-            policy = Policy.secure()
-        elif policy is False:
-            policy = None
+        if policy is None and os.environ.get("MCPKIT_POLICY", "").strip():
+            policy = policy_layer().resolve(None)  # MCPKIT_POLICY=1: Policy.secure()
+        elif policy is not None:
+            policy = policy_layer().resolve(policy)  # True: Policy.secure(); False: none
         self._policy = policy
         if policy is not None and policy.rate_limiter is not None and self.shared:
             # several processes: the buckets live in the shared store, so a limit is global
             policy.rate_limiter.store = self.stores.rates
         for tool in self._tools.values():
             self._apply_policy(tool)
+        self._rebuild()
         self._changed("tools")
 
     @property
@@ -177,42 +211,21 @@ class Server:
 
     def _apply_policy(self, tool: Tool) -> None:
         """Make what a tool advertises match what the policy will enforce on it."""
-        if tool.actions is not None:
-            tool.rebuild(self.gates)  # type: ignore[attr-defined]
-        from ..policy.config import INHERIT
-
-        contract = self._policy.contract if self._policy is not None else False
-        if tool.options is not None and tool.options.contract is not INHERIT:
-            contract = bool(tool.options.contract)
-        if contract:
-            from ..policy.envelope import envelope_schema
-
-            if tool.result_dump is None:  # a function tool: its value's own schema, unwrapped
-                tool.result_schema, tool.result_dump = _result_spec(_return_hint(tool.handler))
-            tool.set_output_schema(envelope_schema(tool.result_schema))
-        else:
+        if self._policy is None and tool.options is None and tool.actions is None:
             tool.set_output_schema(tool.base_output_schema)
+            return
+        policy_layer().advertise(self, tool)
+
+    def _contract_spec(self, tool: Tool) -> None:
+        """A function tool's own value schema and dump, unwrapped, for a contract envelope."""
+        if tool.result_dump is None:
+            tool.result_schema, tool.result_dump = _result_spec(_return_hint(tool.handler))
 
     def tool_visible(self, tool: Tool) -> bool:
         """Listed in tools/list: the gates permit it and every bridge it needs is up."""
         if self._policy is None and tool.options is None and tool.actions is None:
             return True
-        if tool.actions is not None and not tool.visible:  # type: ignore[attr-defined]
-            return False
-        gates = self.gates
-        if gates is not None and tool.actions is None and not gates.permits(tool.annotations):
-            return False
-        if tool.options is not None:
-            return all(bridge.up for bridge in tool.options.requires)
-        return True
-
-    def tool_limiter(self) -> Any:
-        """The rate limiter of per-tool limits on a server without a policy-wide one."""
-        if self._tool_limiter is None:
-            from ..policy.ratelimit import RateLimiter
-
-            self._tool_limiter = RateLimiter(store=self.stores.rates if self.shared else None)
-        return self._tool_limiter
+        return policy_layer().visible(self, tool)
 
     def _watch_bridges(self, tool: Tool) -> None:
         if tool.options is None:
@@ -287,7 +300,9 @@ class Server:
             from .workers import WorkerPool
 
             # started on demand, so a generous cap costs nothing until slow sync tools pile up
-            self._executor = WorkerPool(self._max_workers or 32)
+            # one client (principal or session) holds at most a quarter of them unless told
+            # otherwise, so it cannot starve the others (fair turns, workers.py)
+            self._executor = WorkerPool(self._max_workers or 32, max_per_key=self._max_workers_per_client)
         return self._executor
 
     def capabilities(self, rev: Revision) -> dict[str, Any]:
@@ -378,9 +393,7 @@ class Server:
         self._sessions.add(session)
         if self._policy is not None and not self._logs_guarded:
             self._logs_guarded = True
-            from ..policy.chain import guard_logs
-
-            guard_logs(redact=self._policy.redact_logs)
+            policy_layer().started(self)
         if not self._warmed:
             if self._policy is not None:
                 self._explain_policy()
@@ -434,9 +447,7 @@ class Server:
             except ValueError:
                 log.exception("tool %r has an unusable schema", tool.name)
         if self._policy is not None:
-            from ..policy.redact import default_redactor
-
-            default_redactor().compile()
+            policy_layer().warm_up(self)
 
     def _session_closed(self, session: Any) -> None:
         self._sessions.discard(session)
@@ -464,6 +475,7 @@ class Server:
         return deco
 
     def _changed(self, kind: str) -> None:
+        self._rebuild()  # the items' steps are chosen again, batched or not
         batch = self._batch
         if batch is not None and batch[0] == threading.get_ident():
             batch[1].add(kind)  # one notification per kind when the batch ends
@@ -500,12 +512,10 @@ class Server:
     def mirror(self, bridge: Any, **options: Any) -> Any:
         """Keep this server's tools (and resources) equal to what ``bridge``'s backend
         publishes; see :class:`mcpkit.bridge.Mirror` for the options."""
-        from ..bridge.mirror import Mirror
-
         # its tools arrive after the handshake: sessions opened before the first sync must know
         # the server has them (LC-06), so the capabilities are declared up front
         self._advertise = self._advertise | {"tools", "resources"}
-        return Mirror(self, bridge, **options)
+        return _entry("mcpkit.bridge.mirror", "Mirror")(self, bridge, **options)
 
     def _deliver_changed(self, kind: str) -> None:
         if kind not in _CHANGED:
@@ -590,9 +600,7 @@ class Server:
                     raise ValueError(f"tool {func.__name__!r}: structured=True needs a structured return annotation")
             _warn_secret_parameters(name or func.__name__, spec.schema)
             if options is not None and options.isolation is not None:
-                from ..policy.isolation import check_handler
-
-                check_handler(func, name or func.__name__, spec.context_param)
+                policy_layer().check_isolated(func, name or func.__name__, spec.context_param)
             tool = Tool(
                 name or func.__name__,
                 func,
@@ -666,9 +674,7 @@ class Server:
             _warn_root_combinators(name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
         if options is not None and options.isolation is not None:
-            from ..policy.isolation import check_handler
-
-            check_handler(handler, name, "ctx" if takes_ctx else None)
+            policy_layer().check_isolated(handler, name, "ctx" if takes_ctx else None)
         tool = Tool(
             name,
             handler,
@@ -709,10 +715,8 @@ class Server:
         limit (policy/manager.py). ``schema="flat"`` (default) advertises one object every host
         accepts; ``schema="oneOf"`` the closed per-action branches. Calls are validated against
         their action's closed branch either way."""
-        from ..policy.manager import ManagerTool
-
-        tool = ManagerTool(self, name, description=description, title=title, icons=icons, meta=meta,
-                           schema=schema)
+        tool = policy_layer().manager_tool(self, name, description=description, title=title, icons=icons, meta=meta,
+                                           schema=schema)
         tool.options = _tool_options(policy)
         tool.scopes = _scopes(scopes)
         self._register_tool(tool, replace)
@@ -990,6 +994,8 @@ class Server:
                 schema=spec.schema if typed else None, bind=spec.bind if typed else None,
             )
             prompt.scopes = _scopes(scopes)
+            if not typed and spec.bind is not _identity_bind:
+                prompt.bind = spec.bind  # a checking type (SandboxPath) of a str parameter, as for tools
             if prompt.name in self._prompts and not replace:
                 raise ValueError(f"a prompt named {prompt.name!r} is already registered (pass replace=True)")
             self._prompts[prompt.name] = prompt
@@ -1040,23 +1046,29 @@ class Server:
         self._completer = fn
         return fn
 
-    def completer_for(self, ref: dict[str, Any], argument: str) -> Callable[..., Any] | None:
+    def completion_target(self, ref: dict[str, Any]) -> Prompt | Resource | ResourceTemplate:
+        """The prompt, template or resource a completion/complete ``ref`` names (CP-03: -32602
+        for an unknown one); its rules (scopes) apply to the completion too (CP-05)."""
         kind = ref.get("type")
-        specific: Callable[..., Any] | None = None
         if kind == "ref/prompt":
             prompt = self._prompts.get(ref.get("name"))  # type: ignore[arg-type]
             if prompt is None:
                 raise McpError(INVALID_PARAMS, f"Unknown prompt: {ref.get('name')}")  # CP-03
-            specific = prompt.completions.get(argument)
-        elif kind == "ref/resource":
+            return prompt
+        if kind == "ref/resource":
             uri = ref.get("uri")
             template = next((t for t in self._templates if t.uri_template == uri), None)
-            if template is None and uri not in self._resources:
-                raise McpError(INVALID_PARAMS, f"Unknown resource or template: {uri}")
             if template is not None:
-                specific = template.completions.get(argument)
-        else:
-            raise McpError(INVALID_PARAMS, f"Unknown completion reference type: {kind!r}")
+                return template
+            resource = self._resources.get(uri)  # type: ignore[arg-type]
+            if resource is None:
+                raise McpError(INVALID_PARAMS, f"Unknown resource or template: {uri}")
+            return resource
+        raise McpError(INVALID_PARAMS, f"Unknown completion reference type: {kind!r}")
+
+    def completer_for(self, ref: dict[str, Any], argument: str) -> Callable[..., Any] | None:
+        target = self.completion_target(ref)
+        specific: Callable[..., Any] | None = (getattr(target, "completions", None) or {}).get(argument)
         if specific is not None:
             return _adapt_completer(specific)
         if self._completer is not None:
@@ -1135,9 +1147,8 @@ class Server:
         in memory), a command line or a URL (a proxied upstream, reconnected when it drops), or
         an unconnected :class:`mcpkit.Client`. Names become ``prefix_name`` (docs/composition.md);
         the options are :class:`mcpkit.proxy.Upstream`'s. Returns the Upstream."""
-        from ..proxy.upstream import Upstream
-
-        return Upstream(self, child, prefix=prefix, **options).start()
+        # mcpkit.proxy sits above the server (it drives one): found by name, as transports are
+        return _entry("mcpkit.proxy.upstream", "Upstream")(self, child, prefix=prefix, **options).start()
 
     def include(self, child: Server, prefix: str | None = None, *, separator: str = "_",
                 prefix_uris: bool = True) -> None:
@@ -1152,9 +1163,8 @@ class Server:
         """A server that mirrors ``target`` (a command line, a URL, a Server or an unconnected
         :class:`mcpkit.Client`) and forwards everything to it: mcpkit's guard rails in front of a
         server written elsewhere. The options are :class:`mcpkit.proxy.Upstream`'s."""
-        from ..proxy.upstream import proxy_server
-
-        return proxy_server(cls, target, name=name, policy=policy, **options)
+        proxy_server = _entry("mcpkit.proxy.upstream", "proxy_server")
+        return proxy_server(cls, target, name=name, policy=policy, **options)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ running
 
@@ -1175,24 +1185,21 @@ class Server:
         """This server as an ASGI app: Streamable HTTP at ``/mcp`` plus legacy SSE at ``/sse``.
 
         Options (see :class:`mcpkit.transports.http.McpHttpApp`): ``path``, ``json_response``,
-        ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``,
-        ``max_sessions``, ``session_idle_timeout``, ``event_store``, ``legacy_sse``, ``cors_origins``
-        (browser pages that may call it: transports/cors.py), ``server_card`` (default on: the
-        SEP-2127 Server Card at ``<path>/server-card`` and the catalog at
-        ``/.well-known/mcp/catalog.json``) and ``card_name`` (its reverse-DNS name). Mounted under a
-        prefix (``Mount("/api", app)``) it serves ``/api/mcp`` (transports/mount.py).
+        ``stateless``, ``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``, ``body_timeout``,
+        ``off_loop_bytes``, ``max_sessions``, ``max_sessions_per_client``, ``session_idle_timeout``,
+        ``event_store``, ``legacy_sse``, ``cors_origins`` (browser pages that may call it:
+        transports/cors.py), ``server_card`` (default on: the SEP-2127 Server Card at ``<path>/server-card`` and the
+        catalog at ``/.well-known/mcp/catalog.json``) and ``card_name`` (its reverse-DNS name).
+        Mounted under a prefix (``Mount("/api", app)``) it serves ``/api/mcp`` (transports/mount.py).
         """
-        from ..transports.http import McpHttpApp
-
+        app_class = _entry("mcpkit.transports.http", "McpHttpApp")
         cors = options.pop("cors_origins", None)
         options.pop("root_path", None)  # the prefix arrives in each request's scope (transports/mount.py)
         if not cors:
-            return McpHttpApp(self, **options)
-        from ..transports.cors import CorsMiddleware
-
+            return app_class(self, **options)
         # a page's origin that may call the server must also pass the DNS-rebinding check (HS-02)
         options["allowed_origins"] = [*(options.get("allowed_origins") or ()), *cors]
-        return CorsMiddleware(McpHttpApp(self, **options), cors)
+        return _entry("mcpkit.transports.cors", "CorsMiddleware")(app_class(self, **options), cors)
 
     def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
         """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn).
@@ -1201,22 +1208,25 @@ class Server:
         """
         import sys
 
-        from ..startup import startup_line
-
+        startup_line = _entry("mcpkit.startup", "startup_line")
         if transport == "stdio":
-            from ..transports.stdio import run_stdio
-
             print(startup_line(self, "stdio"), file=sys.stderr, flush=True)  # stderr: stdout is the wire
-            run_stdio(self, **options)
+            _entry("mcpkit.transports.stdio", "run_stdio")(self, **options)
         elif transport == "http":
-            from ..transports.serve import serve_http
-
             path = options.get("path", "/mcp")
             options.setdefault("on_ready", lambda base: print(startup_line(self, "http", base + path), file=sys.stderr,
                                                                 flush=True))
-            serve_http(self, host=host, port=port, **options)
+            _entry("mcpkit.transports.serve", "serve_http")(self, host=host, port=port, **options)
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+
+
+def _entry(module: str, name: str) -> Any:
+    """A transport's entry point: transports sit above the server (they import it), so the
+    conveniences ``run`` and ``http_app`` find them by name when called."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 class ToolPolicyOptions(TypedDict, total=False):
@@ -1251,9 +1261,7 @@ def _tool_options(policy: dict[str, Any]) -> Any:
                         f"{', '.join(ToolPolicyOptions.__annotations__)}")
     if not policy:
         return None  # the common case imports nothing of the policy package
-    from ..policy.config import ToolOptions
-
-    return ToolOptions.build(**policy)  # what is not given is INHERIT: the server's policy decides
+    return policy_layer().tool_options(policy)  # what is not given is INHERIT: the server's policy decides
 
 
 def _result_spec(annotation: Any) -> tuple[dict[str, Any] | None, Callable[[Any], Any]]:
@@ -1286,9 +1294,7 @@ def _identity(value: Any) -> Any:
 def _warn_secret_parameters(tool: str, schema: dict[str, Any]) -> None:
     props = schema.get("properties") if isinstance(schema, dict) else None
     if props:
-        from ..policy.hygiene import warn_secret_parameters
-
-        warn_secret_parameters(tool, props)
+        policy_layer().warn_secret_parameters(tool, props)
 
 
 class HostCompatibilityWarning(UserWarning):

@@ -88,6 +88,13 @@ class ServerSession:
     principal: str | None = None
     #: the caller's verified mcpkit.auth.AccessToken on an authenticated HTTP server
     access_token: Any = None
+    #: whose share of the worker threads this session's sync calls use (server/workers.py): the
+    #: transport sets it to the principal, or to the session; None shares an uncapped turn
+    worker_key: Any = None
+    #: TX-07: what tasks created here are bound to besides the principal: set by transports
+    #: whose session lasts across requests (stdio, an HTTP session); None where each request
+    #: stands alone (2026-07-28 over HTTP), where the principal alone owns a task
+    task_binding: str | None = None
 
     def __init__(
         self,
@@ -275,7 +282,8 @@ class ServerSession:
             self._tasks[rid] = _RUNNING_IN_WORKER
         if self._observed:
             fn = self.server.observer.bind_fn(self._observed.get(rid), fn)  # type: ignore[union-attr]
-        self.server.workers.submit(fn, lambda result, exc: self._finish(rid, result, exc, method, flush=True))
+        self.server.workers.submit(
+            fn, lambda result, exc: self._finish(rid, result, exc, method, flush=True), self.worker_key)
 
     def _run_async(self, rid: Any, method: str, coro: Any) -> None:
         import asyncio
@@ -428,9 +436,9 @@ class ServerSession:
             return
         policy = self.server._policy
         if policy is not None and policy.redact_logs:
-            from ..policy.redact import default_redactor
+            from .pipeline import policy_layer
 
-            data = default_redactor().redact(data)  # LG-05: no credentials in log messages
+            data = policy_layer().redact(data)  # LG-05: no credentials in log messages
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger

@@ -18,12 +18,10 @@ from __future__ import annotations
 import concurrent.futures
 import secrets
 import threading
-import time
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
-from ..stores.tasks import MemoryTaskStore
+from ..stores.tasks import MemoryTaskStore, TaskCancelled, TaskRecord
 
 if TYPE_CHECKING:
     from ..protocol.engine import RequestReceived
@@ -32,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["EXTENSION", "TaskManager", "TaskRecord", "wants_tasks", "missing_extension", "TASK_METHODS"]
 
 EXTENSION = "io.modelcontextprotocol/tasks"
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 _KINDS = {"elicitation/create": "elicit", "sampling/createMessage": "sample", "roots/list": "roots"}
 
 
@@ -52,75 +49,6 @@ def missing_extension(what: str) -> McpError:
     )
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class TaskCancelled(Exception):
-    """Raised out of a pending input when its task was cancelled."""
-
-
-class TaskRecord:
-    """One task: its public state plus the live parts of its run (not meant to be persisted)."""
-
-    def __init__(self, task_id: str, ttl_ms: int, poll_ms: int) -> None:
-        self.task_id = task_id
-        self.status = "working"
-        self.created_at = self.updated_at = _now()
-        self.ttl_ms = ttl_ms
-        self.poll_ms = poll_ms
-        self.result: dict[str, Any] | None = None
-        self.error: dict[str, Any] | None = None
-        self.input_requests: dict[str, dict[str, Any]] = {}
-        self.expires_at: float | None = None
-        # the run
-        self.future: Any = None  # the asyncio task / worker marker running the handler
-        self.loop: Any = None
-        self.cancel_event = threading.Event()
-        self._waiters: dict[str, tuple[str, concurrent.futures.Future[Any]]] = {}
-        self._used_keys: set[str] = set()
-        self._counts: dict[str, int] = {}
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
-
-    def _touch(self) -> None:
-        self.updated_at = _now()
-        self.expires_at = time.monotonic() + self.ttl_ms / 1000 if self.terminal else None
-
-    def created(self) -> dict[str, Any]:
-        """TX-02: the flat CreateTaskResult."""
-        return {
-            "resultType": "task",
-            "taskId": self.task_id,
-            "status": self.status,
-            "createdAt": self.created_at,
-            "lastUpdatedAt": self.updated_at,
-            "ttlMs": self.ttl_ms,
-            "pollIntervalMs": self.poll_ms,
-        }
-
-    def detailed(self) -> dict[str, Any]:
-        """TX-04: the Task by status (never requestState)."""
-        out: dict[str, Any] = {
-            "resultType": "complete",
-            "taskId": self.task_id,
-            "status": self.status,
-            "createdAt": self.created_at,
-            "lastUpdatedAt": self.updated_at,
-            "ttlMs": self.ttl_ms,
-            "pollIntervalMs": self.poll_ms,
-        }
-        if self.status == "completed" and self.result is not None:
-            out["result"] = self.result
-        elif self.status == "failed" and self.error is not None:
-            out["error"] = self.error
-        elif self.status == "input_required":
-            out["inputRequests"] = dict(self.input_requests)
-        return out
-
-
 class TaskManager:
     """The server's tasks: a store (bounded, in memory by default) plus the logic around it."""
 
@@ -134,9 +62,12 @@ class TaskManager:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def create(self) -> TaskRecord:
-        """TX-03, TX-07: a random id, stored before anyone hears of it."""
+    def create(self, session: ServerSession) -> TaskRecord:
+        """TX-03, TX-07: a random id, bound to the creator (``session``'s principal and binding),
+        stored before anyone hears of it."""
         record = TaskRecord(secrets.token_urlsafe(24), self.ttl_ms, self.poll_interval_ms)
+        record.principal = session.principal
+        record.binding = session.task_binding
         self.store.put(record)
         return record
 
@@ -237,9 +168,18 @@ class TaskManager:
         if not isinstance(task_id, str):
             raise McpError(INVALID_PARAMS, f"{req.method} needs a string 'taskId' parameter.")
         record = self.store.get(task_id)
-        if record is None:
+        if record is None or not _bound_to(record, session):
+            # TX-07: another principal's (or session's) task is answered as if it did not exist,
+            # so a leaked id reveals nothing, not even that the task exists
             raise McpError(INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id})
         return record
+
+
+def _bound_to(record: TaskRecord, session: ServerSession) -> bool:
+    if getattr(record, "principal", None) != session.principal:
+        return False
+    binding = getattr(record, "binding", None)
+    return binding is None or binding == session.task_binding
 
 
 # ---------------------------------------------------------------------- method handlers

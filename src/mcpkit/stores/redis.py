@@ -11,7 +11,7 @@ and a key ``prefix`` (default ``"mcpkit:"``); keys are ``{prefix}ev:``, ``rl:``,
 state               memory (default)                       Redis
 ==================  =====================================  =============================
 SSE events (async)  ``stores.memory.MemoryEventStore``     :class:`RedisEventStore`
-rate buckets        ``policy.ratelimit.MemoryRateStore``   :class:`RedisRateStore`
+rate buckets        ``stores.memory.MemoryRateStore``      :class:`RedisRateStore`
 tasks               ``stores.tasks.MemoryTaskStore``       :class:`RedisTaskStore`
 sessions            :class:`MemorySessionStore`            :class:`RedisSessionStore`
 notification bus    :class:`MemoryBus`                     :class:`RedisBus`
@@ -68,8 +68,7 @@ class Stores:
     @classmethod
     def memory(cls) -> Stores:
         """Everything in this process: the embedded default."""
-        from ..policy.ratelimit import MemoryRateStore
-        from .memory import MemoryEventStore
+        from .memory import MemoryEventStore, MemoryRateStore
         from .tasks import MemoryTaskStore
 
         return cls(MemoryEventStore(), MemoryRateStore(), MemoryTaskStore(), MemorySessionStore(), MemoryBus())

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from typing import Any, Protocol
 
 from .. import _json
-from .redis_base import down_errors, hash_tag, sync_client, unavailable
+from .redis_base import LuaScript, down_errors, hash_tag, sync_client, unavailable
 
 __all__ = ["MemorySessionStore", "RedisSessionStore", "SessionStore"]
 
@@ -35,6 +35,30 @@ class SessionStore(Protocol):
     def touch(self, session_id: str, ttl: float) -> bool: ...
 
     def delete(self, session_id: str) -> None: ...
+
+
+#: Sessions of one client across every process (the HTTP app's per-client quota, shared): a
+#: sorted set of session ids scored by when each expires. ARGV: session id, now (ms), ttl (ms),
+#: the quota. Adds the session, drops expired members, and returns (and forgets) the members
+#: past the quota, those expiring first (the least recently used) first.
+_CLAIM = LuaScript("""
+local key, sid = KEYS[1], ARGV[1]
+local now, ttl, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+redis.call('ZADD', key, now + ttl, sid)
+redis.call('PEXPIRE', key, ttl)
+local count = redis.call('ZCARD', key)
+if count <= limit then return {} end
+local over = redis.call('ZRANGE', key, 0, count - limit - 1)
+local out = {}
+for _, member in ipairs(over) do
+  if member ~= sid then
+    redis.call('ZREM', key, member)
+    out[#out + 1] = member
+  end
+end
+return out
+""")
 
 
 def _ttl_ms(ttl: float) -> int:
@@ -148,6 +172,33 @@ class RedisSessionStore:
             self._client.delete(self.key(session_id))
         except self._down as exc:
             raise unavailable("deleting a session", exc) from exc
+
+    def client_key(self, client: str) -> str:
+        return f"{self.prefix}client:{hash_tag(client)}"
+
+    def claim(self, client: str, session_id: str, limit: int, ttl: float) -> list[str]:
+        """Count ``session_id`` against ``client``'s quota in every process; returns the ids of
+        that client's oldest sessions past ``limit``, which the caller ends."""
+        now_ms = int(time.time() * 1000)
+        try:
+            over = _CLAIM(self._client, [self.client_key(client)], [session_id, now_ms, _ttl_ms(ttl), limit])
+        except self._down as exc:
+            raise unavailable("counting a client's sessions", exc) from exc
+        return [m.decode() if isinstance(m, bytes) else str(m) for m in over]
+
+    def renew(self, client: str, session_id: str, ttl: float) -> None:
+        """The session was used: it expires ``ttl`` from now, in the quota as in the store."""
+        try:
+            self._client.zadd(self.client_key(client), {session_id: int(time.time() * 1000) + _ttl_ms(ttl)}, xx=True)
+        except self._down as exc:
+            raise unavailable("counting a client's sessions", exc) from exc
+
+    def release(self, client: str, session_id: str) -> None:
+        """The session ended: it no longer counts against ``client``."""
+        try:
+            self._client.zrem(self.client_key(client), session_id)
+        except self._down as exc:
+            raise unavailable("counting a client's sessions", exc) from exc
 
     def close(self) -> None:
         """Close the client if this store built it from a URL."""

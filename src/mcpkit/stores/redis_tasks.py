@@ -15,7 +15,7 @@ __all__ = ["PUBLIC_FIELDS", "RedisTaskStore", "is_remote"]
 #: what of a TaskRecord is persisted; everything else (future, loop, cancel_event, waiters, the
 #: input-key counters) belongs to the run in the owning process
 PUBLIC_FIELDS = ("task_id", "status", "created_at", "updated_at", "ttl_ms", "poll_ms", "result", "error",
-                 "input_requests")
+                 "input_requests", "principal", "binding")
 
 #: how often, at most, ``put`` sweeps expired records out of the local table (seconds)
 _SWEEP_EVERY = 30.0
@@ -141,7 +141,7 @@ class RedisTaskStore:
 
     @staticmethod
     def _rebuild(state: dict[str, Any], pttl: int) -> Any:
-        from ..server.tasks import TaskRecord
+        from .tasks import TaskRecord
 
         record = TaskRecord(state["task_id"], state["ttl_ms"], state["poll_ms"])
         for name in PUBLIC_FIELDS:

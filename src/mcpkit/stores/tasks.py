@@ -9,12 +9,16 @@ None while it must not expire) and ``terminal``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 import time
+from datetime import datetime, timezone
 from collections import OrderedDict
 from typing import Any, Protocol
 
-__all__ = ["TaskStore", "MemoryTaskStore"]
+__all__ = ["TERMINAL", "TaskCancelled", "TaskRecord", "TaskStore", "MemoryTaskStore"]
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
 
 
 class TaskStore(Protocol):
@@ -73,3 +77,76 @@ class MemoryTaskStore:
     def _expire(self, now: float) -> None:
         for key in [k for k, r in self._records.items() if r.expires_at is not None and r.expires_at <= now]:
             del self._records[key]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TaskCancelled(Exception):
+    """Raised out of a pending input when its task was cancelled."""
+
+
+class TaskRecord:
+    """One task: its public state plus the live parts of its run (not meant to be persisted)."""
+
+    def __init__(self, task_id: str, ttl_ms: int, poll_ms: int) -> None:
+        self.task_id = task_id
+        self.status = "working"
+        self.created_at = self.updated_at = _now()
+        self.ttl_ms = ttl_ms
+        self.poll_ms = poll_ms
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        self.input_requests: dict[str, dict[str, Any]] = {}
+        self.expires_at: float | None = None
+        #: TX-07: who may see and change the task: the principal that created it (None when
+        #: anonymous) and, where the transport has a lasting session, that session
+        self.principal: str | None = None
+        self.binding: str | None = None
+        # the run
+        self.future: Any = None  # the asyncio task / worker marker running the handler
+        self.loop: Any = None
+        self.cancel_event = threading.Event()
+        self._waiters: dict[str, tuple[str, concurrent.futures.Future[Any]]] = {}
+        self._used_keys: set[str] = set()
+        self._counts: dict[str, int] = {}
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def _touch(self) -> None:
+        self.updated_at = _now()
+        self.expires_at = time.monotonic() + self.ttl_ms / 1000 if self.terminal else None
+
+    def created(self) -> dict[str, Any]:
+        """TX-02: the flat CreateTaskResult."""
+        return {
+            "resultType": "task",
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.updated_at,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_ms,
+        }
+
+    def detailed(self) -> dict[str, Any]:
+        """TX-04: the Task by status (never requestState)."""
+        out: dict[str, Any] = {
+            "resultType": "complete",
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.updated_at,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_ms,
+        }
+        if self.status == "completed" and self.result is not None:
+            out["result"] = self.result
+        elif self.status == "failed" and self.error is not None:
+            out["error"] = self.error
+        elif self.status == "input_required":
+            out["inputRequests"] = dict(self.input_requests)
+        return out

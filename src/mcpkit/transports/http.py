@@ -32,6 +32,11 @@ from ..protocol.jsonrpc import NO_ID, Invalid, classify
 from ..protocol.errors import McpError
 from ..server.session import ServerSession
 from .http_auth import AuthRoutes
+from .http_body import DEFAULT_BODY_TIMEOUT, DEFAULT_OFF_LOOP_BYTES, BodyReading
+from .http_guard import LOOPBACK_HOSTS, HostGuard, repeated_header
+from .http_media import acceptable, is_json_content_type
+from .http_quotas import QuotaExceeded, SessionQuotas
+from .http_sessions import SessionTable
 from .http_modern import check_headers, modern_version, status_for
 from .mount import public_path, route_path
 from ..stores.memory import MemoryEventStore
@@ -44,7 +49,6 @@ __all__ = ["McpHttpApp", "LOOPBACK_HOSTS"]
 
 log = logging.getLogger("mcpkit.http")
 
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -78,15 +82,6 @@ async def _watch_disconnect(receive: Any, gone: asyncio.Event, wake: asyncio.Eve
 
 def _drop(messages: Any) -> None:
     """The send of an ended session: nothing goes anywhere any more."""
-
-
-def _hostname(value: str) -> str:
-    """'example.com:8080' -> 'example.com'; '[::1]:3000' -> '::1'."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        end = value.find("]")
-        return value[1:end] if end > 0 else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
 class _Stream:
@@ -127,6 +122,10 @@ class _HttpSession:
         self.app = app
         self.loop = app.loop
         self.session = ServerSession(app.server, self._send, self.loop, inline_sync=False)
+        # fair turns at the worker threads (server/workers.py): a session is one client unless
+        # auth names its principal (http_auth._bind) or it has no id (then its address does)
+        self.session.worker_key = session_id
+        self.session.task_binding = session_id  # TX-07; None: sessionless, the principal alone
         self.session.session_id = session_id
         self.by_request: dict[Any, _Stream] = {}
         self.get_stream: _Stream | None = None
@@ -134,6 +133,7 @@ class _HttpSession:
         self.last_seen = time.monotonic()
         self.active = 0  # connections currently open on this session
         self.owner: str | None = None  # with auth: the subject whose token opened the session
+        self.client: str | None = None  # whose quota it counts against (http_quotas.py)
         self.shared_state: dict[str, Any] | None = None  # shared stores: what was saved last
         self.synced = 0.0  # shared stores: when the stored copy was last saved or touched
         self._seq = 0
@@ -205,7 +205,7 @@ class _HttpSession:
         self.by_request.clear()
 
 
-class McpHttpApp(AuthRoutes):
+class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
     """The ASGI application. Build it with ``server.http_app(...)``."""
 
     def __init__(
@@ -218,7 +218,10 @@ class McpHttpApp(AuthRoutes):
         allowed_hosts: list[str] | None = None,
         allowed_origins: list[str] | None = None,
         max_body_bytes: int = 4 * 1024 * 1024,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        off_loop_bytes: int = DEFAULT_OFF_LOOP_BYTES,
         max_sessions: int = 1000,
+        max_sessions_per_client: int | None = None,
         session_idle_timeout: float = 1800.0,
         retry_ms: int = 1000,
         event_store: Any = None,
@@ -244,15 +247,24 @@ class McpHttpApp(AuthRoutes):
                            "/.well-known/mcp/catalog.json": "catalog"} if server_card else {}
         #: a mcpkit.auth.ResourceServer: every MCP request must carry a valid bearer token
         self.auth = auth
+        if auth is not None:
+            from ..policy.scopes import ScopeStep
+
+            # scopes are enforced in the call path too, for the routes a request body does not name
+            server._install_step("scopes", ScopeStep(auth))
         self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
         self.path = path.rstrip("/") or "/"
         self.json_response = json_response
         self.stateless = stateless
-        self.allowed_hosts = {h.lower() for h in (allowed_hosts or ())} | set(LOOPBACK_HOSTS)
-        self.any_host = "*" in self.allowed_hosts
-        self.allowed_origins = {o.rstrip("/").lower() for o in (allowed_origins or ())}
+        #: HS-01/HS-02: the Host and Origin allow-lists (transports/http_guard.py)
+        self.guard = HostGuard(allowed_hosts, allowed_origins)
         self.max_body_bytes = max_body_bytes
+        #: http_body.py: a body's read deadline, and the size from which it is parsed off the loop
+        self.body_timeout = body_timeout
+        self.off_loop_bytes = off_loop_bytes
         self.max_sessions = max_sessions
+        #: per principal (with auth) or client address: a tenth of max_sessions unless told
+        self.quotas = SessionQuotas(max_sessions_per_client or max(1, max_sessions // 10))
         self.session_idle_timeout = session_idle_timeout
         self.retry_ms = retry_ms
         shared = server.shared  # MCPKIT_STORE: several processes serve the same sessions
@@ -327,7 +339,13 @@ class McpHttpApp(AuthRoutes):
         self.legacy.clear()
 
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        headers = dict(scope["headers"])
+        raw = scope["headers"]
+        headers = dict(raw)
+        twice = repeated_header(raw, headers)
+        if twice is not None:
+            await self._plain(send, 400, _error_body(
+                INVALID_REQUEST, f"The {twice} header was sent more than once; send it once."), {})
+            return
         path = route_path(scope)  # below the mount point when mounted under a prefix
         if self.metrics is not None and path == "/metrics" and scope["method"] == "GET":
             await self._metrics_page(send, headers)
@@ -336,14 +354,14 @@ class McpHttpApp(AuthRoutes):
         if which is not None and scope["method"] == "GET":
             # public metadata for any origin and without a token; the Host guard still applies
             host = headers.get(b"host", b"").decode("latin-1")
-            if not self._host_allowed(host):
+            if not self.guard.host_allowed(host):
                 await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
                 return
             from .discovery import serve
 
             await serve(self, scope, send, headers, which)
             return
-        refused = self._refuse(headers)
+        refused = self.guard.refusal(headers)
         if refused is not None:
             await self._plain(send, 403, _error_body(INVALID_REQUEST, refused), headers)
             return
@@ -359,7 +377,7 @@ class McpHttpApp(AuthRoutes):
     async def _metrics_page(self, send: Any, headers: dict[bytes, bytes]) -> None:
         """Prometheus text for a scraper: behind the Host guard like everything else."""
         host = headers.get(b"host", b"").decode("latin-1")
-        if not self._host_allowed(host):
+        if not self.guard.host_allowed(host):
             await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
             return
         from prometheus_client import CONTENT_TYPE_LATEST
@@ -383,7 +401,7 @@ class McpHttpApp(AuthRoutes):
                 await self._plain(send, 405, _error_body(INVALID_REQUEST, "Method not allowed."), headers, [(b"allow", b"GET, POST, DELETE")])
             return
         if self.legacy_sse and path == self.sse_path and method == "GET":
-            await self._legacy_get(receive, send, headers, public_path(scope, self.messages_path))
+            await self._legacy_get(scope, receive, send, headers)
             return
         if self.legacy_sse and path == self.messages_path and method == "POST":
             await self._legacy_post(scope, receive, send, headers)
@@ -391,24 +409,6 @@ class McpHttpApp(AuthRoutes):
         await self._plain(send, 404, _error_body(INVALID_REQUEST, "Not found."), headers)
 
     # ------------------------------------------------------------------ protection
-
-    def _host_allowed(self, host: str) -> bool:
-        return self.any_host or host.lower() in self.allowed_hosts or _hostname(host) in self.allowed_hosts
-
-    def _refuse(self, headers: dict[bytes, bytes]) -> str | None:
-        """HS-01/HS-02: a Host or Origin outside the allow-list is refused (DNS rebinding)."""
-        host = headers.get(b"host", b"").decode("latin-1")
-        if not self._host_allowed(host):
-            return f"Host {host!r} is not allowed; configure allowed_hosts to serve it."
-        origin = headers.get(b"origin")
-        if origin is not None:
-            text = origin.decode("latin-1").rstrip("/").lower()
-            if text in self.allowed_origins or "*" in self.allowed_origins:
-                return None
-            hostpart = text.split("://", 1)[-1]
-            if not self._host_allowed(hostpart):
-                return f"Origin {text!r} is not allowed; configure allowed_origins to serve it."
-        return None
 
     def _cors(self, headers: dict[bytes, bytes]) -> list[tuple[bytes, bytes]]:
         if not self.cors_origins:
@@ -444,204 +444,6 @@ class McpHttpApp(AuthRoutes):
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": body})
 
-    async def _read_body(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> bytes | None:
-        limit = self.max_body_bytes
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._too_large(send, headers)
-            return None
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None  # the client left before its body arrived: nothing to run, nobody to answer
-        body = message.get("body", b"")
-        if not message.get("more_body"):
-            if len(body) > limit:
-                await self._too_large(send, headers)
-                return None
-            return body
-        chunks = [body]
-        size = len(body)
-        while message.get("more_body"):
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None  # cut short (RFC 9112 §8: an incomplete message): never run a part of it
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await self._too_large(send, headers)
-                return None
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    async def _too_large(self, send: Any, headers: dict[bytes, bytes]) -> None:
-        await self._plain(
-            send, 413,
-            _error_body(INVALID_REQUEST, f"Request body too large: the limit is {self.max_body_bytes} bytes.",
-                        {"limit": self.max_body_bytes}),
-            headers,
-        )
-
-    # ------------------------------------------------------------------ sessions
-
-    def _new_session(self) -> _HttpSession:
-        self._sweep()
-        while len(self.sessions) >= self.max_sessions:
-            # at the cap: end the least recently used session (HL-17 lets a server end one at
-            # any time; its client gets 404 and initializes again), idle ones first
-            idle = next((sid for sid, hs in self.sessions.items() if hs.active == 0), None)
-            self._end(idle if idle is not None else next(iter(self.sessions)))
-        session_id = os.urandom(16).hex()  # HL-15: cryptographically random, visible ASCII
-        hs = _HttpSession(self, session_id)
-        self.sessions[session_id] = hs
-        return hs
-
-    def _end(self, session_id: str) -> None:
-        if self.session_store is not None:
-            try:
-                self.session_store.delete(session_id)
-                self.server.stores.bus.publish("session", {"id": session_id, "ended": True})
-            except Exception as exc:  # noqa: BLE001 - the store is down: its TTL ends it there
-                log.warning("could not end shared session %s: %s", session_id, exc)
-        hs = self.sessions.pop(session_id, None)
-        if hs is not None:
-            stream_ids = hs.stream_ids()
-            hs.close()
-            if self.loop is not None:
-                self.loop.create_task(self._drop_events(self.event_store, stream_ids))
-
-    def _restore(self, session_id: str, hs: _HttpSession | None = None) -> _HttpSession | None:
-        """A shared session, as the session store has it: served here, whichever process
-        opened it or changed it last (None when it ended or expired everywhere)."""
-        state = self.session_store.load(session_id)  # type: ignore[union-attr]
-        if not state or state.get("revision") not in revisions.HANDSHAKE_VERSIONS:
-            if hs is not None:
-                self._forget(session_id)
-            return None
-        if hs is not None:
-            hs.session.log_level = state.get("log_level")
-            hs.session.subscriptions = set(state.get("subscriptions") or ())
-            hs.shared_state, hs.synced = state, time.monotonic()
-            return hs
-        while len(self.sessions) >= self.max_sessions:
-            self._forget(next(iter(self.sessions)))
-        hs = _HttpSession(self, session_id)
-        hs.session.refresh_state = lambda: self._restore(session_id, hs)  # type: ignore[attr-defined]
-        engine = hs.session.engine
-        engine.revision = revisions.get(state["revision"])
-        engine.initialized = bool(state.get("initialized", True))
-        engine.client_info = state.get("client_info") or {}
-        engine.client_capabilities = state.get("client_capabilities") or {}
-        hs.session.log_level = state.get("log_level")
-        hs.session.subscriptions = set(state.get("subscriptions") or ())
-        hs.owner = state.get("owner")
-        hs.shared_state, hs.synced = state, time.monotonic()
-        self.server._session_started(hs.session)  # it gets this process's notifications now
-        self.sessions[session_id] = hs
-        return hs
-
-    def _forget(self, session_id: str) -> None:
-        """Drop this process's copy of a shared session; the session itself lives on."""
-        hs = self.sessions.pop(session_id, None)
-        if hs is not None:
-            hs.close()
-
-    def _save(self, hs: _HttpSession) -> None:
-        """Share a session's state (revision, client capabilities, log level, subscriptions,
-        owner) so that the next request may go to any process."""
-        engine = hs.session.engine
-        if self.session_store is None or hs.id is None or engine.revision is None or hs.closed:
-            return
-        try:
-            self._save_state(hs, engine)
-        except Exception as exc:  # noqa: BLE001 - the store is down: this process still serves it
-            log.warning("could not share session %s: %s", hs.id, exc)
-
-    def _save_state(self, hs: _HttpSession, engine: Any) -> None:
-        state = {
-            "revision": engine.revision.version,
-            "initialized": engine.initialized,
-            "client_info": engine.client_info,
-            "client_capabilities": engine.client_capabilities,
-            "log_level": hs.session.log_level,
-            "subscriptions": sorted(hs.session.subscriptions),
-            "owner": hs.owner,
-        }
-        if state == hs.shared_state:
-            return  # unchanged: most requests (tool calls) cost the store nothing
-        self.session_store.save(hs.id, state, self.session_idle_timeout)  # type: ignore[union-attr]
-        hs.shared_state = state
-        hs.synced = time.monotonic()
-        self.server.stores.bus.publish("session", {"id": hs.id})  # the other copies refresh
-
-    def _session_news(self, message: dict[str, Any]) -> None:
-        """On the bus thread: another process saved or ended a session; refresh or drop ours."""
-        session_id = message.get("id")
-        if not isinstance(session_id, str) or self.loop is None or session_id not in self.sessions:
-            return
-
-        def apply() -> None:
-            hs = self.sessions.get(session_id)
-            if hs is None:
-                return
-            if message.get("ended"):
-                self._forget(session_id)
-                return
-            try:
-                self._restore(session_id, hs)
-            except Exception:  # noqa: BLE001 - the store is down: keep what is known here
-                log.warning("could not refresh shared session %s", session_id, exc_info=True)
-
-        self.loop.call_soon_threadsafe(apply)
-
-    def _periodic_sweep(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Runs on a timer, so abandoned sessions go even when no new client comes."""
-        if self._sweeper_loop is not loop or self._closed:
-            return
-        self._sweep(force=True)
-        loop.call_later(self._sweep_every, self._periodic_sweep, loop)
-
-    def _sweep(self, force: bool = False) -> None:
-        """Evict sessions idle longer than the timeout (clients that never DELETE)."""
-        now = time.monotonic()
-        if not force and now - self._last_sweep < 1.0:
-            return
-        self._last_sweep = now
-        cutoff = now - self.session_idle_timeout
-        stale = [sid for sid, hs in self.sessions.items() if hs.last_seen < cutoff and hs.active == 0]
-        for sid in stale:
-            self._end(sid)
-
-    def _lookup(self, headers: dict[bytes, bytes]) -> tuple[_HttpSession | None, int, str]:
-        sid = headers.get(b"mcp-session-id")
-        if sid is None:
-            return None, 400, "Missing Mcp-Session-Id header: send initialize first, then the id it returned."
-        hs = self.sessions.get(sid.decode("latin-1"))
-        now = time.monotonic()
-        if self.session_store is not None:
-            try:
-                if hs is None:  # opened by another process: served here from now on too
-                    hs = self._restore(sid.decode("latin-1"))
-                elif now - hs.synced > self._touch_every:
-                    # keep the shared copy alive while this process is the one serving it
-                    hs.synced = now
-                    if not self.session_store.touch(hs.id, self.session_idle_timeout):
-                        self._forget(hs.id)  # type: ignore[arg-type]  # ended or expired elsewhere
-                        hs = None
-            except Exception as exc:  # noqa: BLE001 - the shared store is down (StoreUnavailable)
-                if hs is None:
-                    log.warning("session store unavailable: %s", exc)
-                    return None, 503, "The session store is unavailable; retry in a few seconds."
-        if hs is not None and hs.active == 0 and now - hs.last_seen > self.session_idle_timeout:
-            self._end(hs.id)  # type: ignore[arg-type]  # idle too long: expired, whether swept yet or not
-            hs = None
-        if hs is not None and hs.owner is not None and not self._owned(hs):
-            hs = None  # SEC-03: another user's session does not exist for this caller
-        if hs is None:
-            return None, 404, "Session not found: it ended or expired; initialize a new one."  # HL-17
-        hs.last_seen = now
-        self.sessions.move_to_end(hs.id)  # type: ignore[arg-type]
-        return hs, 200, ""
-
     def _version_error(self, headers: dict[bytes, bytes]) -> str | None:
         """HL-19: an invalid or unsupported MCP-Protocol-Version is refused with 400."""
         value = headers.get(b"mcp-protocol-version")
@@ -655,13 +457,10 @@ class McpHttpApp(AuthRoutes):
     # ------------------------------------------------------------------ POST
 
     async def _post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
-        ctype = headers.get(b"content-type", b"")
-        if not ctype.startswith(b"application/json"):
+        if not is_json_content_type(headers.get(b"content-type", b"")):  # RFC 9110 §8.3.1
             await self._plain(send, 415, _error_body(INVALID_REQUEST, "Content-Type must be application/json."), headers)
             return
-        accept = headers.get(b"accept", b"*/*")
-        takes_sse = b"text/event-stream" in accept or b"*/*" in accept
-        takes_json = b"application/json" in accept or b"*/*" in accept
+        takes_json, takes_sse = acceptable(headers.get(b"accept"))  # RFC 9110 §12.5.1
         if not (takes_sse or takes_json):
             await self._plain(send, 406, _error_body(INVALID_REQUEST, "Accept must include application/json or text/event-stream."), headers)
             return
@@ -669,10 +468,12 @@ class McpHttpApp(AuthRoutes):
         if body is None:
             return
         try:
-            payload = _json.loads(body)
+            payload = await self._parse(body)
         except _json.JSONDecodeError:
             await self._plain(send, 400, _error_body(PARSE_ERROR, "Parse error: the body is not valid UTF-8 JSON."), headers)
             return
+        large = self._is_large(body)
+        del body
         items = payload if type(payload) is list else [payload]
         if type(payload) is not list:
             msg = classify(payload)
@@ -692,7 +493,7 @@ class McpHttpApp(AuthRoutes):
             return
         modern = modern_version(headers, payload)
         if modern is not None:
-            await self._post_modern(receive, send, headers, payload, modern, takes_sse)
+            await self._post_modern(scope, receive, send, headers, payload, modern, takes_sse, large)
             return
         is_init = any(type(m) is dict and m.get("method") == "initialize" for m in items)
         request_ids = [m["id"] for m in items if type(m) is dict and "method" in m and "id" in m]
@@ -703,6 +504,7 @@ class McpHttpApp(AuthRoutes):
         extra: list[tuple[bytes, bytes]] = []
         if self.stateless:
             hs = _HttpSession(self, None)
+            hs.session.worker_key = self._client_of(scope)
             if not is_init:
                 version = headers.get(b"mcp-protocol-version", b"2025-03-26").decode("latin-1")
                 if version not in revisions.HANDSHAKE_VERSIONS:
@@ -710,7 +512,12 @@ class McpHttpApp(AuthRoutes):
                     return
                 hs.session.engine.assume(revisions.get(version))
         elif is_init:
-            hs = self._new_session()
+            try:
+                hs = self._new_session(self._client_of(scope))
+            except QuotaExceeded as full:
+                await self._plain(send, full.status, _error_body(INVALID_REQUEST, full.message, None, payload.get("id", NO_ID)),
+                                  headers, [(b"retry-after", str(full.retry_after).encode())])
+                return
             extra.append((b"mcp-session-id", hs.id.encode()))  # type: ignore[union-attr]
         else:
             found, status, why = self._lookup(headers)
@@ -741,7 +548,10 @@ class McpHttpApp(AuthRoutes):
             return
 
         if not request_ids:  # HL-04: notifications and responses only
-            hs.session.feed_message(payload)
+            if large:
+                await self._off_loop(hs.session.feed_message, payload)  # validation included
+            else:
+                hs.session.feed_message(payload)
             hs.session.flush()
             if self.session_store is not None and not self.stateless:
                 self._save(hs)
@@ -752,7 +562,10 @@ class McpHttpApp(AuthRoutes):
         stream = hs.open_stream(request_ids, json_mode=not use_sse)
         hs.active += 1
         try:
-            hs.session.feed_message(payload)
+            if large:
+                await self._off_loop(hs.session.feed_message, payload)  # validation included
+            else:
+                hs.session.feed_message(payload)
             hs.session.flush()
             if self.session_store is not None and not self.stateless:
                 # before the answer leaves: the client's next request may reach another process
@@ -772,7 +585,8 @@ class McpHttpApp(AuthRoutes):
     # ------------------------------------------------------------------ 2026-07-28
 
     async def _post_modern(
-        self, receive: Any, send: Any, headers: dict[bytes, bytes], payload: Any, version: str, takes_sse: bool
+        self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes], payload: Any, version: str,
+        takes_sse: bool, large: bool = False,
     ) -> None:
         """One sessionless POST of 2026-07-28: check its headers, answer it, then forget it."""
         if type(payload) is not dict:
@@ -791,6 +605,7 @@ class McpHttpApp(AuthRoutes):
             await self._plain(send, 202, b"", headers)
             return
         hs = _HttpSession(self, None)
+        hs.session.worker_key = self._client_of(scope)
         self._bind(hs)
         stream = hs.open_stream([rid], json_mode=False)
         wake = asyncio.Event()
@@ -799,7 +614,10 @@ class McpHttpApp(AuthRoutes):
         watcher = asyncio.ensure_future(_watch_disconnect(receive, gone, wake))
         sse = takes_sse and not self.json_response
         try:
-            hs.session.feed_message(payload)
+            if large:
+                await self._off_loop(hs.session.feed_message, payload)  # validation included
+            else:
+                hs.session.feed_message(payload)
             hs.session.flush()
             # Wait for the first message: if it is the answer itself, it goes out as JSON with the
             # status its error calls for (HM-12, HM-13); if notifications come first, they and the
@@ -932,7 +750,7 @@ class McpHttpApp(AuthRoutes):
     # ------------------------------------------------------------------ GET and DELETE
 
     async def _get(self, receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
-        if b"text/event-stream" not in headers.get(b"accept", b""):
+        if not acceptable(headers.get(b"accept", b""))[1]:
             await self._plain(send, 406, _error_body(INVALID_REQUEST, "Accept must include text/event-stream."), headers)
             return
         if self.stateless:
@@ -997,15 +815,23 @@ class McpHttpApp(AuthRoutes):
 
     # ------------------------------------------------------------------ legacy HTTP+SSE (2024-11-05)
 
-    async def _legacy_get(self, receive: Any, send: Any, headers: dict[bytes, bytes], messages_url: str) -> None:
+    async def _legacy_get(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
+        client = self._client_of(scope)
+        if self.quotas.count(client) >= self.quotas.per_client:
+            # every legacy session is an open stream: none is idle to make room with
+            await self._plain(send, 429, _error_body(
+                INVALID_REQUEST, f"Too many sessions for this client (the limit is {self.quotas.per_client}); "
+                "close one or retry later."), headers, [(b"retry-after", str(self.quotas.retry_after).encode())])
+            return
         session_id = os.urandom(16).hex()
         hs = _HttpSession(self, session_id)
+        self.quotas.add(client, session_id)
         self._bind(hs)
         stream = _Stream(f"{session_id}.legacy", set(), json_mode=False, standalone=True)
         hs.get_stream = stream
         self.legacy[session_id] = hs
         # HX-02: the first event names the URI for the client's POSTs; HX-03: then message events
-        endpoint = f"{messages_url}?session_id={session_id}".encode()
+        endpoint = f"{public_path(scope, self.messages_path)}?session_id={session_id}".encode()
         try:
             await self._write_sse(
                 send, receive, hs, stream, headers, [], replay=None, resumable=False,
@@ -1013,6 +839,7 @@ class McpHttpApp(AuthRoutes):
             )
         finally:
             self.legacy.pop(session_id, None)
+            self.quotas.remove(session_id)
             hs.close()
 
     async def _legacy_post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes]) -> None:
@@ -1039,3 +866,6 @@ class McpHttpApp(AuthRoutes):
         hs.session.flush()
         await send({"type": "http.response.start", "status": 202, "headers": [(b"content-type", b"text/plain")]})
         await send({"type": "http.response.body", "body": b"Accepted"})
+
+
+McpHttpApp._session_type = _HttpSession

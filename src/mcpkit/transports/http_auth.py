@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-from ..protocol.errors import INVALID_REQUEST
+from ..protocol.errors import INVALID_REQUEST, McpError
 
 __all__ = ["ACCESS", "AuthRoutes", "scopes_needed"]
 
@@ -34,6 +34,12 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
         uri = params.get("uri")
         found = server.find_resource(uri) if isinstance(uri, str) else None
         item = found[0] if found is not None else None
+    elif method == "completion/complete":  # CP-05: completing an item needs what using it needs
+        ref = params.get("ref")
+        try:
+            item = server.completion_target(ref) if type(ref) is dict else None
+        except McpError:
+            item = None  # an unknown ref: the session answers -32602 (CP-03)
     else:
         return ()
     return tuple(getattr(item, "scopes", ()) or ())
@@ -124,6 +130,7 @@ class AuthRoutes:
         if hs.owner is None:
             hs.owner = access.subject
         hs.session.principal = access.subject
+        hs.session.worker_key = "principal:" + access.subject  # one share of the workers per principal
         hs.session.access_token = access
 
     def _owned(self, hs: Any) -> bool:

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..server.server import Server
+    from .connections import ConnectionLimits
 
-__all__ = ["serve_http", "bind"]
+__all__ = ["serve_http", "uvicorn_config", "bind"]
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -39,12 +40,28 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, **options: Any) -> Any:
+    """A uvicorn Config with the connection limits (transports/connections.py) applied."""
+    import uvicorn
+
+    from .connections import ConnectionLimits
+
+    limits = limits if limits is not None else ConnectionLimits()
+    # access_log off: a log line per request costs more than the request itself
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            **limits.uvicorn_options(), **options)
+    config.mcpkit_header_timeout = limits.header_timeout  # read by HeaderDeadlineH11
+    return config
+
+
 def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
-               timeout_graceful_shutdown: float | None = 30.0, app: Any = None,
-               on_ready: Callable[[str], None] | None = None, **options: Any) -> None:
+               timeout_graceful_shutdown: float | None = 30.0, limits: ConnectionLimits | None = None,
+               app: Any = None, on_ready: Callable[[str], None] | None = None, **options: Any) -> None:
     """Serve until SIGTERM/SIGINT; then stop accepting connections, let the requests in flight
     finish for at most ``timeout_graceful_shutdown`` seconds, and end the sessions.
 
+    ``limits`` bounds connections (header deadline, keep-alive, how many at once, head size);
+    the defaults of :class:`~mcpkit.transports.connections.ConnectionLimits` apply without it.
     ``app`` replaces ``server.http_app(**options)`` (e.g. with more routes around it);
     ``on_ready(base_url)`` is called once the socket listens, with e.g. ``http://127.0.0.1:8000``."""
     try:
@@ -55,12 +72,10 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if app is None:
         app = server.http_app(**options)
-    sock = bind(host, port)
+    sock = bind(host, port)  # a taken port is one line; port 0 gets its real number before serving
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    # access_log off: a log line per request costs more than the request itself
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=timeout_graceful_shutdown)
+    config = uvicorn_config(app, limits, timeout_graceful_shutdown=timeout_graceful_shutdown)
     if on_ready is not None:
         on_ready(f"http://{shown}:{bound_port}")
     uvicorn.Server(config).run(sockets=[sock])

@@ -15,6 +15,13 @@ seconds (and at once when a handler blocks waiting for the client); the old
 thread finishes its call, writes its answer and ends. Async handlers run on an
 event loop in its own thread. Writes are blocking and happen under the
 session's lock, so messages leave in the order the engine queued them.
+
+At most ``max_readers`` threads run handlers at once, and one more always reads:
+when every handler thread is blocked (eight slow sync calls), the reader keeps
+reading, answers ``ping`` and applies cancellations and client responses at once
+(none needs a worker), and sets requests that would run a handler aside; the next
+handler thread to finish takes them, oldest first. A request cancelled while set
+aside is dropped unanswered, as a cancellation allows (CN-01).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from .. import _json
 from ..protocol.errors import INVALID_REQUEST, McpError
 
 if TYPE_CHECKING:
@@ -74,7 +82,7 @@ class StdioServer:
         self.max_in_flight = max_in_flight
         self.drain_timeout = drain_timeout
         self.handoff_after = handoff_after
-        #: the most reader threads at once (each hand-off starts one; see _hand_off)
+        #: the most threads running handlers at once; one more thread may read (see _hand_off)
         self.max_readers = 8
         self._readers = 0
         #: lines being dispatched right now: a request is not in the session's books until its
@@ -91,6 +99,9 @@ class StdioServer:
         self._gen = 0  # the thread whose generation equals _gen is the reader
         self._busy_since: float | None = None
         self._lines: collections.deque[bytes] = collections.deque()
+        #: requests read while every handler thread was busy: (line, request id or None)
+        self._deferred: collections.deque[tuple[bytes, Any]] = collections.deque()
+        self._input_ended = False
         self._partial = bytearray()
         self._discarding = False
         self._local = threading.local()
@@ -176,6 +187,7 @@ class StdioServer:
 
         session = ServerSession(self.server, self._write, inline_sync=True, loop_factory=self._get_loop)
         session.before_block = self._before_block
+        session.task_binding = os.urandom(16).hex()  # TX-07: this connection's tasks are its own
         session.on_request_done = self._request_done
         self.session = session
         previous = {}
@@ -231,9 +243,9 @@ class StdioServer:
 
     def _hand_off(self, gen: int) -> None:
         """Make a fresh thread the reader if ``gen`` still is (called with _rlock held); at most
-        ``max_readers`` readers at once: when all of them are blocked (e.g. on a stdout the
-        client does not read), a new one would only block too."""
-        if self._gen == gen and not self._stop.is_set() and self._readers < self.max_readers:
+        ``max_readers`` threads run handlers, plus the one reading: more would only block too
+        (e.g. on a stdout the client does not read)."""
+        if self._gen == gen and not self._stop.is_set() and self._readers <= self.max_readers:
             self._gen = gen + 1
             self._busy_since = None
             self._start_reader()
@@ -258,20 +270,72 @@ class StdioServer:
             with self._capacity:
                 self._capacity.notify_all()
 
+    def _all_busy(self) -> bool:
+        """With _rlock held: every handler slot is taken by a thread other than the reader."""
+        return self._readers > self.max_readers
+
+    def _next_line(self, gen: int) -> tuple[bytes | None, bool]:
+        """With _rlock held: (the line this thread handles next, whether it should go on)."""
+        deferred = self._deferred
+        if self._gen != gen:
+            # handed off: a handler slot is free now (this thread's); a set-aside request takes it
+            if deferred:
+                self._feeding += 1
+                return deferred.popleft()[0], True
+            self._readers -= 1  # with the check above, under one lock: nothing is left behind
+            return None, False
+        if deferred and (not self._all_busy() or self._input_ended):
+            line = deferred.popleft()[0]
+        else:
+            line = None
+            lines = self._lines
+            while lines:
+                line = lines.popleft()
+                if not self._all_busy() or not self._set_aside(line):
+                    break
+                line = None
+        if line is not None:
+            self._busy_since = time.monotonic()
+            self._feeding += 1  # until dispatched: EOF must not end the process in between (ST-07)
+        else:
+            self._busy_since = None
+        return line, True
+
+    def _set_aside(self, line: bytes) -> bool:
+        """With _rlock held, every handler slot busy: keep ``line`` for later when it would run a
+        handler (True); ping, cancellations, responses and notifications are fed at once."""
+        try:
+            message = _json.loads(line)
+        except (ValueError, TypeError):
+            return False  # unreadable: the engine answers it at once
+        batch = message if type(message) is list else [message]
+        for item in batch:
+            if type(item) is not dict:
+                continue
+            method = item.get("method")
+            if method == "notifications/cancelled" and type(message) is not list:
+                params = item.get("params")
+                rid = params.get("requestId") if type(params) is dict else None
+                for entry in self._deferred:
+                    if rid is not None and entry[1] == rid:
+                        self._deferred.remove(entry)  # CN-01: never started, so never answered
+                        return True
+            elif "id" in item and isinstance(method, str) and method != "ping":
+                self._deferred.append((line, item["id"] if type(message) is not list else None))
+                return True
+        return False
+
     def _reader(self, gen: int) -> None:
         self._local.gen = gen
         session = self.session
         assert session is not None
-        lines = self._lines
+        going = True
         try:
             while True:
                 with self._rlock:
-                    if self._gen != gen:
-                        break  # handed off: another thread reads now
-                    line = lines.popleft() if lines else None
-                    self._busy_since = time.monotonic() if line is not None else None
-                    if line is not None:
-                        self._feeding += 1
+                    line, going = self._next_line(gen)
+                if not going:
+                    break
                 if line is not None:
                     try:
                         session.feed(line)
@@ -289,12 +353,13 @@ class StdioServer:
                 session.flush()
                 if self._stop.is_set():
                     break
-                if session.in_flight >= self.max_in_flight:
+                if session.in_flight + len(self._deferred) >= self.max_in_flight:
                     with self._capacity:  # backpressure: stop reading while too much runs
                         self._capacity_waiters += 1
                         try:
                             self._capacity.wait_for(
-                                lambda: session.in_flight < self.max_in_flight or self._stop.is_set(), 0.2
+                                lambda: session.in_flight + len(self._deferred) < self.max_in_flight
+                                or self._stop.is_set(), 0.2
                             )
                         finally:
                             self._capacity_waiters -= 1
@@ -307,9 +372,10 @@ class StdioServer:
                 if not chunk:
                     with self._rlock:
                         if self._partial and not self._discarding:
-                            lines.append(bytes(self._partial))  # a last line without a newline
+                            self._lines.append(bytes(self._partial))  # a last line without a newline
                         self._partial.clear()
-                        pending = bool(lines)
+                        self._input_ended = True  # set-aside requests may now run on this thread
+                        pending = bool(self._lines) or bool(self._deferred)
                     if pending:
                         continue
                     self.stop("end of input")
@@ -319,8 +385,9 @@ class StdioServer:
             log.exception("stdio: reader failed")
             self.stop("reader failed")
         finally:
-            with self._rlock:
-                self._readers -= 1
+            if going:  # ended otherwise than by _next_line, which counted it out itself
+                with self._rlock:
+                    self._readers -= 1
             session.flush()
 
     def _split(self, chunk: bytes) -> None:

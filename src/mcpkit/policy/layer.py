@@ -1,0 +1,147 @@
+"""The policy layer as the server sees it (server/pipeline.py's PolicyLayer).
+
+The server never imports the policy's modules: it asks this module, found by name the first
+time a server has a policy, a tool with limits of its own or a manager tool, for the steps of
+each item and for the few things only the policy knows (what a tool advertises under a
+contract, whether the gates list it, the default secure policy).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["advertise", "check_isolated", "manager_tool", "redact", "resolve", "started", "steps", "tool_options", "visible",
+           "warm_up", "warn_secret_parameters"]
+
+
+def steps(server: Any, kind: str, item: Any) -> list[Any]:
+    """The policy's steps for ``item``: only those whose feature applies to it."""
+    from . import chain
+
+    policy = server._policy
+    if kind == "call_tool":
+        out: list[Any] = [chain.OUTCOME]
+        if getattr(item, "handler", None) is None:
+            return out  # a tool that does not exist: refused (and audited) as such
+        settings = chain.settings_of(server, item).all()
+        if item.actions is not None:
+            out.append(chain.ACTION)
+        if any(s.gate_refusal is not None for s in settings[:1]):
+            out.append(chain.GATE)
+        if any(s.bridges for s in settings):
+            out.append(chain.BRIDGES)
+        if any(s.limiter is not None for s in settings):
+            out.append(chain.RATE_LIMIT)
+        if any(s.max_argument_bytes for s in settings):
+            out.append(chain.ARGUMENT_SIZE)
+        if settings[0].isolated is not None:
+            out.append(chain.ISOLATION)
+        if any(s.timeout for s in settings):
+            out.append(chain.TIMEOUT)
+        if _converts(item):
+            out.append(chain.SandboxStep(policy.sandbox if policy is not None else None))
+        if any(s.contract for s in settings):
+            out.append(chain.CONTRACT)
+        return out
+    binds = getattr(item, "bind", None) is not None or getattr(item, "_bind", None) is not None
+    if kind in ("read_resource", "get_prompt") and binds and policy is not None:
+        return [chain.SandboxStep(policy.sandbox)]
+    return []
+
+
+def _converts(tool: Any) -> bool:
+    """Only a binder that converts values can meet a SandboxPath; plain JSON arguments skip it."""
+    from ..server.schema import _identity
+
+    binders = [tool.bind] if tool.actions is None else [a.bind for a in tool.actions.values()]
+    return any(b is not None and b is not _identity for b in binders)
+
+
+def resolve(value: Any) -> Any:
+    """What ``Server(policy=...)`` means: True (or MCPKIT_POLICY=1 with None) is Policy.secure()."""
+    import os
+
+    from .gates import env_flag
+
+    if value is None and env_flag("MCPKIT_POLICY", False, os.environ):
+        value = True
+    if value is True:
+        from .config import Policy
+
+        return Policy.secure()
+    if value is False:
+        return None
+    return value
+
+
+def tool_options(options: dict[str, Any]) -> Any:
+    from .config import ToolOptions
+
+    return ToolOptions.build(**options)
+
+
+def manager_tool(server: Any, name: str, **kw: Any) -> Any:
+    from .manager import ManagerTool
+
+    return ManagerTool(server, name, **kw)
+
+
+def advertise(server: Any, tool: Any) -> None:
+    """Make what a tool advertises match what the policy will enforce on it."""
+    if tool.actions is not None:
+        tool.rebuild(server.gates)
+    from .config import INHERIT
+
+    policy = server._policy
+    contract = policy.contract if policy is not None else False
+    if tool.options is not None and tool.options.contract is not INHERIT:
+        contract = bool(tool.options.contract)
+    if contract:
+        from .envelope import envelope_schema
+
+        server._contract_spec(tool)
+        tool.set_output_schema(envelope_schema(tool.result_schema))
+    else:
+        tool.set_output_schema(tool.base_output_schema)
+
+
+def visible(server: Any, tool: Any) -> bool:
+    """Listed in tools/list: the gates permit it and every bridge it needs is up."""
+    if tool.actions is not None and not tool.visible:
+        return False
+    gates = server.gates
+    if gates is not None and tool.actions is None and not gates.permits(tool.annotations):
+        return False
+    if tool.options is not None:
+        return all(bridge.up for bridge in tool.options.requires)
+    return True
+
+
+def started(server: Any) -> None:
+    from . import chain
+
+    chain.guard_logs(redact=server._policy.redact_logs)
+
+
+def warm_up(server: Any) -> None:
+    from .redact import default_redactor
+
+    default_redactor().compile()
+
+
+def redact(data: Any) -> Any:
+    from .redact import default_redactor
+
+    return default_redactor().redact(data)
+
+
+def check_isolated(func: Any, name: str, context_param: str | None) -> None:
+    from .isolation import check_handler
+
+    check_handler(func, name, context_param)
+
+
+def warn_secret_parameters(tool: str, properties: dict[str, Any]) -> None:
+    from .hygiene import warn_secret_parameters as warn
+
+    warn(tool, properties)

@@ -1,0 +1,422 @@
+"""The request pipeline: one path every handler call takes, whatever route it came by.
+
+A request for an item (a tool call, a resource read, a prompt get, a completion, a list)
+passes through an ordered list of steps and then the handler::
+
+    outcome (errors -> results, audit) -> scopes -> gates, limits -> user middleware
+    -> sandbox binding -> contract -> run the handler
+
+Each step is an object with optional hooks, ``on_request`` (every kind) and one per kind
+(``on_call_tool``, ``on_read_resource``, ``on_get_prompt``, ``on_complete``, ``on_list_tools``,
+``on_list_resources``, ``on_list_resource_templates``, ``on_list_prompts``); a hook takes
+``(ctx, call_next)`` and returns what ``call_next(ctx)`` returned, or something else. User
+middleware (:class:`Middleware`) and the policy's own steps (mcpkit.policy) share that shape.
+
+The steps of each item are chosen and chained once, when the item is first used, and again
+after the policy, the middleware or the registry changes: an item no step applies to runs
+exactly as if there were no pipeline (the plain fast path). The direct request, a nested
+``ctx.call_tool``, a manager's action, a task and every revision reach the handler only
+through here, so a rule enforced by a step holds on every route (TL-11).
+
+This module knows nothing of the policy layer's modules: the server asks :func:`policy_layer`
+(the interface below, implemented by mcpkit.policy.layer) for the steps of each item.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .session import new_correlation_id
+
+if TYPE_CHECKING:
+    from ..protocol.engine import RequestReceived
+    from .session import ServerSession
+
+__all__ = ["CORRELATION_ID", "CallContext", "CallNext", "HOOKS", "Middleware", "Pipe", "policy_layer"]
+
+#: kind -> (hook name, JSON-RPC method)
+HOOKS: dict[str, tuple[str, str]] = {
+    "call_tool": ("on_call_tool", "tools/call"),
+    "read_resource": ("on_read_resource", "resources/read"),
+    "subscribe": ("on_subscribe", "resources/subscribe"),
+    "get_prompt": ("on_get_prompt", "prompts/get"),
+    "complete": ("on_complete", "completion/complete"),
+    "list_tools": ("on_list_tools", "tools/list"),
+    "list_resources": ("on_list_resources", "resources/list"),
+    "list_resource_templates": ("on_list_resource_templates", "resources/templates/list"),
+    "list_prompts": ("on_list_prompts", "prompts/list"),
+}
+
+#: the correlation id of the tool call running in this thread or task, for log lines about it
+CORRELATION_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcpkit_cid", default=None)
+
+#: where a result names its correlation id, and (without the envelope) its error (MT-02 key format)
+CID_META_KEY = "dev.mcpkit/correlationId"
+ERROR_META_KEY = "dev.mcpkit/error"
+
+#: where user middleware sits among the policy's steps (lower runs first, further out)
+MIDDLEWARE_ORDER = 50
+
+
+class CallContext:
+    """What every step sees of one request on its way to a handler.
+
+    ``method`` and ``kind`` say what is asked; ``name`` is the tool or prompt name or the
+    resource URI (None for lists); ``arguments`` may be replaced by a step before the
+    handler sees them. ``principal``, ``session_id``, ``revision`` and ``correlation_id``
+    say who asks, where and under which protocol revision, and how the call is named in
+    logs and audit lines. ``state`` is a dict for steps to share what they learned.
+    """
+
+    # the attributes every call sets are slots; the rarer ones (a nested call's, a manager
+    # action's, the handler's Context) live in __dict__ over the class defaults below, so a
+    # plain call pays only for what it uses
+    __slots__ = ("session", "request", "kind", "item", "name", "arguments", "target", "settings", "ran", "raw",
+                 "made", "start", "caller", "_cid", "_state", "_scopes", "__dict__")
+
+    #: a call made with ``ctx.call_tool`` from inside another, and that call's correlation id
+    nested = False
+    parent: str | None = None
+    #: the action of a manager tool, once a step selected it
+    action: str | None = None
+    #: the handler's mcpkit.Context once made, and (nested calls) the caller's
+    handler_context: Any = None
+    outer_context: Any = None
+    #: how the handler runs when not in this thread or loop: ``runner(ctx, handler, args,
+    #: kwargs, is_async)``, set by a step (process isolation); None: here
+    runner: Any = None
+
+    def __init__(self, session: ServerSession, request: RequestReceived, kind: str, item: Any, name: str | None,
+                 arguments: Any, nested: bool = False, parent: str | None = None, cid: str | None = None) -> None:
+        self.session = session
+        self.request = request
+        self.kind = kind
+        self.item = item
+        self.name = name
+        self.arguments = arguments
+        #: what runs: the item, or a manager tool's action
+        self.target = item
+        #: the policy's resolved settings for this call (mcpkit.policy), or None
+        self.settings: Any = None
+        #: True once the handler was started: a failure after it is the handler's, not a refusal
+        self.ran = False
+        #: set by a step that shapes the handler's own value itself (the tool contract)
+        self.raw = False
+        #: a result a step built itself (the envelope), which later steps may complete in place
+        self.made: Any = None
+        self._cid = cid
+        self._state: dict[str, Any] | None = None
+        self._scopes: tuple[str, ...] | None = None
+        if nested:
+            self.nested = True
+            self.parent = parent
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """A dict for steps to share what they learned about this call."""
+        state = self._state
+        if state is None:
+            state = self._state = {}
+        return state
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """The OAuth scopes this call needs: the item's, plus a manager action's own."""
+        scopes = self._scopes
+        return (getattr(self.item, "scopes", ()) or ()) if scopes is None else scopes
+
+    @scopes.setter
+    def scopes(self, value: tuple[str, ...]) -> None:
+        self._scopes = tuple(value)
+
+    @property
+    def method(self) -> str:
+        return HOOKS[self.kind][1]
+
+    @property
+    def principal(self) -> str | None:
+        """The verified token's subject on an authenticated HTTP server, else None."""
+        return self.session.principal
+
+    @property
+    def access_token(self) -> Any:
+        return self.session.access_token
+
+    @property
+    def session_id(self) -> str | None:
+        return getattr(self.session, "session_id", None)
+
+    @property
+    def revision(self) -> str:
+        return self.request.revision.version
+
+    @property
+    def correlation_id(self) -> str:
+        cid = self._cid
+        if cid is None:
+            cid = self._cid = new_correlation_id()
+        return cid
+
+    @correlation_id.setter
+    def correlation_id(self, value: str) -> None:
+        self._cid = value
+
+    def __repr__(self) -> str:
+        return f"<CallContext {self.method} {self.name!r} correlation id {self._cid}>"
+
+
+#: what a hook calls to pass the request on: the next step, or the handler
+CallNext = Callable[[CallContext], Any]
+
+
+class Middleware:
+    """Base class of user middleware: override any of the hooks, each ``(ctx, call_next)``.
+
+    ``on_request`` runs for every kind; ``on_call_tool``, ``on_read_resource``,
+    ``on_get_prompt``, ``on_complete`` and ``on_list_tools`` / ``on_list_resources`` /
+    ``on_list_resource_templates`` / ``on_list_prompts`` for theirs. A hook refuses by
+    raising ToolError (a tool call answered with isError) or McpError (a JSON-RPC error),
+    changes arguments by setting ``ctx.arguments`` before ``call_next(ctx)``, and changes a
+    result by returning another one. Hooks may be ``def`` or ``async def``; see
+    docs/middleware.md for when ``call_next`` returns an awaitable.
+    """
+
+    #: lower runs further out; the policy's refusals (scopes, gates, limits) come before 50
+    order: int = MIDDLEWARE_ORDER
+
+
+class _OneHook(Middleware):
+    """A plain function as the middleware of one hook."""
+
+    def __init__(self, hook: str, fn: Callable[[CallContext, CallNext], Any]) -> None:
+        if hook != "on_request" and hook not in {h for h, _ in HOOKS.values()}:
+            known = ", ".join(["on_request", *(h for h, _ in HOOKS.values())])
+            raise ValueError(f"unknown middleware hook {hook!r}; use one of: {known}")
+        setattr(self, hook, fn)
+        self._fn = fn
+        self._hook = hook
+
+    def __repr__(self) -> str:
+        return f"<middleware {self._hook} {getattr(self._fn, '__qualname__', self._fn)!r}>"
+
+
+def as_middleware(mw: Any, hook: str | None) -> Any:
+    """A middleware object from what ``Server.add_middleware`` was given."""
+    if hook is not None:
+        return _OneHook(hook, mw)
+    if inspect.isfunction(mw) or inspect.ismethod(mw) or (callable(mw) and not _has_hooks(mw)):
+        return _OneHook("on_request", mw)
+    if not _has_hooks(mw):
+        raise TypeError(f"{mw!r} is not middleware: give an object with on_* hooks, or a function")
+    return mw
+
+
+def _has_hooks(obj: Any) -> bool:
+    return any(callable(getattr(obj, name, None)) for name in ("on_request", *(h for h, _ in HOOKS.values())))
+
+
+# ------------------------------------------------------------------------------ the policy layer
+
+
+class PolicyLayer(Protocol):
+    """What the server asks of the policy layer (mcpkit.policy.layer implements it)."""
+
+    def steps(self, server: Any, kind: str, item: Any) -> list[Any]: ...
+    def resolve(self, value: Any) -> Any: ...
+    def tool_options(self, options: dict[str, Any]) -> Any: ...
+    def manager_tool(self, server: Any, name: str, **kw: Any) -> Any: ...
+    def advertise(self, server: Any, tool: Any) -> None: ...
+    def visible(self, server: Any, tool: Any) -> bool: ...
+    def started(self, server: Any) -> None: ...
+    def warm_up(self, server: Any) -> None: ...
+    def redact(self, data: Any) -> Any: ...
+    def warn_secret_parameters(self, tool: str, properties: dict[str, Any]) -> None: ...
+    def check_isolated(self, func: Any, name: str, context_param: str | None) -> None: ...
+
+
+_LAYER: Any = None
+
+
+def policy_layer() -> PolicyLayer:
+    """The policy layer, found by name the first time a server needs it (a policy, a tool's own
+    limits, a manager tool): it sits above this package, which depends only on the interface."""
+    global _LAYER
+    if _LAYER is None:
+        _LAYER = importlib.import_module("mcpkit.policy.layer")
+    return _LAYER  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------------------ chaining
+
+
+class Pipe:
+    """The chained steps of one item and kind: ``run(ctx)``, and whether it must be awaited."""
+
+    __slots__ = ("run", "is_async", "plain", "steps")
+
+    def __init__(self, run: Callable[[CallContext], Any], is_async: bool, plain: bool, steps: list[Any]) -> None:
+        self.run = run
+        self.is_async = is_async
+        #: no step applies: the direct request takes the kind's plain fast path
+        self.plain = plain
+        self.steps = steps
+
+
+def _applies(step: Any, kind: str, item: Any) -> bool:
+    check = getattr(step, "applies", None)
+    return check is None or bool(check(kind, item))
+
+
+def hooks_of(step: Any, kind: str, is_async: bool) -> list[Callable[..., Any]]:
+    """The hooks of ``step`` for ``kind``, outermost first; in an async chain a step's
+    ``<hook>_async`` variant (the policy's steps have both) is preferred."""
+    out = []
+    for name in ("on_request", HOOKS[kind][0]):
+        fn = getattr(step, name + "_async", None) if is_async else None
+        if fn is None:
+            fn = getattr(step, name, None)
+        if fn is not None:
+            out.append(fn)
+    return out
+
+
+def chain(steps: list[Any], kind: str, terminal: Callable[[CallContext], Any], is_async: bool,
+          server: Any) -> Callable[[CallContext], Any]:
+    """``hook(ctx, next)`` for each hook of each step, outermost first, and finally ``terminal``.
+
+    A step with a ``check(ctx)`` method is a guard: it only refuses (raises) or lets the call
+    pass, so consecutive guards run in one link, one after the other (the policy's gates,
+    limits and the scope check are guards).
+
+    In an async chain ``call_next`` returns an awaitable: an ``async def`` hook gets one it can
+    always await; a step that only passes the request on (``passes_through``, as the policy's
+    steps do) is linked as it is; any other sync hook runs on a worker thread with a
+    ``call_next`` that waits for the rest of the chain, so it sees results as in a sync chain.
+    """
+    run = terminal
+    guards: list[Callable[[CallContext], Any]] = []
+    for step in reversed(steps):
+        check = getattr(step, "check", None)
+        if check is not None:
+            guards.insert(0, check)
+            continue
+        if guards:
+            run, guards = _guarded(guards, run), []
+        for hook in reversed(hooks_of(step, kind, is_async)):
+            if not is_async or getattr(step, "passes_through", False):
+                run = _link(hook, run)
+            elif inspect.iscoroutinefunction(hook):
+                run = _link(hook, _awaitable(run))
+            else:
+                run = _threaded(hook, run, server)
+    if guards:
+        run = _guarded(guards, run)
+    return run
+
+
+def _guarded(checks: list[Callable[[CallContext], Any]], call_next: CallNext) -> CallNext:
+    if len(checks) == 1:
+        check = checks[0]
+
+        def one(ctx: CallContext) -> Any:
+            check(ctx)
+            return call_next(ctx)
+
+        return one
+    if len(checks) == 2:
+        first, second = checks
+
+        def two(ctx: CallContext) -> Any:
+            first(ctx)
+            second(ctx)
+            return call_next(ctx)
+
+        return two
+    checks = tuple(checks)  # type: ignore[assignment]
+
+    def several(ctx: CallContext) -> Any:
+        for check in checks:
+            check(ctx)
+        return call_next(ctx)
+
+    return several
+
+
+def _link(hook: Callable[..., Any], call_next: CallNext) -> CallNext:
+    def step(ctx: CallContext) -> Any:
+        return hook(ctx, call_next)
+
+    return step
+
+
+def _awaitable(fn: CallNext) -> Callable[[CallContext], Awaitable[Any]]:
+    async def call(ctx: CallContext) -> Any:
+        out = fn(ctx)
+        if inspect.isawaitable(out):
+            return await out
+        return out
+
+    return call
+
+
+def _threaded(hook: Callable[..., Any], call_next: CallNext, server: Any) -> CallNext:
+    """A sync hook in an async chain: on a worker, its ``call_next`` blocks for the result."""
+    import asyncio
+
+    async def step(ctx: CallContext) -> Any:
+        loop = asyncio.get_running_loop()
+
+        def blocking_next(c: CallContext) -> Any:
+            out = call_next(c)
+            if inspect.isawaitable(out):
+                return asyncio.run_coroutine_threadsafe(_await(out), loop).result()
+            return out
+
+        return await in_worker(server, lambda: hook(ctx, blocking_next))
+
+    return step
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def any_async(steps: list[Any], kind: str) -> bool:
+    """Whether a step has an ``async def`` hook for ``kind`` (the policy's ``_async`` variants
+    are alternatives, not reasons to go async)."""
+    return any(inspect.iscoroutinefunction(h) for s in steps for h in hooks_of(s, kind, False))
+
+
+def steps_for(server: Any, kind: str, item: Any) -> list[Any]:
+    """The steps of ``item`` for ``kind``, in order: the policy layer's (when the server has a
+    policy or the item settings of its own), those a transport installed, the user's middleware."""
+    steps: list[Any] = []
+    if server._policy is not None or getattr(item, "options", None) is not None or \
+            getattr(item, "actions", None) is not None:
+        steps.extend(policy_layer().steps(server, kind, item))
+    steps.extend(s for s in server._installed.values() if _applies(s, kind, item))
+    steps.extend(m for m in server._middleware if _applies(m, kind, item) and hooks_of(m, kind, False))
+    steps.sort(key=lambda s: getattr(s, "order", MIDDLEWARE_ORDER))  # stable: ties keep their order
+    return steps
+
+
+async def in_worker(server: Any, fn: Callable[[], Any]) -> Any:
+    """Run a blocking ``fn`` on a worker thread from async code, so the event loop never waits."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def settle(result: Any, exc: BaseException | None) -> None:
+        if not fut.done():
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
+
+    server.workers.submit(fn, lambda result, exc: loop.call_soon_threadsafe(settle, result, exc))
+    return await fut

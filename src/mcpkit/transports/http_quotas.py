@@ -1,0 +1,87 @@
+"""Session quotas of the HTTP app: one client's flood never ends another client's session.
+
+Sessions are capped twice: ``max_sessions`` in all, and ``max_sessions_per_client`` for each
+client, a client being the authenticated principal or, without auth, the client's address (as
+uvicorn reports it; behind a proxy, let uvicorn read ``X-Forwarded-For`` from it with
+``--forwarded-allow-ips``). A new session past a cap makes room like this (HL-17 lets a server
+end a session at any time; its client gets 404 and initializes again):
+
+- past the client's own quota: its own least recently used idle session ends; when all of its
+  sessions have a connection open, the new one is refused with 429 and ``Retry-After``;
+- past ``max_sessions``: the least recently used idle session of the client holding the most
+  sessions ends (the flooder's, never a light user's while a heavier one has an idle session);
+  when no session at all is idle, the new one is refused with 503 and ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["SessionQuotas", "QuotaExceeded"]
+
+
+class QuotaExceeded(Exception):
+    """No room for a new session: answer ``status`` with ``Retry-After: retry_after``."""
+
+    def __init__(self, status: int, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
+class SessionQuotas:
+    """Which client holds which sessions, and which session ends to make room."""
+
+    def __init__(self, per_client: int, retry_after: int = 5) -> None:
+        if per_client < 1:
+            raise ValueError("max_sessions_per_client must be a positive integer")
+        self.per_client = per_client
+        self.retry_after = retry_after
+        self._by_client: dict[str, dict[str, None]] = {}  # client -> its session ids, oldest first
+        self._client_of: dict[str, str] = {}
+
+    def count(self, client: str) -> int:
+        return len(self._by_client.get(client, ()))
+
+    def add(self, client: str, session_id: str) -> None:
+        self._by_client.setdefault(client, {})[session_id] = None
+        self._client_of[session_id] = client
+
+    def remove(self, session_id: str) -> None:
+        client = self._client_of.pop(session_id, None)
+        if client is None:
+            return
+        mine = self._by_client.get(client)
+        if mine is not None:
+            mine.pop(session_id, None)
+            if not mine:
+                del self._by_client[client]
+
+    def own_victim(self, client: str, idle: Callable[[str], bool], last_seen: Callable[[str], float]) -> str | None:
+        """At the client's quota: its least recently used idle session to end (None: keep them);
+        raises QuotaExceeded when every one of them is busy."""
+        mine = self._by_client.get(client)
+        if mine is None or len(mine) < self.per_client:
+            return None
+        candidates = [sid for sid in mine if idle(sid)]
+        if not candidates:
+            raise QuotaExceeded(
+                429, f"Too many sessions for this client (the limit is {self.per_client}, all in use); "
+                     "end one (DELETE) or retry later.", self.retry_after)
+        return min(candidates, key=last_seen)
+
+    def global_victim(self, sessions_lru: Iterable[tuple[str, Any]], idle: Callable[[Any], bool]) -> str:
+        """At ``max_sessions``: the least recently used idle session among the clients holding the
+        most sessions, then among lighter clients; raises QuotaExceeded when none is idle."""
+        by_weight: dict[int, str] = {}
+        for sid, hs in sessions_lru:  # least recently used first
+            if not idle(hs):
+                continue
+            weight = self.count(self._client_of.get(sid, ""))
+            by_weight.setdefault(weight, sid)
+        if not by_weight:
+            raise QuotaExceeded(503, "The server holds as many sessions as it may, all in use; retry later.",
+                                self.retry_after)
+        return by_weight[max(by_weight)]

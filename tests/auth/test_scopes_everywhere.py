@@ -1,0 +1,240 @@
+"""Scopes hold on every route to an item, not only on the request body the HTTP layer reads.
+
+A token without scope ``admin`` is refused a tool declared ``scopes=["admin"]`` when it calls
+it directly (403), and must be refused the same tool reached through a batch tool
+(``ctx.call_tool``, sync and async), through a manager tool's action, and the completions of a
+scoped prompt or template (CP-05). A subscription to a scoped resource is checked too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpkit import Context, Server
+from mcpkit.auth.tokens import AccessToken
+from mcpkit.policy import Gates, Policy
+from mcpkit.policy.chain import ERROR_META_KEY
+from tests.auth.test_http_auth import Tokens, as_user, auth_for, challenge_params
+from tests.harness import RpcError, connect
+from tests.test_http import jsonrpc
+
+USER = AccessToken("mallory", client_id="cli", scopes=frozenset({"mcp", "files:read"}))
+ADMIN = AccessToken("root", client_id="cli", scopes=frozenset({"mcp", "admin", "prompts", "files:read"}))
+
+
+class MemoryAudit:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.lines.append(dict(entry))
+
+
+def make_server(policy: Any = None) -> tuple[Server, list[str]]:
+    server = Server("scoped", policy=policy)
+    ran: list[str] = []
+
+    @server.tool(destructive=False, open_world=False, scopes=["admin"])
+    def reset(target: str) -> str:
+        ran.append(f"reset {target}")
+        return f"reset {target}"
+
+    @server.tool(read_only=True, open_world=False)
+    def batch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        return [ctx.call_tool(c["name"], c.get("arguments")) for c in calls]
+
+    @server.tool(read_only=True, open_world=False)
+    async def abatch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        return [await ctx.call_tool_async(c["name"], c.get("arguments")) for c in calls]
+
+    ops = server.manager("ops", description="Operations.")
+    ops.action(reset, name="reset", destructive=False, open_world=False)
+
+    @ops.action(read_only=True, open_world=False)
+    def status() -> str:
+        return "fine"
+
+    @server.prompt(scopes=["prompts"], completions={"topic": lambda value: ["salaries", "layoffs"]})
+    def board(topic: str) -> str:
+        return f"Board notes on {topic}"
+
+    @server.resource_template("secret://{name}", scopes=["admin"],
+                              completions={"name": lambda value: ["root-password", "payroll"]})
+    def secret(name: str) -> str:
+        return f"secret {name}"
+
+    @server.resource("secret://index", scopes=["admin"])
+    def index() -> str:
+        return "everything"
+
+    return server, ran
+
+
+def _refused(result: dict[str, Any]) -> bool:
+    return result.get("isError") is True and result["_meta"][ERROR_META_KEY]["code"] == "E_PERMISSION_DENIED"
+
+
+# ------------------------------------------------------------------------------------- over HTTP
+
+
+@pytest.mark.req("AU-09")
+@pytest.mark.asyncio
+@pytest.mark.parametrize("batch", ["batch", "abatch"])
+async def test_a_scoped_tool_is_refused_through_a_batch_tool(clients, batch):
+    server, ran = make_server()
+    app = clients.app(server, auth=auth_for(Tokens(user=USER, admin=ADMIN)))
+    client = as_user(clients.asgi(app), "user")
+    await client.initialize()
+    direct = await client.post(jsonrpc("tools/call", {"name": "reset", "arguments": {"target": "db"}}, 5))
+    assert direct.status == 403
+    result = await client.result("tools/call", {"name": batch, "arguments": {
+        "calls": [{"name": "reset", "arguments": {"target": "db"}}]}})
+    inner = result["structuredContent"]["result"][0]
+    assert _refused(inner), inner
+    assert "admin" in inner["content"][0]["text"]
+    assert ran == []  # the handler never ran
+    # the same route with a token that has the scope works: the refusal is about the scope
+    admin = as_user(clients.asgi(app), "admin")
+    await admin.initialize()
+    result = await admin.result("tools/call", {"name": batch, "arguments": {
+        "calls": [{"name": "reset", "arguments": {"target": "db"}}]}})
+    assert result["structuredContent"]["result"][0]["content"] == [{"type": "text", "text": "reset db"}]
+    assert ran == ["reset db"]
+
+
+@pytest.mark.req("AU-09")
+@pytest.mark.asyncio
+async def test_a_scoped_tool_is_refused_through_a_manager_action(clients):
+    server, ran = make_server()
+    client = as_user(clients.asgi(clients.app(server, auth=auth_for(Tokens(user=USER)))), "user")
+    await client.initialize()
+    result = await client.result("tools/call", {"name": "ops", "arguments": {"action": "reset", "target": "db"}})
+    assert _refused(result), result
+    assert ran == []
+    ok = await client.result("tools/call", {"name": "ops", "arguments": {"action": "status"}})
+    assert ok["content"] == [{"type": "text", "text": "fine"}]
+
+
+@pytest.mark.req("CP-05", "AU-09")
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("ref", "argument", "scope"), [
+    ({"type": "ref/prompt", "name": "board"}, "topic", "prompts"),
+    ({"type": "ref/resource", "uri": "secret://{name}"}, "name", "admin"),
+])
+async def test_completions_follow_the_scopes_of_what_they_complete(clients, ref, argument, scope):
+    server, _ = make_server()
+    app = clients.app(server, auth=auth_for(Tokens(user=USER, admin=ADMIN)))
+    client = as_user(clients.asgi(app), "user")
+    await client.initialize()
+    params = {"ref": ref, "argument": {"name": argument, "value": ""}}
+    reply = await client.post(jsonrpc("completion/complete", params, 9))
+    assert reply.status == 403
+    assert scope in challenge_params(reply.headers["www-authenticate"])["scope"].split()
+    admin = as_user(clients.asgi(app), "admin")
+    await admin.initialize()
+    assert (await admin.result("completion/complete", params))["completion"]["values"]
+
+
+# ------------------------------------------------------------------ in the call path itself
+
+
+class _Auth:
+    """What the scope step needs of a ResourceServer: which required scopes a token lacks."""
+
+    def missing(self, access: Any, required: Any) -> list[str]:
+        return sorted(set(required) - set(access.scopes))
+
+
+async def _as(c: Any, token: AccessToken) -> None:
+    c.session.access_token = token
+    c.session.principal = token.subject
+
+
+@pytest.mark.req("CP-05", "AU-09")
+@pytest.mark.asyncio
+async def test_the_call_path_refuses_completions_reads_and_subscriptions_without_the_scope(wire):
+    """Whatever transport delivered the request: the step every route takes checks the scopes."""
+    from mcpkit.policy.scopes import ScopeStep
+
+    server, _ = make_server()
+    server._install_step("scopes", ScopeStep(_Auth()))
+    async with connect(server, wire, "2025-11-25") as c:
+        await _as(c, USER)
+        for method, params in (
+            ("completion/complete", {"ref": {"type": "ref/prompt", "name": "board"},
+                                     "argument": {"name": "topic", "value": "s"}}),
+            ("completion/complete", {"ref": {"type": "ref/resource", "uri": "secret://{name}"},
+                                     "argument": {"name": "name", "value": ""}}),
+            ("resources/read", {"uri": "secret://payroll"}),
+            ("resources/read", {"uri": "secret://index"}),
+            ("resources/subscribe", {"uri": "secret://index"}),
+            ("prompts/get", {"name": "board", "arguments": {"topic": "salaries"}}),
+        ):
+            with pytest.raises(RpcError) as refused:
+                await c.request(method, params)
+            assert refused.value.code == -32602 and "Insufficient scope" in refused.value.message, (method, params)
+        assert c.session.subscriptions == set()
+        await _as(c, ADMIN)
+        assert (await c.request("resources/read", {"uri": "secret://payroll"}))["contents"][0]["text"] == \
+            "secret payroll"
+        completion = await c.request("completion/complete", {"ref": {"type": "ref/prompt", "name": "board"},
+                                                              "argument": {"name": "topic", "value": ""}})
+        assert completion["completion"]["values"] == ["salaries", "layoffs"]
+
+
+@pytest.mark.req("AU-09", "TL-11")
+@pytest.mark.asyncio
+async def test_nested_refusals_are_audited_once_each_under_a_policy(wire):
+    audit = MemoryAudit()
+    from mcpkit.policy.scopes import ScopeStep
+
+    server, ran = make_server(Policy(gates=Gates(), audit=audit))
+    server._install_step("scopes", ScopeStep(_Auth()))
+    async with connect(server, wire, "2025-11-25") as c:
+        await _as(c, USER)
+        result = await c.request("tools/call", {"name": "batch", "arguments": {"calls": [
+            {"name": "reset", "arguments": {"target": "db"}}, {"name": "ops", "arguments": {"action": "reset",
+                                                                                         "target": "db"}}]}})
+    inner = result["structuredContent"]["result"]
+    assert all(_refused(r) for r in inner), inner
+    assert ran == []
+    assert [(a["tool"], a["action"], a["outcome"], a["code"]) for a in audit.lines] == [
+        ("reset", None, "denied", "E_PERMISSION_DENIED"), ("ops", "reset", "denied", "E_PERMISSION_DENIED"),
+        ("batch", None, "ok", None)]
+
+
+@pytest.mark.req("AU-09", "TX-01")
+@pytest.mark.asyncio
+async def test_a_scoped_tool_is_not_started_as_a_2026_07_28_task_without_the_scope(wire):
+    """The task route: the refusal comes before any task exists (no CreateTaskResult)."""
+    from mcpkit.policy.scopes import ScopeStep
+
+    server, ran = make_server()
+
+    @server.tool(destructive=False, open_world=False, scopes=["admin"], task="optional")
+    def rebuild(target: str) -> str:
+        ran.append(f"rebuild {target}")
+        return "rebuilt"
+
+    server._install_step("scopes", ScopeStep(_Auth()))
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    async with connect(server, _Modern(wire), None) as c:
+        await _as(c, USER)
+        refused = await c.request("tools/call", {"name": "rebuild", "arguments": {"target": "db"}, "_meta": meta})
+        assert refused.get("resultType") != "task" and _refused(refused), refused
+        await _as(c, ADMIN)
+        created = await c.request("tools/call", {"name": "rebuild", "arguments": {"target": "db"}, "_meta": meta})
+        assert created["resultType"] == "task"
+
+
+class _Modern:
+    """The harness names no revision before a handshake; these requests are 2026-07-28 ones."""
+
+    def __init__(self, wire: Any) -> None:
+        self.wire = wire
+
+    def record(self, message: Any, revision: str, method: str | None) -> None:
+        self.wire.record(message, "2026-07-28", method)
