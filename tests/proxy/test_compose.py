@@ -429,3 +429,32 @@ def test_a_list_built_across_a_change_is_not_cached() -> None:
     rev = get("2025-11-25")
     server.list_page("tools", rev, None)
     assert [t["name"] for t in server.list_page("tools", rev, None)["tools"]] == ["first", "late"]
+
+
+@aio
+async def test_flatten_schemas_lists_a_root_oneof_flat_and_still_enforces_it(parent: Server) -> None:
+    import warnings
+
+    child = Server("scenes")
+    schema = {"type": "object", "oneOf": [
+        {"properties": {"op": {"const": "add"}, "node": {"type": "string"}}, "required": ["op", "node"],
+         "additionalProperties": False},
+        {"properties": {"op": {"const": "delete"}, "path": {"type": "string"}}, "required": ["op", "path"],
+         "additionalProperties": False},
+    ]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the child's own registration warns about the root oneOf
+        child.add_tool("edit", lambda args: f"did {args['op']}", input_schema=schema, read_only=True,
+                       open_world=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # flattened: nothing left for the proxy to warn about
+        parent.mount(child, prefix="s", flatten_schemas=True)
+    async with Client(parent) as client:
+        [tool] = await client.list_tools()
+        listed = tool["inputSchema"]
+        assert not {"oneOf", "anyOf", "allOf"} & set(listed)
+        assert set(listed["properties"]) == {"op", "node", "path"}
+        ok = await client.call_tool("s_edit", {"op": "add", "node": "Player"})
+        assert ok["content"] == [{"type": "text", "text": "did add"}]
+        mixed = await client.call_tool("s_edit", {"op": "add", "path": "/root"})  # no branch takes it
+        assert mixed.get("isError") is True

@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     upstream = parser.add_argument_group("upstream connections")
     upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                           help="an HTTP header for URL targets (repeatable)")
+    upstream.add_argument("--flatten-schemas", action="store_true",
+                          help="list tools whose schema has a root oneOf/anyOf/allOf (refused by the Anthropic, "
+                          "OpenAI and Gemini APIs) as a flat copy; calls are still validated against the original")
     upstream.add_argument("--protocol-version", metavar="V",
                           help="the revision to speak upstream (default: the newest handshake revision)")
     upstream.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
@@ -146,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 spec.target, prefix=prefix, name=spec.name, separator=args.separator,
                 prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
                 timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
+                flatten_schemas=args.flatten_schemas,
                 **spec.options(),
             )
         except ValueError as exc:

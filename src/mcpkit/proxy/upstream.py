@@ -79,9 +79,13 @@ class Upstream:
         timeout: float | None = 300.0,
         probe_interval: float = 5.0,
         connect_timeout: float = 30.0,
+        flatten_schemas: bool = False,
     ) -> None:
         self.server = server
         self.target = target
+        #: list an upstream tool whose inputSchema has a root oneOf/anyOf/allOf as a flat copy
+        #: that every host accepts, still validating calls against the original (mcpkit.hosts)
+        self.flatten_schemas = flatten_schemas
         self.names = Names(prefix, separator, prefix_uris)
         self.name = name or prefix or _label(target)
         if tool_policy is None or isinstance(tool_policy, ToolPolicy):
@@ -364,6 +368,8 @@ class Upstream:
             description=desc.get("description"), title=desc.get("title"), annotations=annotations,
             replace=True, scopes=tuple(settings.get("scopes", ())), **options,
         )
+        if self.flatten_schemas and _has_root_combinator(desc.get("inputSchema")):
+            kwargs["flatten"] = True
         _register(lambda **extra: self.server.add_tool(name, call, **kwargs, **extra), desc)
 
     def _apply_resources(self, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> None:
@@ -778,3 +784,7 @@ def upstreams_of(server: Any) -> list[Upstream]:
     """The upstreams mirrored into ``server`` (mounted or proxied), in the order they were added."""
     hub = _HUBS.get(server)
     return list(hub.upstreams) if hub is not None else []
+
+
+def _has_root_combinator(schema: Any) -> bool:
+    return isinstance(schema, dict) and any(k in schema for k in ("oneOf", "anyOf", "allOf"))
