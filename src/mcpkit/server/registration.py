@@ -1,0 +1,752 @@
+"""The registration API of a Server: tools (functions, raw schemas, manager tools), resources,
+templates, MCP App views, prompts and completions, added, replaced and removed at any time.
+
+Server inherits it (server.py keeps the lifecycle, listing and running); each change here goes
+through ``self._changed``, which sends the matching list_changed (TL-13, RS-09, PM-07).
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypedDict, TypeVar, Unpack
+
+from ..protocol.errors import INVALID_PARAMS, McpError
+from ..protocol.revisions import Revision
+from .context import Context
+from .pipeline import policy_layer
+from .prompts import Prompt
+from .resources import Resource, ResourceTemplate
+from .schema import _identity as _identity_bind
+from .schema import function_description, input_spec, output_spec
+from .tools import Tool, annotations_from_hints
+
+__all__ = ["HostCompatibilityWarning", "Registrations", "ToolPolicyOptions"]
+
+log = logging.getLogger("mcpkit")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Registrations:
+    """The decorators and add/remove methods of :class:`~mcpkit.server.server.Server`."""
+
+    # ------------------------------------------------------------------ tools
+
+    def tool(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
+        structured: bool | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        coerce: bool = False,
+        replace: bool = False,
+        task: str | None = None,
+        task_after_input: bool = False,
+        scopes: Sequence[str] = (),
+        ui: str | None = None,
+        ui_visibility: Sequence[str] | None = None,
+        **policy: Unpack[ToolPolicyOptions],
+    ) -> Any:
+        """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=...)``.
+
+        ``ui="ui://..."`` links the tool to an MCP App registered with :meth:`app`: hosts that
+        render apps show its results in that view (``_meta.ui.resourceUri``);
+        ``ui_visibility=["app"]`` keeps a tool for the view alone, hidden from the model.
+
+        The inputSchema comes from the signature, the description from the
+        docstring, the outputSchema from the return annotation (``structured=False``
+        turns that off). ``coerce=True`` accepts "5" for an integer parameter.
+        ``task="optional"|"required"`` lets 2026-07-28 clients that declare the
+        ``io.modelcontextprotocol/tasks`` extension get the call as a task (server/tasks.py).
+
+        Policy (mcpkit.policy; each overrides the server's Policy for this tool): ``read_only``,
+        ``destructive`` and ``open_world`` feed the gates; ``contract=True`` wraps results in the
+        tool contract envelope; ``rate_limit="10/min"``; ``timeout`` (seconds);
+        ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
+        the tool while that Bridge is down; ``isolation="process"`` runs each call in a worker
+        process that is killed at the deadline (mcpkit.policy.isolation: CPU-bound handlers,
+        untrusted input, C extensions that hold the GIL).
+        """
+        options = _tool_options(policy)
+
+        if ui is not None:
+            from .apps import tool_ui_meta
+
+            meta = {**(meta or {}), "ui": tool_ui_meta(ui, ui_visibility, name or "tool")}
+
+        def deco(func: F) -> F:
+            spec = input_spec(func, context_type=Context)
+            out_schema = None
+            dump = None
+            if structured is not False:
+                hints = _return_hint(func)
+                out = output_spec(hints)
+                out_schema, dump = out.schema, out.dump
+                if structured is True and out_schema is None:
+                    raise ValueError(f"tool {func.__name__!r}: structured=True needs a structured return annotation")
+            _warn_secret_parameters(name or func.__name__, spec.schema)
+            if options is not None and options.isolation is not None:
+                policy_layer().check_isolated(func, name or func.__name__, spec.context_param)
+            tool = Tool(
+                name or func.__name__,
+                func,
+                input_schema=spec.schema,
+                output_schema=out_schema,
+                description=description if description is not None else function_description(func),
+                title=title,
+                annotations=annotations_from_hints(
+                    annotations, read_only=read_only, destructive=destructive, idempotent=idempotent,
+                    open_world=open_world,
+                ),
+                icons=icons,
+                meta=meta,
+                bind=spec.bind,
+                dump=dump,
+                context_param=spec.context_param,
+                coerce=coerce,
+                trusted_schemas=True,
+                task=task,
+                task_after_input=task_after_input,
+                options=options,
+            )
+            tool.result_dump = None  # resolved from the return annotation if a contract needs it
+            tool.scopes = _scopes(scopes)
+            self._register_tool(tool, replace)
+            return func
+
+        if fn is not None:
+            return deco(fn)
+        return deco
+
+    def add_tool(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        input_schema: dict[str, Any],
+        output_schema: dict[str, Any] | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        replace: bool = False,
+        task: str | None = None,
+        scopes: Sequence[str] = (),
+        flatten: bool = False,
+        **policy: Unpack[ToolPolicyOptions],
+    ) -> Tool:
+        """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
+
+        The schema is listed exactly as given and is what calls are validated against. A schema
+        with ``oneOf``/``anyOf``/``allOf`` at its root is refused by the Anthropic API, OpenAI and
+        Gemini (mcpkit/hosts.py): registering one warns (HostCompatibilityWarning) naming them;
+        ``flatten=True`` lists a flat copy (mcpkit.hosts.flatten) and still validates calls against
+        the schema as given. ``read_only``, ``destructive``, ``idempotent``, ``open_world``,
+        ``scopes`` and the policy options (``requires=``, ``timeout=``, ...) are those of :meth:`tool`.
+        """
+        options = _tool_options(policy)
+        _warn_secret_parameters(name, input_schema)
+        advertised = input_schema
+        if flatten:
+            from ..hosts import flatten as flat_copy
+
+            advertised = flat_copy(input_schema)
+        else:
+            _warn_root_combinators(name, input_schema)
+        takes_ctx = _positional_count(handler) >= 2
+        if options is not None and options.isolation is not None:
+            policy_layer().check_isolated(handler, name, "ctx" if takes_ctx else None)
+        tool = Tool(
+            name,
+            handler,
+            input_schema=advertised,
+            output_schema=output_schema,
+            description=description,
+            title=title,
+            annotations=annotations_from_hints(
+                annotations, read_only=read_only, destructive=destructive, idempotent=idempotent,
+                open_world=open_world,
+            ),
+            icons=icons,
+            meta=meta,
+            context_param="ctx" if takes_ctx else None,
+            task=task,
+            options=options,
+            enforced_schema=input_schema if flatten else None,
+        )
+        tool.scopes = _scopes(scopes)
+        self._register_tool(tool, replace)
+        return tool
+
+    def manager(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        title: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+        schema: str = "flat",
+        **policy: Unpack[ToolPolicyOptions],
+    ) -> Any:
+        """A manager tool: one tool with several actions (``@tool.action(...)``), each with its
+        own parameters, read-only/destructive/open-world declaration, bridges, timeout and rate
+        limit (policy/manager.py). ``schema="flat"`` (default) advertises one object every host
+        accepts; ``schema="oneOf"`` the closed per-action branches. Calls are validated against
+        their action's closed branch either way."""
+        tool = policy_layer().manager_tool(self, name, description=description, title=title, icons=icons, meta=meta,
+                                           schema=schema)
+        tool.options = _tool_options(policy)
+        tool.scopes = _scopes(scopes)
+        self._register_tool(tool, replace)
+        return tool
+
+    def _register_tool(self, tool: Tool, replace: bool) -> None:
+        if tool.name in self._tools and not replace:
+            raise ValueError(f"a tool named {tool.name!r} is already registered (pass replace=True to replace it)")
+        if self._policy is not None or tool.options is not None or tool.actions is not None:
+            self._apply_policy(tool)
+        self._watch_bridges(tool)
+        self._tools[tool.name] = tool
+        self._changed("tools")
+
+    def remove_tool(self, name: str) -> None:
+        if self._tools.pop(name, None) is None:
+            raise KeyError(f"no tool named {name!r}")
+        self._changed("tools")
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        return dict(self._tools)
+
+    # ------------------------------------------------------------------ resources
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        replace: bool = False,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
+        scopes: Sequence[str] = (),
+    ) -> Callable[[F], F]:
+        """Register a function returning the content of the resource at ``uri`` (str, bytes, dicts).
+
+        ``ttl_ms`` and ``cache_scope`` override the server's cache hints for reads of it (CA-01);
+        use ``cache_scope="private"`` for content that depends on who asks (CA-05).
+        """
+
+        def deco(func: F) -> F:
+            item = self.add_resource(
+                uri, func, name=name or func.__name__, title=title,
+                description=description if description is not None else function_description(func),
+                mime_type=mime_type, size=size, annotations=annotations, icons=icons, meta=meta, replace=replace,
+            )
+            _check_cache(ttl_ms, cache_scope)
+            item.ttl_ms, item.cache_scope = ttl_ms, cache_scope
+            item.scopes = _scopes(scopes)
+            return func
+
+        return deco
+
+    def add_resource(self, uri: str, handler: Callable[..., Any], *, name: str, replace: bool = False, **kw: Any) -> Resource:
+        if uri in self._resources and not replace:
+            raise ValueError(f"a resource {uri!r} is already registered (pass replace=True to replace it)")
+        item = Resource(uri, handler, name=name, context_param=_context_param(handler), **kw)
+        self._resources[uri] = item
+        self._changed("resources")
+        return item
+
+    def remove_resource(self, uri: str) -> None:
+        if self._resources.pop(uri, None) is None:
+            raise KeyError(f"no resource {uri!r}")
+        self._apps.discard(uri)
+        self.subscriptions_forget(uri)
+        self._changed("resources")
+
+    def app(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        html: str | None = None,
+        connect_domains: Sequence[str] | None = None,
+        resource_domains: Sequence[str] | None = None,
+        frame_domains: Sequence[str] | None = None,
+        base_uri_domains: Sequence[str] | None = None,
+        permissions: Sequence[str] = (),
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        scopes: Sequence[str] = (),
+    ) -> Any:
+        """Register an MCP App view (SEP-1865): ``@server.app("ui://board/view")`` on a function
+        returning the HTML document, or ``server.app(uri, html=...)`` for a fixed one.
+
+        The view is a ``ui://`` resource of type ``text/html;profile=mcp-app``; the CSP origins
+        (``connect_domains`` and the rest), ``permissions`` (camera, microphone, geolocation,
+        clipboard_write), ``domain`` and ``prefers_border`` go to its ``_meta.ui``. Link tools to
+        it with ``@server.tool(ui=uri)``; the server then declares the
+        ``io.modelcontextprotocol/ui`` extension.
+        """
+        from .apps import APP_MIME_TYPE, app_reader, check_ui_uri, ui_resource_meta
+
+        check_ui_uri(uri, "server.app")
+        ui_meta = ui_resource_meta(
+            connect_domains=connect_domains, resource_domains=resource_domains, frame_domains=frame_domains,
+            base_uri_domains=base_uri_domains, permissions=permissions, domain=domain,
+            prefers_border=prefers_border,
+        )
+
+        def register(source: Any, default_name: str, doc: str | None) -> None:
+            item = self.add_resource(
+                uri, app_reader(source, ui_meta), name=name or default_name, title=title,
+                description=description if description is not None else doc,
+                mime_type=APP_MIME_TYPE, meta={"ui": ui_meta} if ui_meta else None,
+            )
+            item.context_param = None if isinstance(source, str) else _context_param(source)
+            item.scopes = _scopes(scopes)
+            self._apps.add(uri)
+
+        if html is not None:
+            register(html, uri.removeprefix("ui://"), None)
+            return None
+
+        def deco(func: F) -> F:
+            register(func, func.__name__, function_description(func))
+            return func
+
+        return deco
+
+    def resource_template(
+        self,
+        uri_template: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+    ) -> Callable[[F], F]:
+        """Register a handler for every URI matching an RFC 6570 template; variables become arguments."""
+
+        def deco(func: F) -> F:
+            item = ResourceTemplate(
+                uri_template, func, name=name or func.__name__, title=title,
+                description=description if description is not None else function_description(func),
+                mime_type=mime_type, annotations=annotations, icons=icons, meta=meta,
+                context_param=_context_param(func), completions=completions,
+            )
+            item.scopes = _scopes(scopes)
+            existing = [t for t in self._templates if t.uri_template == uri_template]
+            if existing and not replace:
+                raise ValueError(f"a resource template {uri_template!r} is already registered")
+            self._templates = [t for t in self._templates if t.uri_template != uri_template] + [item]
+            self._changed("resourceTemplates")
+            return func
+
+        return deco
+
+    def add_resource_template(
+        self,
+        uri_template: str,
+        handler: Callable[..., Any],
+        *,
+        name: str,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+        **kw: Any,
+    ) -> ResourceTemplate:
+        """:meth:`resource_template` without the decorator: ``handler(**variables)`` reads a URI
+        the template matches (a parameter annotated ``Context`` gets the context)."""
+        item = ResourceTemplate(uri_template, handler, name=name, context_param=_context_param(handler),
+                                completions=completions, **kw)
+        item.scopes = _scopes(scopes)
+        if any(t.uri_template == uri_template for t in self._templates) and not replace:
+            raise ValueError(f"a resource template {uri_template!r} is already registered")
+        self._templates = [t for t in self._templates if t.uri_template != uri_template] + [item]
+        self._changed("resourceTemplates")
+        return item
+
+    def remove_resource_template(self, uri_template: str) -> None:
+        kept = [t for t in self._templates if t.uri_template != uri_template]
+        if len(kept) == len(self._templates):
+            raise KeyError(f"no resource template {uri_template!r}")
+        self._templates = kept
+        self._changed("resourceTemplates")
+
+    def find_resource(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
+        """A static resource first, then the most specific matching template (RS-05)."""
+        item = self._resources.get(uri)
+        if item is not None:
+            return item, {}
+        for template in sorted(self._templates, key=lambda t: t.template.specificity):
+            found = template.match(uri)
+            if found is not None:
+                return template, found
+        return None
+
+    def not_found(self, uri: str, rev: Revision) -> McpError:
+        """RS-08: the revision's resource-not-found code, with the URI in data."""
+        return McpError(rev.resource_not_found, f"Resource not found: {uri}", {"uri": uri})
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """notifications/resources/updated to the sessions subscribed to ``uri`` or a parent of it
+        (RS-10), in this process and, with shared stores, in every other one."""
+        self._deliver_updated(uri)
+        self._announce("updated", {"uri": uri})
+
+    def _deliver_updated(self, uri: str) -> None:
+        for session in list(self._sessions):
+            refresh = getattr(session, "refresh_state", None)
+            if refresh is not None:  # a shared session: its subscriptions may have changed elsewhere
+                try:
+                    refresh()
+                except Exception:  # noqa: BLE001 - the store is down: match what is known here
+                    log.warning("could not refresh a shared session's subscriptions", exc_info=True)
+            if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in session.subscriptions):
+                try:
+                    session.notify("notifications/resources/updated", {"uri": uri})
+                except Exception:  # noqa: BLE001
+                    log.exception("could not notify a session of an update to %s", uri)
+        for listener in list(self._listeners):
+            try:
+                listener.updated(uri)
+            except Exception:  # noqa: BLE001
+                log.exception("could not notify a listen stream of an update to %s", uri)
+
+    def subscriptions_forget(self, uri: str) -> None:
+        for session in list(self._sessions):
+            session.subscriptions.discard(uri)
+
+    # ------------------------------------------------------------------ prompts
+
+    def prompt(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+    ) -> Any:
+        """Register a function as a prompt; its parameters are the prompt's (string) arguments.
+        ``scopes``: the OAuth scopes a token needs to get it over authenticated HTTP."""
+
+        def deco(func: F) -> F:
+            spec = input_spec(func, context_type=Context)
+            props = spec.schema.get("properties", {})
+            required = set(spec.schema.get("required", []))
+            arguments = []
+            for arg_name, prop in props.items():
+                arg: dict[str, Any] = {"name": arg_name}
+                if "description" in prop:
+                    arg["description"] = prop["description"]
+                arg["required"] = arg_name in required
+                arguments.append(arg)
+            typed = any(prop.get("type") != "string" or set(prop) - {"type", "description"}
+                        for prop in props.values())
+            prompt = Prompt(
+                name or func.__name__, func, arguments=arguments, title=title,
+                description=description if description is not None else function_description(func),
+                icons=icons, meta=meta, context_param=spec.context_param, completions=completions,
+                # plain str parameters take the wire's strings as they are; anything else is converted
+                schema=spec.schema if typed else None, bind=spec.bind if typed else None,
+            )
+            prompt.scopes = _scopes(scopes)
+            if not typed and spec.bind is not _identity_bind:
+                prompt.bind = spec.bind  # a checking type (SandboxPath) of a str parameter, as for tools
+            if prompt.name in self._prompts and not replace:
+                raise ValueError(f"a prompt named {prompt.name!r} is already registered (pass replace=True)")
+            self._prompts[prompt.name] = prompt
+            self._changed("prompts")
+            return func
+
+        if fn is not None:
+            return deco(fn)
+        return deco
+
+    def add_prompt(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        arguments: Sequence[dict[str, Any]] = (),
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        completions: dict[str, Callable[..., Any]] | None = None,
+        replace: bool = False,
+        scopes: Sequence[str] = (),
+    ) -> Prompt:
+        """Register a prompt from raw PromptArgument dicts (``{"name", "description", "required"}``);
+        ``handler(**arguments)`` gets the string arguments, and the context in a parameter
+        annotated ``Context``. What it returns is shaped as for :meth:`prompt`."""
+        prompt = Prompt(
+            name, handler, arguments=[dict(a) for a in arguments], title=title, description=description,
+            icons=icons, meta=meta, context_param=_context_param(handler), completions=completions,
+        )
+        prompt.scopes = _scopes(scopes)
+        if name in self._prompts and not replace:
+            raise ValueError(f"a prompt named {name!r} is already registered (pass replace=True)")
+        self._prompts[name] = prompt
+        self._changed("prompts")
+        return prompt
+
+    def remove_prompt(self, name: str) -> None:
+        if self._prompts.pop(name, None) is None:
+            raise KeyError(f"no prompt named {name!r}")
+        self._changed("prompts")
+
+    # ------------------------------------------------------------------ completion
+
+    def completion(self, fn: F) -> F:
+        """Register the fallback completer: ``fn(ref, argument, value, context) -> list[str] | dict``."""
+        self._completer = fn
+        return fn
+
+    def completion_target(self, ref: dict[str, Any]) -> Prompt | Resource | ResourceTemplate:
+        """The prompt, template or resource a completion/complete ``ref`` names (CP-03: -32602
+        for an unknown one); its rules (scopes) apply to the completion too (CP-05)."""
+        kind = ref.get("type")
+        if kind == "ref/prompt":
+            prompt = self._prompts.get(ref.get("name"))  # type: ignore[arg-type]
+            if prompt is None:
+                raise McpError(INVALID_PARAMS, f"Unknown prompt: {ref.get('name')}")  # CP-03
+            return prompt
+        if kind == "ref/resource":
+            uri = ref.get("uri")
+            template = next((t for t in self._templates if t.uri_template == uri), None)
+            if template is not None:
+                return template
+            resource = self._resources.get(uri)  # type: ignore[arg-type]
+            if resource is None:
+                raise McpError(INVALID_PARAMS, f"Unknown resource or template: {uri}")
+            return resource
+        raise McpError(INVALID_PARAMS, f"Unknown completion reference type: {kind!r}")
+
+    def completer_for(self, ref: dict[str, Any], argument: str) -> Callable[..., Any] | None:
+        target = self.completion_target(ref)
+        specific: Callable[..., Any] | None = (getattr(target, "completions", None) or {}).get(argument)
+        if specific is not None:
+            return _adapt_completer(specific)
+        if self._completer is not None:
+            general = self._completer
+
+            def call(value: str, context: dict[str, Any]) -> Any:
+                return general(ref, argument, value, context)
+
+            if inspect.iscoroutinefunction(general):
+
+                async def acall(value: str, context: dict[str, Any]) -> Any:
+                    return await general(ref, argument, value, context)
+
+                return acall
+            return call
+        return None
+
+
+class ToolPolicyOptions(TypedDict, total=False):
+    """What one tool may set for itself over the server's Policy (mcpkit.policy): ``contract``
+    (the tool contract envelope), ``rate_limit`` ("10/min"; None: not limited), ``timeout``
+    (seconds; None: none), ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``, and
+    ``requires`` (a Bridge, or several, that must be up for the tool to be listed and run)."""
+
+    contract: bool
+    rate_limit: Any
+    timeout: float | None
+    max_argument_bytes: int | None
+    max_result_bytes: int | None
+    sanitize: bool
+    requires: Any
+    isolation: str | None
+
+
+def _scopes(scopes: Sequence[str] | str) -> tuple[str, ...]:
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    for scope in scopes:
+        if not isinstance(scope, str) or not scope or any(c in scope for c in ' "\\'):
+            raise ValueError(f"invalid OAuth scope {scope!r}: a scope is a non-empty token without spaces or quotes")
+    return tuple(scopes)
+
+
+def _tool_options(policy: dict[str, Any]) -> Any:
+    unknown = sorted(set(policy) - ToolPolicyOptions.__annotations__.keys())
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(unknown)}; a tool's policy options are "
+                        f"{', '.join(ToolPolicyOptions.__annotations__)}")
+    if not policy:
+        return None  # the common case imports nothing of the policy package
+    return policy_layer().tool_options(policy)  # what is not given is INHERIT: the server's policy decides
+
+
+def _result_spec(annotation: Any) -> tuple[dict[str, Any] | None, Callable[[Any], Any]]:
+    """The schema and dump of a tool's own value inside a contract envelope (no result wrapper)."""
+    out = output_spec(annotation)
+    if out.schema is None:
+        from .schema import _to_json
+
+        return None, _to_json
+    if not out.wrapped:
+        return out.schema, out.dump
+    inner = dict(out.schema["properties"]["result"])
+    if "$defs" in out.schema:
+        inner["$defs"] = out.schema["$defs"]
+    dump = out.dump
+    probe = object()
+    try:
+        passes_through = dump(probe)["result"] is probe  # plain JSON values: no conversion
+    except Exception:  # noqa: BLE001 - a converting dump cannot take a bare object
+        passes_through = False
+    if passes_through:
+        return inner, _identity
+    return inner, lambda value: dump(value)["result"]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _warn_secret_parameters(tool: str, schema: dict[str, Any]) -> None:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if props:
+        policy_layer().warn_secret_parameters(tool, props)
+
+
+class HostCompatibilityWarning(UserWarning):
+    """A tool's schema is one that some hosts refuse (mcpkit/hosts.py)."""
+
+
+def _warn_root_combinators(tool: str, schema: Any) -> None:
+    if not isinstance(schema, dict) or not any(k in schema for k in ("oneOf", "anyOf", "allOf", "not", "if")):
+        return
+    from ..hosts import hosts_rejecting_root, root_combinators
+
+    rejecting = hosts_rejecting_root(schema)
+    if not rejecting:
+        return
+    import warnings
+
+    from ..hosts import HOSTS
+
+    message = (f"tool {tool!r}: inputSchema has {', '.join(root_combinators(schema))} at its root, which "
+               f"{'; '.join(HOSTS[h].name for h in rejecting)} refuse (the whole session fails, not only this "
+               f"tool). Fix: pass flatten=True to list a flat copy (calls are still validated against this "
+               f"schema), or express the alternatives inside properties.")
+    log.warning("%s", message)
+    warnings.warn(message, HostCompatibilityWarning, stacklevel=3)
+
+
+def _check_cache(ttl_ms: Any, scope: Any) -> None:
+    if ttl_ms is not None and (not isinstance(ttl_ms, int) or isinstance(ttl_ms, bool) or ttl_ms < 0):
+        raise ValueError("cache ttl_ms must be an integer >= 0 (CA-02)")
+    if scope is not None and scope not in ("public", "private"):
+        raise ValueError("cache_scope must be 'public' or 'private' (CA-01)")
+
+
+def _encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(kind: str, cursor: Any) -> int:
+    """PA-02: anything that is not a cursor we minted for this list is -32602."""
+    try:
+        if not isinstance(cursor, str):
+            raise ValueError
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        prefix, _, number = raw.partition(":")
+        if prefix != kind or not number.isdigit():
+            raise ValueError
+        return int(number)
+    except ValueError:
+        raise McpError(INVALID_PARAMS, "Invalid or expired cursor.", {"cursor": cursor}) from None
+
+
+def _return_hint(func: Callable[..., Any]) -> Any:
+    import typing
+
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: no structured output
+        return inspect.Signature.empty
+    hint = hints.get("return", inspect.Signature.empty)
+    if getattr(typing.get_origin(hint) or hint, "__mcp_outcome__", False):
+        # Outcome[T] (mcpkit.policy.envelope): the value inside is a T; a bare Outcome is untyped
+        args = typing.get_args(hint)
+        return args[0] if args else inspect.Signature.empty
+    return hint
+
+
+def _context_param(fn: Callable[..., Any]) -> str | None:
+    import typing
+
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001
+        return None
+    for name, hint in hints.items():
+        if hint is Context and name != "return":
+            return name
+    return None
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _adapt_completer(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Per-argument completers take ``(value)`` or ``(value, context)``."""
+    if _positional_count(fn) >= 2:
+        return fn
+    if inspect.iscoroutinefunction(fn):
+
+        async def acall(value: str, context: dict[str, Any]) -> Any:
+            return await fn(value)
+
+        return acall
+    return lambda value, context: fn(value)
+
