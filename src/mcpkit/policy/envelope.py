@@ -181,6 +181,16 @@ def _partition(blocks: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:
     return texts, others
 
 
+def _clean_json(text: str) -> bool:
+    """Whether a JSON text (as orjson writes it) can hold no character strip_control removes:
+    C0 controls other than TAB, LF and CR are escaped as ``\\u00XX``, ``\\b`` or ``\\f``;
+    DEL, the C1 controls and the bidi controls stay raw. A false alarm (a literal backslash
+    before ``u00``) only costs the full walk."""
+    from .limits import _ANY_CONTROL
+
+    return "\\u00" not in text and "\\b" not in text and "\\f" not in text and _ANY_CONTROL.search(text) is None
+
+
 def sanitized(result: dict[str, Any], contract: bool) -> dict[str, Any]:
     """``result`` with terminal control sequences stripped from the strings of its
     ``structuredContent`` too (a host may print any of them), and the text mirror of the
@@ -190,6 +200,11 @@ def sanitized(result: dict[str, Any], contract: bool) -> dict[str, Any]:
     structured = result.get("structuredContent")
     if structured is None:
         return result
+    content = result.get("content")
+    if contract and type(content) is list and content and type(content[0]) is dict:
+        mirror = content[0].get("text")
+        if type(mirror) is str and _clean_json(mirror):
+            return result  # the common case: one scan of the JSON already made, no walk
     clean = strip_structured(structured)
     if clean is structured:
         return result
