@@ -21,12 +21,17 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from mcpkit import Server  # noqa: E402
-from mcpkit.server.session import ServerSession  # noqa: E402
+from policy_overhead import frames, session_for  # noqa: E402
+from policy_overhead import run_round as _run_round  # noqa: E402
 
-VERSION = "2025-11-25"
+from mcpkit import Server  # noqa: E402
+
+
+def run_round(session: object, sent: list[int], batch: list[bytes]) -> float:
+    return _run_round(session, sent, batch, clock=time.perf_counter)  # type: ignore[arg-type]
 
 
 def add(a: int, b: int) -> int:
@@ -38,37 +43,6 @@ def build(isolation: str | None) -> Server:
     server = Server("bench")
     server.tool(isolation=isolation, timeout=60.0)(add)
     return server
-
-
-def session_for(server: Server) -> tuple[ServerSession, list[int]]:
-    sent = [0]
-
-    def send(batch: list) -> None:
-        sent[0] += len(batch)
-
-    session = ServerSession(server, send, inline_sync=True)
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}}
-    session.feed(json.dumps(init).encode())
-    session.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-    session.flush()
-    return session, sent
-
-
-def frames(n: int) -> list[bytes]:
-    return [json.dumps({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
-                        "params": {"name": "add", "arguments": {"a": i, "b": 1}}}).encode() for i in range(n)]
-
-
-def run_round(session: ServerSession, sent: list[int], batch: list[bytes]) -> float:
-    before = sent[0]
-    start = time.perf_counter()
-    for frame in batch:
-        session.feed(frame)
-        session.flush()
-    wall = time.perf_counter() - start
-    assert sent[0] - before == len(batch), "every call must be answered"
-    return wall / len(batch) * 1e6
 
 
 def main() -> None:
