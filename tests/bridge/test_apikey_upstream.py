@@ -227,3 +227,18 @@ async def test_connection_errors_are_retried_then_reported_not_connected() -> No
         await client.get("/x")
     assert info.value.code == E_NOT_CONNECTED and "connection refused" in info.value.details["lastError"]
     assert len(waits) == 2
+
+
+@pytest.mark.asyncio
+async def test_retry_after_of_an_open_breaker_is_never_longer_than_its_reset_timeout() -> None:
+    # (t + 30) - t is 30.000000000000114 for this t: ceil(wait * 1000) said 30001 ms
+    api = FakeApi()
+    api.script["/v1/render"] = [httpx.Response(500)]
+    client, _, now = upstream(api, failure_threshold=1, reset_timeout=30)
+    now[0] = 1000.1234567
+    with pytest.raises(ToolError):
+        await client.post("/render")
+    with pytest.raises(ToolError) as info:
+        await client.post("/render")
+    assert info.value.details["breaker"] == "open"
+    assert info.value.details["retryAfterMs"] == 30000

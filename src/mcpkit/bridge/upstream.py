@@ -230,7 +230,8 @@ class Upstream:
                 return
             else:
                 wait = self.backoff_initial  # another request is the trial; try after it
-        ms = max(1, math.ceil(wait * 1000))
+        # rounded first: (t + 30) - t can come out as 30.000000000004, which is not 30001 ms
+        ms = max(1, math.ceil(round(wait * 1000, 6)))
         raise ToolError(f"{self.name} is unavailable (too many failures; paused before trying again).",
                         code=E_NOT_CONNECTED, retryable=True,
                         details={"upstream": self.name, "retryAfterMs": ms, "breaker": self.breaker,

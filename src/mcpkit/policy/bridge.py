@@ -450,7 +450,7 @@ class Bridge:
         return self._error_locked(message, wait)
 
     def _error_locked(self, message: str, wait: float) -> ToolError:
-        ms = max(1, math.ceil(wait * 1000))
+        ms = max(1, math.ceil(round(wait * 1000, 6)))  # float noise: 30.000000000004 s is 30000 ms
         return ToolError(
             message,
             code=E_NOT_CONNECTED,
