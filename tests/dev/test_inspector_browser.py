@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import component_missing
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -55,7 +57,8 @@ def inspector() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "chromium and chromedriver are needed: bash tools/install-debian.sh chromium chromium-driver"
+    if not (chromium and driver):
+        component_missing("chromium and chromedriver are needed: bash tools/install-debian.sh chromium chromium-driver")
     options = Options()
     options.binary_location = chromium
     for arg in CHROMIUM_ARGS:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.conftest import component_missing
 
 from tests.test_http import call, free_port, start_server, stop_server
 from tools.haproxy import HAProxy
@@ -36,6 +39,8 @@ def balanced(request: pytest.FixtureRequest) -> Iterator[tuple[int, int]]:
     try:
         for _ in range(count):
             started.append(start_server(APP))
+        if shutil.which("haproxy") is None and not os.path.exists("/usr/sbin/haproxy"):
+            component_missing("haproxy is not installed: bash tools/install-debian.sh haproxy")
         proxy = HAProxy(free_port(), [f"127.0.0.1:{port}" for _, port in started])
         proxy.start()
     except BaseException:
