@@ -481,3 +481,47 @@ async def test_sandbox_uris_allow_only_the_configured_schemes(wire, tmp_path):
     assert web["content"][0]["text"] == "got https://example.com/x"
     for refused in (outside, script):
         assert refused["isError"] is True and error_of(refused)["code"] == "E_PERMISSION_DENIED"
+
+
+# ---------------------------------------------------------------------------------------------- the envelope's own JSON
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+@pytest.mark.parametrize("dirty", ["\x7f", "\x85", "\u202e", "\x1b[31m", "\x08", "é\x7f", "é\x85"])
+async def test_a_contract_result_is_sanitized_whatever_control_it_holds(wire, dirty):
+    # The envelope this call built is checked on its JSON text alone; every kind of control
+    # (raw DEL, raw C1, bidi, escaped C0, next to non-ASCII text) must still be found.
+    server, _, _ = make_server(contract=True, limits=Limits(timeout=None))
+
+    @server.tool(read_only=True, open_world=False)
+    def shout(text: str) -> str:
+        return f"a{text}b"
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        out = await call(c, "shout", {"text": dirty})
+    result = out["structuredContent"]["result"]
+    assert result in ("ab", "aéb"), result
+    assert json.loads(out["content"][0]["text"])["result"] == result
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+@pytest.mark.parametrize("unit", ["😀", '"', "\\"])
+async def test_a_contract_result_over_the_size_limit_is_cut_whatever_its_characters(wire, unit):
+    # Each of these characters takes more than one byte in the JSON than in the text (4 bytes
+    # of UTF-8; an escaped quote or backslash twice over): a size taken from the text's length
+    # would let the result through.
+    cap = 2_000
+    server, _, _ = make_server(contract=True, limits=Limits(max_result_bytes=cap, timeout=None))
+
+    @server.tool(read_only=True, open_world=False)
+    def many(n: int) -> str:
+        return unit * n
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        fits = await call(c, "many", {"n": 20})
+        assert fits["structuredContent"]["result"] == unit * 20
+        big = await call(c, "many", {"n": 400})
+    body = {k: v for k, v in big.items() if k != "_meta"}  # the correlation id is named after the cut
+    assert len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()) <= cap

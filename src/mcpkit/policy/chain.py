@@ -247,15 +247,29 @@ def _finish(cc: CallContext, result: dict[str, Any], owned: bool = False) -> dic
     ``result`` was built by a step of this call and may be completed in place."""
     rev = cc.request.revision
     settings = cc.settings
+    # The envelope this call built, as it was built: one text block, the JSON of
+    # structuredContent. What that one JSON text says holds for the whole result.
+    mirror = None
+    if owned and settings.contract:
+        content = result["content"]
+        if len(content) == 1 and "_meta" not in result:
+            mirror = content[0]["text"]
     if settings.sanitize:
-        if "structuredContent" in result:
-            result = envelope.sanitized(result, settings.contract)
-        content = result.get("content")
-        if not (type(content) is list and len(content) == 1 and content[0].get("type") == "text"
-                and _CONTROL.search(content[0].get("text", "")) is None):  # the common case, inline
-            result = limits.sanitize_result(result)
-    if settings.max_result_bytes:
-        result = limits.truncate_result(result, settings.max_result_bytes)
+        if mirror is not None and envelope.clean_json(mirror):
+            pass  # the common case: its JSON is clean, so both copies of the envelope are
+        else:
+            mirror = None
+            if "structuredContent" in result:
+                result = envelope.sanitized(result, settings.contract)
+            content = result.get("content")
+            if not (type(content) is list and len(content) == 1 and content[0].get("type") == "text"
+                    and _CONTROL.search(content[0].get("text", "")) is None):  # the common case, inline
+                result = limits.sanitize_result(result)
+    cap = settings.max_result_bytes
+    # ... and its size is at most 10 bytes a character of that text (once as JSON of up to 4
+    # bytes a character, once as a JSON string of up to 6), plus the keys around them
+    if cap and (mirror is None or len(mirror) * 10 + 64 > cap):
+        result = limits.truncate_result(result, cap)
     if rev.downgrades:
         result = shape_for_revision(result, rev)
     meta = result.get("_meta")

@@ -15,10 +15,13 @@ protocol/errors.py or the tool's own ``E_...`` code.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Generic, TypeVar
 
 from .. import _json
 from ..protocol.errors import TOOL_ERROR_CODES, ToolError
+from ..server.content import ToolResult
+from .limits import _CONTROL_CLASS, strip_structured
 
 __all__ = ["Outcome", "envelope_schema", "success", "failure", "default_summary", "split", "sanitized",
            "E_TOOL_FAILED"]
@@ -109,8 +112,6 @@ def default_summary(tool: str, action: str | None, result: Any) -> str:
     elif isinstance(result, list):
         return f"{label}: {len(result)} item{'s' if len(result) != 1 else ''}"
     else:
-        from .limits import strip_structured
-
         # a summary is display text: no control character survives as a JSON \u001b escape
         text = _json.dumps_str(strip_structured(result))
     if len(text) > _SUMMARY_MAX:
@@ -130,7 +131,7 @@ def success(
     itself (an image, a resource link), kept after the summary."""
     text = summary if summary is not None else default_summary(tool, action, result)
     env = {"ok": True, "summary": text, "result": result, "error": None,
-           "meta": _meta(tool, action, cid, duration_ms)}
+           "meta": {"tool": tool, "action": action, "correlationId": cid, "durationMs": round(duration_ms, 3)}}
     return {"content": [{"type": "text", "text": _json.dumps_str(env)}, *(content or ())], "structuredContent": env}
 
 
@@ -145,6 +146,10 @@ def failure(tool: str, action: str | None, cid: str, duration_ms: float, error: 
     return {"content": [{"type": "text", "text": _json.dumps_str(env)}], "structuredContent": env, "isError": True}
 
 
+#: types whose values are never content blocks (a list may hold some; a dict is JSON)
+_PLAIN = frozenset({int, float, str, bool, type(None), dict})
+
+
 def _is_block(value: Any) -> bool:
     return getattr(type(value), "__mcp_content__", False) is True
 
@@ -154,8 +159,9 @@ def split(value: Any) -> tuple[bool, Any, list[dict[str, Any]], dict[str, Any] |
     ``result``, content blocks to keep beside the envelope, the result's ``_meta``, the error
     text when it is a ``ToolResult(is_error=True)``). Text blocks become the result (joined);
     images, audio, resources and links stay blocks."""
-    from ..server.content import ToolResult
-
+    kind = type(value)
+    if kind in _PLAIN:  # the common case: a JSON value, no content block in it
+        return False, value, [], None, None
     if isinstance(value, ToolResult):
         texts, blocks = _partition(value.content)
         text = "\n".join(texts) if texts else None
@@ -181,29 +187,34 @@ def _partition(blocks: list[Any]) -> tuple[list[str], list[dict[str, Any]]]:
     return texts, others
 
 
-def _clean_json(text: str) -> bool:
-    """Whether a JSON text (as orjson writes it) can hold no character strip_control removes:
-    C0 controls other than TAB, LF and CR are escaped as ``\\u00XX``, ``\\b`` or ``\\f``;
-    DEL, the C1 controls and the bidi controls stay raw. A false alarm (a literal backslash
-    before ``u00``) only costs the full walk."""
-    from .limits import _ANY_CONTROL
+#: what, in a JSON text as orjson writes it, may stand for a character strip_control removes:
+#: C0 controls other than TAB, LF and CR are escaped as ``\\u00XX``, ``\\b`` or ``\\f``; DEL, the
+#: C1 controls and the bidi controls stay raw. A false alarm (a literal backslash before
+#: ``u00``) only costs the full walk.
+_DIRTY_JSON = re.compile(r"\\u00|\\[bf]|[" + _CONTROL_CLASS + "]")
 
-    return "\\u00" not in text and "\\b" not in text and "\\f" not in text and _ANY_CONTROL.search(text) is None
+
+def clean_json(text: str) -> bool:
+    """Whether a JSON text (as orjson writes it) holds no character strip_control removes.
+    Most texts have no escape and no character past ASCII: two memchr and a flag."""
+    if "\\" in text and _DIRTY_JSON.search(text) is not None:
+        return False
+    if text.isascii():
+        return "\x7f" not in text
+    return _DIRTY_JSON.search(text) is None
 
 
 def sanitized(result: dict[str, Any], contract: bool) -> dict[str, Any]:
     """``result`` with terminal control sequences stripped from the strings of its
     ``structuredContent`` too (a host may print any of them), and the text mirror of the
     structured value rebuilt from the clean one. ``result`` itself when nothing changed."""
-    from .limits import strip_structured
-
     structured = result.get("structuredContent")
     if structured is None:
         return result
     content = result.get("content")
     if contract and type(content) is list and content and type(content[0]) is dict:
         mirror = content[0].get("text")
-        if type(mirror) is str and _clean_json(mirror):
+        if type(mirror) is str and clean_json(mirror):
             return result  # the common case: one scan of the JSON already made, no walk
     clean = strip_structured(structured)
     if clean is structured:

@@ -8,6 +8,7 @@ OpenTelemetry and Prometheus; anything with these methods will do.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -88,12 +89,13 @@ class Observers:
             o.session_closed(session)
 
 
+_modules = sys.modules
+
+
 def current_trace_ids() -> tuple[str, str] | None:
     """The OpenTelemetry trace and span ids of what runs now (hex), or None: no span, or
     OpenTelemetry not loaded at all (then this costs a dict look-up)."""
-    import sys
-
-    trace = sys.modules.get("opentelemetry.trace")
+    trace = _modules.get("opentelemetry.trace")
     if trace is None:
         return None
     context = trace.get_current_span().get_span_context()
