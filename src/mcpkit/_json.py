@@ -29,8 +29,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     message with nineteen digits in a row is walked, and only one whose decoded form really
     holds such a float is decoded again, by the standard library, which keeps integers exact."""
     obj = orjson.loads(data)
-    raw = data.encode() if isinstance(data, str) else data if type(data) is bytes else bytes(data)
-    if len(raw) >= 19 and raw.translate(_DIGITS).find(_RUN) >= 0 and _has_huge_float(obj):
+    raw = data if type(data) is bytes else data.encode() if isinstance(data, str) else bytes(data)
+    if len(raw) >= 19 and _RUN in raw.translate(_DIGITS) and _has_huge_float(obj):
         import json
 
         try:
@@ -58,6 +58,8 @@ def _has_huge_float(obj: Any) -> bool:
     return False
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
+#: the options every encode here uses (for callers that call orjson directly on a hot path)
+OPTIONS = _OPTIONS
 
 
 def _default(obj: Any) -> Any:

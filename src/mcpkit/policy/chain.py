@@ -219,8 +219,9 @@ def _audit(cc: CallContext, outcome: str, code: str | None) -> None:
     try:
         record_call = settings.record_call
         if record_call is not None:
+            # the duration is rounded when the line is written, off the call's path
             record_call(cc._cid, cc.caller, tool.name, cc.action, cc.arguments, outcome, code,
-                        round(_ms(cc), 3), cc.parent, current_trace_ids())
+                        (time.perf_counter() - cc.start) * 1000.0, cc.parent, current_trace_ids())
             return
         entry: dict[str, Any] = {
             "correlationId": cc._cid,

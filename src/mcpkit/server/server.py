@@ -346,16 +346,22 @@ class Server(Registrations):
         """The features served now: those with something registered, plus those declared with
         ``advertise=`` for a server that registers them later. Completions come with prompts or
         resource templates (their arguments are what is completed) or a completion handler."""
-        found = set(self._advertise)
-        if self._tools:
-            found.add("tools")
-        if self._resources or self._templates:
-            found.add("resources")
-        if self._prompts:
-            found.add("prompts")
-        if self._prompts or self._templates or self._completer is not None:
-            found.add("completions")
-        return frozenset(found)
+        return self._advertise | {f for f in ("tools", "resources", "prompts", "completions") if self.has_feature(f)}
+
+    def has_feature(self, feature: str) -> bool:
+        """``feature in self.features()``, without building the set (asked on every request of
+        a session that declared none: stateless HTTP, 2026-07-28)."""
+        if feature in self._advertise:
+            return True
+        if feature == "tools":
+            return bool(self._tools)
+        if feature == "resources":
+            return bool(self._resources or self._templates)
+        if feature == "prompts":
+            return bool(self._prompts)
+        if feature == "completions":
+            return bool(self._prompts or self._templates or self._completer is not None)
+        return False
 
     def result_meta(self) -> dict[str, Any]:
         """MT-06: the _meta every 2026-07-28 result carries: who answered."""

@@ -179,7 +179,10 @@ class ServerSession:
         for event in events:
             t = type(event)
             if t is RequestReceived:
-                self._on_request(event)
+                if self.server.observer is None:  # telemetry off (the default): nothing to wrap
+                    self._handle_request(event)
+                else:
+                    self._on_request(event)
             elif t is CancelRequested:
                 self._on_cancel(event)
             elif t is ResponseReceived:
@@ -241,8 +244,11 @@ class ServerSession:
         handler = self.server._methods.get(ev.method) if ev.method in ev.revision.methods else None
         rid = ev.id
         feature = FEATURE_OF_METHOD.get(ev.method)
-        if feature is not None and handler is not None and not self.serves(feature, ev.revision):
-            handler = None  # HM-13, LC-05: a method of a capability not declared is not found
+        if feature is not None and handler is not None:
+            features = self.features  # inline: a feature this session declared needs no call
+            if (features is None or feature not in features or ev.revision.era == "modern") and \
+                    not self.serves(feature, ev.revision):
+                handler = None  # HM-13, LC-05: a method of a capability not declared is not found
         if handler is None:
             self._reply_error(
                 rid, McpError(METHOD_NOT_FOUND, f"Method not found: {ev.method}", {"method": ev.method}), flush=False
@@ -463,7 +469,7 @@ class ServerSession:
         if feature == "completions" and not rev.completions_capability:
             return True  # CP-01: 2024-11-05 has no flag; the method exists
         if rev.era == "modern" or self.features is None:
-            return feature in self.server.features()
+            return self.server.has_feature(feature)
         return feature in self.features
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:

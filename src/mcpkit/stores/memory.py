@@ -139,13 +139,14 @@ class MemoryRateStore:
             # means the interval is not counted twice when the clock comes forward again.
             if elapsed > 0:
                 tokens += elapsed * refill_per_s
-                tokens = min(tokens, capacity)
+                if tokens > capacity:
+                    tokens = capacity
                 bucket[1] = now
             bucket[2] = capacity
             bucket[3] = refill_per_s
             if tokens + _EPSILON >= cost:
                 tokens -= cost
-                bucket[0] = max(0.0, tokens)
+                bucket[0] = tokens if tokens > 0.0 else 0.0
                 return 0.0
             bucket[0] = tokens
         if refill_per_s <= 0:

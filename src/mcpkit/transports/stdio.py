@@ -330,20 +330,22 @@ class StdioServer:
         session = self.session
         assert session is not None
         going = True
+        fed = False  # a line was dispatched and not yet counted out of _feeding
         try:
             while True:
                 with self._rlock:
+                    if fed:  # counted out under the lock taken anyway for the next line
+                        self._feeding -= 1
+                        fed = False
                     line, going = self._next_line(gen)
                 if not going:
                     break
                 if line is not None:
+                    fed = True
                     try:
                         session.feed(line)
                     except Exception:  # noqa: BLE001 - one bad line must never end the server
                         self._internal_error()
-                    finally:
-                        with self._rlock:
-                            self._feeding -= 1
                     outbox = session.engine.outbox
                     if outbox and (len(outbox) >= 256 or len(outbox[-1].payload) >= 65536):
                         # big or many answers go out now rather than after the whole read: memory
@@ -385,9 +387,12 @@ class StdioServer:
             log.exception("stdio: reader failed")
             self.stop("reader failed")
         finally:
-            if going:  # ended otherwise than by _next_line, which counted it out itself
+            if going or fed:  # ended otherwise than by _next_line, which counted it out itself
                 with self._rlock:
-                    self._readers -= 1
+                    if fed:
+                        self._feeding -= 1
+                    if going:
+                        self._readers -= 1
             session.flush()
 
     def _split(self, chunk: bytes) -> None:
