@@ -43,6 +43,9 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
+from orjson import OPT_APPEND_NEWLINE
+from orjson import dumps as _orjson_dumps
+
 from mcpkit import _json
 from mcpkit.policy.redact import Redactor, default_redactor
 
@@ -282,19 +285,24 @@ class AuditLog:
             "arguments": redactor.redact(arguments),
             "outcome": outcome,
             "code": code,
-            "durationMs": round(duration_ms, 3),
+            "durationMs": round(duration_ms * 1000) / 1000,  # round(x, 3) formats digits: slower
         }
         if parent is not None:
             entry["parentCorrelationId"] = parent
         if trace is not None:
             entry["traceId"], entry["spanId"] = trace
-        try:
-            line = _json.dumps(entry)
-        except TypeError:
-            line = _json.dumps(redactor.redact(_jsonable(entry)))
+        try:  # the common line: orjson alone, newline included
+            line = _orjson_dumps(entry, option=_LINE_OPTIONS)
+        except TypeError:  # a set, an object with __json__, a huge integer, or not JSON at all
+            try:
+                line = _json.dumps(entry) + b"\n"
+            except TypeError:
+                line = _json.dumps(redactor.redact(_jsonable(entry))) + b"\n"
         if self.max_argument_bytes and len(line) > self.max_argument_bytes:
-            line = self._capped(entry) or line
-        return line + b"\n"
+            capped = self._capped(entry)
+            if capped is not None:
+                line = capped + b"\n"
+        return line
 
     def _remember(self, name: str) -> str:
         clean = self.redactor.redact_text(name)
@@ -479,6 +487,7 @@ _PLAIN_FIELDS = frozenset({"correlationId", "parentCorrelationId", "action", "ou
 
 #: buffered lines are written at once beyond this many, whatever the interval
 _FLUSH_LINES = 512
+_LINE_OPTIONS = _json.OPTIONS | OPT_APPEND_NEWLINE
 #: how much of summarised arguments a line keeps, as a preview
 _PREVIEW_BYTES = 256
 

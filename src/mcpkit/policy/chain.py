@@ -376,11 +376,19 @@ class Outcome:
     outcome = True
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
-        # _begin, inline: this runs on every policed call
-        settings = cc.settings = settings_of(cc.session.server, cc.item)
-        policy = settings.policy
-        cc.caller = policy.principal_of(cc.session, cc.request) if policy is not None else (
-            cc.session.principal or "anonymous")
+        # _begin and settings_of, inline: this runs on every policed call
+        session = cc.session
+        tool = cc.item
+        settings = tool.resolved
+        policy = session.server._policy
+        if settings is None or settings.policy is not policy or (
+                tool.actions is not None and len(settings.actions) != len(tool.actions)):
+            settings = tool.resolved = _Settings(session.server, tool)
+        cc.settings = settings
+        if policy is None or policy.principal is None:
+            cc.caller = session.principal or "anonymous"
+        else:
+            cc.caller = policy.principal(session, cc.request)
         if cc._cid is None:
             cc._cid = new_correlation_id()
         cc.start = time.perf_counter()
@@ -619,6 +627,13 @@ def _settled_elsewhere(cc: CallContext) -> bool:
 
 def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
     tool = cc.item
+    if type(value) in envelope.PLAIN and cc.target is tool:
+        # the common case, inline: the tool's own JSON value (what split() returns at once)
+        value = tool.result_dump(value)
+        tool.check_result(value)
+        made = cc.made = envelope.success(tool.name, None, cc._cid, (time.perf_counter() - cc.start) * 1000.0,
+                                          value, None)
+        return made
     summary = None
     if isinstance(value, envelope.Outcome):
         summary, value = value.summary, value.result

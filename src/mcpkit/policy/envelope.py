@@ -156,7 +156,7 @@ def failure(tool: str, action: str | None, cid: str, duration_ms: float, error: 
 
 
 #: types whose values are never content blocks (a list may hold some; a dict is JSON)
-_PLAIN = frozenset({int, float, str, bool, type(None), dict})
+PLAIN = frozenset({int, float, str, bool, type(None), dict})
 
 
 def _is_block(value: Any) -> bool:
@@ -169,7 +169,7 @@ def split(value: Any) -> tuple[bool, Any, list[dict[str, Any]], dict[str, Any] |
     text when it is a ``ToolResult(is_error=True)``). Text blocks become the result (joined);
     images, audio, resources and links stay blocks."""
     kind = type(value)
-    if kind in _PLAIN:  # the common case: a JSON value, no content block in it
+    if kind in PLAIN:  # the common case: a JSON value, no content block in it
         return False, value, [], None, None
     if isinstance(value, ToolResult):
         texts, blocks = _partition(value.content)
