@@ -366,6 +366,58 @@ def test_worker_turns_go_round_robin_and_respect_each_keys_share():
     pool.shutdown()
 
 
+def test_jobs_handed_straight_to_idle_workers_keep_each_keys_share():
+    # Idle workers take a job as it comes (no turn to queue for) while nobody waits: the share
+    # of each key must hold on that path too.
+    from mcpkit.server.workers import WorkerPool
+
+    pool = WorkerPool(4, max_per_key=2)
+    warm = threading.Semaphore(0)
+    hold = threading.Event()
+    for _ in range(4):  # four workers started, then idle
+        pool.submit(lambda: hold.wait(10), lambda r, e: warm.release(), None)
+    hold.set()
+    for _ in range(4):
+        assert warm.acquire(timeout=STEP)
+    for _ in range(200):
+        with pool._cond:
+            if pool._idle == 4:
+                break
+        threading.Event().wait(0.01)
+    gate = threading.Event()
+    running: dict[str, int] = {"a": 0, "b": 0}
+    most: dict[str, int] = {"a": 0, "b": 0}
+    lock = threading.Lock()
+    finished = threading.Semaphore(0)
+
+    def job(key: str) -> Any:
+        def run() -> None:
+            with lock:
+                running[key] += 1
+                most[key] = max(most[key], running[key])
+            gate.wait(10)
+            with lock:
+                running[key] -= 1
+        return run
+
+    for _ in range(5):
+        pool.submit(job("a"), lambda r, e: finished.release(), "a")
+    pool.submit(job("b"), lambda r, e: finished.release(), "b")
+    for _ in range(500):  # a bounded wait for three jobs to start
+        with lock:
+            if running["a"] + running["b"] >= 3:
+                break
+        threading.Event().wait(0.02)
+    threading.Event().wait(0.1)  # had a third job of a wrongly started, it would show now
+    with lock:
+        assert running == {"a": 2, "b": 1}  # a held to its two although four workers were free
+    gate.set()
+    for _ in range(6):
+        assert finished.acquire(timeout=STEP)
+    assert most == {"a": 2, "b": 1}
+    pool.shutdown()
+
+
 # ============================================================================ 14, 15: bodies
 
 

@@ -151,7 +151,7 @@ class Engine:
         *,
         describe: Callable[[Revision, dict[str, Any]], dict[str, Any]],
         versions: tuple[str, ...] = revisions.HANDSHAKE_VERSIONS,
-        result_meta: dict[str, Any] | None = None,
+        result_meta: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         #: builds the InitializeResult for a revision (capabilities, serverInfo, instructions)
         self._describe = describe
@@ -164,7 +164,8 @@ class Engine:
         self._in_flight: dict[Any, _InFlight] = {}
         self._pending_out: set[Any] = set()  # ids of requests we sent and await
         self._next_out_id = 0
-        #: MT-06: the _meta every 2026-07-28 result carries (serverInfo)
+        #: MT-06: the _meta every 2026-07-28 result carries (serverInfo); a function that makes
+        #: it is called on the first such result (a session of the handshake era never needs it)
         self._result_meta = result_meta
 
     def assume(self, rev: Revision) -> None:
@@ -405,13 +406,16 @@ class Engine:
 
     def _complete(self, result: dict[str, Any]) -> dict[str, Any]:
         """BP-10: every 2026-07-28 result has a resultType; MT-06: and serverInfo in _meta."""
-        if "resultType" in result and (self._result_meta is None or "_meta" in result):
+        server_meta = self._result_meta
+        if callable(server_meta):
+            server_meta = self._result_meta = server_meta()
+        if "resultType" in result and (server_meta is None or "_meta" in result):
             return result
         out = dict(result)
         out.setdefault("resultType", "complete")
-        if self._result_meta is not None:
+        if server_meta is not None:
             meta = out.get("_meta")
-            out["_meta"] = {**self._result_meta, **meta} if isinstance(meta, dict) else dict(self._result_meta)
+            out["_meta"] = {**server_meta, **meta} if isinstance(meta, dict) else dict(server_meta)
         return out
 
     def respond_error(self, request_id: Any, error: McpError) -> bool:

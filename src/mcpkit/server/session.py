@@ -110,7 +110,7 @@ class ServerSession:
         # stdio never pays for it (start-up time).
         self._loop = loop
         self._loop_factory = loop_factory
-        self.engine = Engine(describe=_recording_describe(server, weakref.ref(self)), result_meta=server.result_meta())
+        self.engine = Engine(describe=_recording_describe(server, weakref.ref(self)), result_meta=server.result_meta)
         #: LC-05/LC-06: the features this session's InitializeResult declared; the session is held
         #: to them even if the server gains a feature later (None: not known, use the server's)
         self.features: frozenset[str] | None = None

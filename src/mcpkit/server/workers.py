@@ -43,6 +43,8 @@ class WorkerPool:
         self._waiting: dict[Any, deque[Job]] = {}  # key -> its jobs not started yet
         self._running: dict[Any, int] = {}  # key -> its jobs running now
         self._turns: OrderedDict[Any, None] = OrderedDict()  # keys with a job that may start, in turn
+        #: jobs given to a free worker as they came, when no key had a turn waiting (counted in _running)
+        self._direct: deque[tuple[Any, Job]] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._idle = 0
         self._workers = 0
@@ -56,11 +58,19 @@ class WorkerPool:
         if self._shutdown:
             raise RuntimeError("the worker pool is shut down")
         with self._cond:
+            if not self._turns and self._idle > len(self._direct) and (
+                    key is None or self._running.get(key, 0) < self.max_per_key):
+                # nobody is waiting and a worker is free: straight to it, no turn to take
+                if key is not None:
+                    self._running[key] = self._running.get(key, 0) + 1
+                self._direct.append((key, (fn, done)))
+                self._cond.notify()
+                return
             queue = self._waiting.get(key)
             if queue is None:
                 queue = self._waiting[key] = deque()
             queue.append((fn, done))
-            if key not in self._turns and self._may_start(key):
+            if key not in self._turns and (key is None or self._running.get(key, 0) < self.max_per_key):
                 self._turns[key] = None
             if not self._turns:
                 return  # over its key's share: it starts when one of that key's jobs ends
@@ -72,15 +82,23 @@ class WorkerPool:
 
     def _next(self) -> tuple[Any, Job] | None:
         """With the lock held: the next job in turn, or None at shutdown."""
-        while not self._turns:
+        while not self._turns and not self._direct:
             if self._shutdown:
                 return None
             self._idle += 1
             self._cond.wait()
             self._idle -= 1
+        if self._direct:  # handed over while no key had a turn waiting: older than any turn
+            return self._direct.popleft()
         key, _ = self._turns.popitem(last=False)
         queue = self._waiting[key]
         job = queue.popleft()
+        if key is None:  # uncapped: no count to keep
+            if queue:
+                self._turns[key] = None  # to the back of the round
+            else:
+                del self._waiting[key]
+            return key, job
         if not queue:
             del self._waiting[key]
         self._running[key] = self._running.get(key, 0) + 1
@@ -113,7 +131,8 @@ class WorkerPool:
             # an idle worker must not keep the last job (and the session it closes over) alive
             fn = done = result = picked = None  # type: ignore[assignment]
             with cond:
-                self._ended(key)
+                if key is not None:  # an uncapped job ends without a count to settle
+                    self._ended(key)
                 picked = self._next()
         with cond:
             self._workers -= 1

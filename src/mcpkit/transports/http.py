@@ -17,6 +17,7 @@ resumes it with ``Last-Event-ID`` (HL-14); a dropped connection is not a cancell
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import threading
@@ -114,6 +115,11 @@ class _Stream:
             self.writer.set()
 
 
+#: stream ids of this process's copies of sessions: a random prefix per process, then a count
+_PROCESS_TAG = os.urandom(4).hex()
+_tag_counter = itertools.count(1)
+
+
 class _HttpSession:
     """One Mcp-Session-Id: a ServerSession and the streams its messages go to."""
 
@@ -139,9 +145,17 @@ class _HttpSession:
         self._seq = 0
         # this process's copy of the session numbers its streams with a tag of its own: with
         # shared stores, other processes serve the same session and must never mint the same
-        # stream id (one stream's events would be replayed as another's, HL-14)
-        self._tag = os.urandom(3).hex()
+        # stream id (one stream's events would be replayed as another's, HL-14); made with the
+        # first stream id (a stateless JSON request never needs one: no system call for it)
+        self._tag_made: str | None = None
         self.closed = False
+
+    @property
+    def _tag(self) -> str:
+        tag = self._tag_made
+        if tag is None:  # this process's random prefix and a count: unique, and no system call
+            tag = self._tag_made = f"{_PROCESS_TAG}{next(_tag_counter):x}g"
+        return tag
 
     def stream_ids(self) -> list[str]:
         """Every stream id this copy of the session minted, and the GET stream's."""
