@@ -4,7 +4,7 @@ the TypeScript SDK (stdio, HTTP), @modelcontextprotocol/server-everything (stdio
 expectation file (expected/<peer>.toml: rule, severity, revisions, why, spec quote) with its exit
 code, and every finding there is verified again by sending the same request raw (raw.py).
 
-The Node peers come from tools/install-check-peers.sh (pinned versions, cached); the Python SDK is
+The Node peers come from tools/install-mcp-servers.sh (pinned versions, cached); the Python SDK is
 the `mcp` pin of the dev extra. A missing peer fails these tests: it is not skipped.
 """
 
@@ -37,10 +37,10 @@ EVIL_ORIGIN = "https://evil.example"
 
 
 def peers_dir() -> Path:
-    """The install of tools/install-check-peers.sh (installing it when needed)."""
-    done = subprocess.run(["bash", str(ROOT / "tools" / "install-check-peers.sh")], capture_output=True, text=True,
+    """The install of tools/install-mcp-servers.sh (installing it when needed)."""
+    done = subprocess.run(["bash", str(ROOT / "tools" / "install-mcp-servers.sh")], capture_output=True, text=True,
                           timeout=600)
-    assert done.returncode == 0, f"tools/install-check-peers.sh failed: {done.stderr[-2000:]}"
+    assert done.returncode == 0, f"tools/install-mcp-servers.sh failed: {done.stderr[-2000:]}"
     return Path(done.stdout.strip())
 
 
