@@ -17,7 +17,7 @@ pytest_plugins = ["tests.plugins.compliance"]
 
 import os  # noqa: E402
 import tempfile  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any, NoReturn  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -68,7 +68,7 @@ def mcpkit_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "mcpkit", *args]
 
 
-def component_missing(reason: str) -> None:
+def component_missing(reason: str) -> NoReturn:
     """A real component a test drives (Godot, Chromium, HAProxy, a Node peer) is not installed:
     in CI (``CI`` set, as .ci/run runs) that fails the test, because .ci/run installs it;
     elsewhere, e.g. the README's plain ``python -m pytest`` on a fresh machine, the test skips."""

@@ -49,7 +49,11 @@ def rejected(sealer: Sealer, token: object, bind: str = BIND) -> str:
     return str(info.value)
 
 
-TOKEN = Sealer(KEY).seal(PAYLOAD, bind=BIND)
+#: A token to tamper with. It is sealed at Clock()'s fixed instant (in January 1970), so in real
+#: time it is expired however early or late a test runs; a test that needs a token to open seals
+#: its own. (Sealed with the real clock, it opened only for 600 s after this module was imported
+#: at collection, so a test using it ran fine alone and failed late in a full run.)
+TOKEN = Sealer(KEY, clock=Clock()).seal(PAYLOAD, bind=BIND)
 
 
 @pytest.mark.req("MR-06")
@@ -310,8 +314,9 @@ def test_two_seals_of_the_same_payload_differ() -> None:
 def test_from_env_with_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCPKIT_STATE_KEY", KEY.hex())
     assert not Sealer.from_env().ephemeral
-    assert Sealer.from_env().open(TOKEN, bind=BIND) == PAYLOAD
-    assert Sealer().open(TOKEN, bind=BIND) == PAYLOAD  # key=None reads the variable too
+    token = Sealer(KEY).seal(PAYLOAD, bind=BIND)  # sealed now: it opens for the next 600 s
+    assert Sealer.from_env().open(token, bind=BIND) == PAYLOAD
+    assert Sealer().open(token, bind=BIND) == PAYLOAD  # key=None reads the variable too
     monkeypatch.setenv("OTHER_KEY", b64(KEY))
     clock = Clock()
     sealer = Sealer.from_env("OTHER_KEY", ttl=1, clock=clock)

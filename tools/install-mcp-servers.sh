@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# install-mcp-servers: install the pinned reference MCP servers (Node) the proxy tests put mcpkit in
-# front of, into a cache.
+# install-mcp-servers: install the pinned Node MCP servers the tests run against, into one cache
+# directory: the reference servers the proxy tests put mcpkit in front of
+# (tests/interop/test_proxy_interop.py) and the peers tests/check/peers/ runs `mcpkit check` against.
 #
 # Usage:
 #   tools/install-mcp-servers.sh            install if needed; print the install directory on stdout
@@ -10,23 +11,31 @@
 # registry through npm, at pinned versions, their dependencies resolved as of a fixed date.
 #
 # Output (stdout, one line): the absolute path of DIR, where
-#   DIR/node_modules/.bin/mcp-server-filesystem   @modelcontextprotocol/server-filesystem
-#   DIR/node_modules/.bin/mcp-server-everything   @modelcontextprotocol/server-everything
-# Progress and errors go to stderr.
+#   DIR/node_modules/@modelcontextprotocol/sdk                the TypeScript SDK (for a tiny server script)
+#   DIR/node_modules/@modelcontextprotocol/server-everything  dist/index.js
+#   DIR/node_modules/@modelcontextprotocol/server-filesystem  dist/index.js
+#   DIR/node_modules/@modelcontextprotocol/server-memory      dist/index.js
+#   DIR/node_modules/.bin/mcp-server-everything               server-everything's command
+#   DIR/node_modules/.bin/mcp-server-filesystem               server-filesystem's command
+# Run them with NODE_PATH=DIR/node_modules and any Node.js >= 18 (the system node, or the Node 22
+# that tools/install-node-deps.sh caches). Progress and errors go to stderr.
 #
 # Environment:
-#   MCPKIT_SERVER_FILESYSTEM_VERSION  default 2026.8.31
+#   MCPKIT_TS_SDK_VERSION             default 1.32.2
 #   MCPKIT_SERVER_EVERYTHING_VERSION  default 2026.8.31
+#   MCPKIT_SERVER_FILESYSTEM_VERSION  default 2026.8.31
+#   MCPKIT_SERVER_MEMORY_VERSION      default 2026.8.31
 #   MCPKIT_NPM_BEFORE                 npm --before date for their dependencies (default 2026-11-25T00:00:00Z)
 #   MCPKIT_NODE_CACHE                 cache dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/mcpkit-node)
 #
-# Exit code: 0 on success; 3 if npm is needed (nothing cached yet) but not installed; 2 on any
-# other failure.
+# Exit code: 0 on success; 3 if node or npm is needed but not installed; 2 on any other failure.
 
 set -uo pipefail
 
-FS_VERSION="${MCPKIT_SERVER_FILESYSTEM_VERSION:-2026.8.31}"
+SDK_VERSION="${MCPKIT_TS_SDK_VERSION:-1.32.2}"
 EV_VERSION="${MCPKIT_SERVER_EVERYTHING_VERSION:-2026.8.31}"
+FS_VERSION="${MCPKIT_SERVER_FILESYSTEM_VERSION:-2026.8.31}"
+MEM_VERSION="${MCPKIT_SERVER_MEMORY_VERSION:-2026.8.31}"
 NPM_BEFORE="${MCPKIT_NPM_BEFORE:-2026-11-25T00:00:00Z}"
 CACHE="${MCPKIT_NODE_CACHE:-${XDG_CACHE_HOME:-${HOME:?HOME is not set}/.cache}/mcpkit-node}"
 
@@ -39,47 +48,56 @@ case "${1:-}" in
   *) die "unknown argument: $1 (see --help)" ;;
 esac
 
+command -v node >/dev/null 2>&1 || {
+  echo "install-mcp-servers: node is not installed (on Debian: apt-get install nodejs npm)" >&2
+  exit 3
+}
 mkdir -p "$CACHE" || die "cannot create $CACHE"
 CACHE="$(cd "$CACHE" && pwd -P)" || die "cannot enter $CACHE"
-DIR="$CACHE/servers-fs$FS_VERSION-ev$EV_VERSION-${NPM_BEFORE%%T*}"
+DIR="$CACHE/servers-sdk$SDK_VERSION-ev$EV_VERSION-fs$FS_VERSION-mem$MEM_VERSION-${NPM_BEFORE%%T*}"
+PACKAGES=(
+  "@modelcontextprotocol/sdk@$SDK_VERSION"
+  "@modelcontextprotocol/server-everything@$EV_VERSION"
+  "@modelcontextprotocol/server-filesystem@$FS_VERSION"
+  "@modelcontextprotocol/server-memory@$MEM_VERSION"
+)
+COMMANDS=(mcp-server-everything mcp-server-filesystem)
 
-installed() {  # $1: package name, $2: version
+installed() {  # $1: name@version; true when DIR holds exactly that version
+  local name="${1%@*}" version="${1##*@}"
   node -e "try{process.exit(require(process.argv[1]).version===process.argv[2]?0:1)}catch(e){process.exit(1)}" \
-    "$DIR/node_modules/$1/package.json" "$2" 2>/dev/null
+    "$DIR/node_modules/$name/package.json" "$version" 2>/dev/null
+}
+complete() {
+  local p c
+  for p in "${PACKAGES[@]}"; do installed "$p" || return 1; done
+  for c in "${COMMANDS[@]}"; do [ -x "$DIR/node_modules/.bin/$c" ] || return 1; done
 }
 
-if installed @modelcontextprotocol/server-filesystem "$FS_VERSION" &&
-   installed @modelcontextprotocol/server-everything "$EV_VERSION" &&
-   [ -x "$DIR/node_modules/.bin/mcp-server-filesystem" ] && [ -x "$DIR/node_modules/.bin/mcp-server-everything" ]; then
-  echo "$DIR"
-  exit 0
-fi
+if complete; then echo "$DIR"; exit 0; fi
 
 command -v npm >/dev/null 2>&1 || {
-  echo "install-mcp-servers: npm is not installed; it is needed to install the reference MCP servers" \
+  echo "install-mcp-servers: npm is not installed; it is needed to install the Node MCP servers" \
     "(on Debian: apt-get install nodejs npm)" >&2
   exit 3
 }
-
 # One installer at a time per cache (CI and a test may both call this).
 if command -v flock >/dev/null 2>&1; then
   exec 9>"$CACHE/.lock-servers" || die "cannot open $CACHE/.lock-servers"
   flock 9 || die "cannot lock $CACHE/.lock-servers"
 fi
+if complete; then echo "$DIR"; exit 0; fi
 
-say "installing @modelcontextprotocol/server-filesystem@$FS_VERSION and server-everything@$EV_VERSION" \
-    "(dependencies as of $NPM_BEFORE) into $DIR"
+say "installing ${PACKAGES[*]} (dependencies as of $NPM_BEFORE) into $DIR"
 tmp="$(mktemp -d "$CACHE/.install-XXXXXX")" || die "cannot create a temporary directory in $CACHE"
 if ! (cd "$tmp" && echo '{"private":true}' > package.json &&
-      npm install --no-audit --no-fund --loglevel=error --before="$NPM_BEFORE" \
-        "@modelcontextprotocol/server-filesystem@$FS_VERSION" \
-        "@modelcontextprotocol/server-everything@$EV_VERSION" >&2); then
+      npm install --no-audit --no-fund --loglevel=error --ignore-scripts --before="$NPM_BEFORE" \
+        "${PACKAGES[@]}" >&2); then
   rm -rf "$tmp"; die "npm install failed"
 fi
 chmod 755 "$tmp"
 rm -rf "$DIR"
 mv "$tmp" "$DIR" || { rm -rf "$tmp"; die "cannot move $tmp to $DIR"; }
-installed @modelcontextprotocol/server-filesystem "$FS_VERSION" || die "server-filesystem did not install"
-installed @modelcontextprotocol/server-everything "$EV_VERSION" || die "server-everything did not install"
+complete || die "the install in $DIR lacks one of ${PACKAGES[*]} or of the commands ${COMMANDS[*]}"
 say "ready"
 echo "$DIR"

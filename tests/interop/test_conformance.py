@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import component_missing
+
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "tools" / "conformance"
 
@@ -19,9 +21,7 @@ pytestmark = pytest.mark.interop
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     if shutil.which("npm") is None:
-        if os.environ.get("CI"):
-            pytest.fail("npm is needed to install the conformance suite (apt-get install npm)")
-        pytest.skip("npm is not installed")
+        component_missing("npm is needed to install the conformance suite (apt-get install npm)")
     serve = [sys.executable, "-m", "mcpkit", "serve", "--http", "127.0.0.1:{port}"]
     return subprocess.run(
         [str(RUNNER), *args, "--", *serve],

@@ -5,7 +5,8 @@ The SDK (1.x) handles a notification one microtask after the read that brought i
 at once, so a progress notification read in the same chunk as its request's response is dropped
 with "Received a progress notification for an unknown token". The stdio transport yields the CPU
 before such a response so that a waiting client reads the notifications first. These tests show
-what the client gets; the SDK is installed by tools/install-ts-sdk.sh (they fail without it).
+what the client gets; the SDK is installed by tools/install-ts-sdk.sh (without node or the SDK they
+fail in CI and skip elsewhere: tests/conftest.py ``component_missing``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 from mcpkit import Client
 from mcpkit.protocol.engine import Outgoing
 from mcpkit.transports import stdio
+from tests.conftest import component_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).parent / "ts" / "progress_client.cjs"
@@ -37,11 +39,14 @@ pytestmark = pytest.mark.interop
 @pytest.fixture(scope="module")
 def sdk() -> str:
     """NODE_PATH of the pinned TypeScript SDK (installed on first use, then from the cache)."""
-    assert shutil.which("node"), "node is needed: apt-get install nodejs npm"
+    if shutil.which("node") is None:
+        component_missing("node is needed for the TypeScript SDK's client: apt-get install nodejs npm")
     done = subprocess.run(["bash", str(ROOT / "tools" / "install-ts-sdk.sh")], capture_output=True, text=True,
                           timeout=600)
-    assert done.returncode == 0, f"tools/install-ts-sdk.sh failed: {done.stderr}"
-    return str(Path(done.stdout.strip()) / "node_modules")
+    if done.returncode != 0 or not done.stdout.strip():
+        component_missing(f"the TypeScript SDK is not installed: tools/install-ts-sdk.sh failed "
+                          f"(exit {done.returncode}): {done.stderr[-2000:]}")
+    return str(Path(done.stdout.strip().splitlines()[-1]) / "node_modules")
 
 
 def _probe(sdk: str, tool: str, calls: int) -> dict[str, Any]:

@@ -33,6 +33,7 @@ log = logging.getLogger("mcpkit.client")
 #: a multi-round-trip request gives up after this many input_required rounds
 MAX_INPUT_ROUNDS = 16
 METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 
@@ -400,8 +401,14 @@ class Client:
         if method == "ping":
             return {}
         handler: Callable[..., Any] | None = self.request_handlers.get(method)
-        if handler is None and method == "sampling/createMessage":
-            handler = self.sampling_handler
+        if method == "sampling/createMessage":
+            from ..protocol.sampling import pairing_problem
+
+            problem = pairing_problem(params.get("messages"))
+            if problem is not None:  # SA-05: not passed on to a model that would choke on it
+                raise RpcError(INVALID_PARAMS, f"Invalid sampling messages (SA-05): {problem}")
+            if handler is None:
+                handler = self.sampling_handler
         elif handler is None and method == "elicitation/create":
             handler = self.elicitation_handler
         elif handler is None and method == "roots/list" and self.roots is not None:

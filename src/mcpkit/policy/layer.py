@@ -43,10 +43,24 @@ def steps(server: Any, kind: str, item: Any) -> list[Any]:
         if any(s.contract for s in settings):
             out.append(chain.CONTRACT)
         return out
+    if kind == "complete":
+        # CP-05: completions are metered by the policy's limiter (its default rate), per principal
+        limiter = policy.rate_limiter if policy is not None else None
+        if limiter is not None and limiter.default is not None:
+            from .ratelimit import CompletionRateLimit
+
+            return [CompletionRateLimit(limiter)]
+        return []
+    out = []
+    if kind in ("read_resource", "subscribe") and policy is not None and policy.sandbox is not None:
+        from .paths import FileResourceStep, is_file_resource
+
+        if is_file_resource(item):
+            out.append(FileResourceStep(policy.sandbox))  # RS-06
     binds = getattr(item, "bind", None) is not None or getattr(item, "_bind", None) is not None
     if kind in ("read_resource", "get_prompt") and binds and policy is not None:
-        return [chain.SandboxStep(policy.sandbox)]
-    return []
+        out.append(chain.SandboxStep(policy.sandbox))
+    return out
 
 
 def _converts(tool: Any) -> bool:

@@ -16,6 +16,13 @@ so a ConfinedPath does its file operations through its sandbox: ``open``, ``read
 ``replace``, ``unlink`` and ``rmdir`` walk from the root through directory descriptors with
 O_NOFOLLOW and fail closed on a race (policy/sandbox.py). Paths derived from one (``p / "x"``,
 ``p.parent``, the entries of ``iterdir``) are confined the same way.
+
+``file://`` resources (RS-06): on a server whose policy has a sandbox, reading or subscribing to
+a resource whose URI is ``file:`` passes :class:`FileResourceStep` first: the URI's path,
+percent-decoded and resolved with realpath (``..`` and symlinks followed), must lie inside the
+sandbox roots (``Sandbox.check_uri``), whether the resource is static or a template's match;
+else the request is refused with -32602 before the handler runs. With no roots configured every
+``file:`` resource is refused: the check fails closed.
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ import contextvars
 import pathlib
 from typing import Annotated, Any
 
-from ..protocol.errors import E_PERMISSION_DENIED, ToolError
+from ..protocol.errors import E_PERMISSION_DENIED, INTERNAL_ERROR, McpError, ToolError, handler_error
 
-__all__ = ["ACTIVE_SANDBOX", "ConfinedPath", "ExistingSandboxPath", "SandboxPath", "SandboxUri", "confined"]
+__all__ = ["ACTIVE_SANDBOX", "ConfinedPath", "ExistingSandboxPath", "FileResourceStep", "SandboxPath", "SandboxUri",
+           "confined", "is_file_resource"]
 
 #: the sandbox of the server whose call is being bound (set by policy/chain.py around binding)
 ACTIVE_SANDBOX: contextvars.ContextVar[Any] = contextvars.ContextVar("mcpkit_sandbox", default=None)
@@ -191,3 +199,47 @@ ExistingSandboxPath = Annotated[pathlib.Path, _Confine(must_exist=True)]
 #: a URI whose scheme the sandbox allows (``Sandbox(schemes=...)``, "file" by default); a
 #: ``file:`` URI must also point inside the roots. The handler gets the URI string unchanged.
 SandboxUri = Annotated[str, _ConfineUri()]
+
+
+# ------------------------------------------------------------------------- file:// resources (RS-06)
+
+
+def is_file_resource(item: Any) -> bool:
+    """Whether a resource (its URI) or a resource template (its literal scheme) is ``file:``."""
+    uri = getattr(item, "uri", None)
+    if uri is None:
+        template = getattr(item, "template", None)
+        uri = getattr(template, "template", None)
+    return isinstance(uri, str) and uri[:5].lower() == "file:"
+
+
+class FileResourceStep:
+    """RS-06: a ``file:`` resource is read (or subscribed to) only inside the sandbox roots.
+
+    A guard (server/pipeline.py) for ``resources/read`` and ``resources/subscribe`` of the
+    ``file:`` resources and templates of a server whose policy has a sandbox (policy/layer.py).
+    The URI the client asked for is checked, not the template's variables: ``file:///{+path}``
+    matched by ``file:///srv/docs/%2e%2e/%2e%2e/etc/passwd`` is ``/etc/passwd``, refused.
+    """
+
+    order = 15  # after the scopes, before anything that runs or binds
+    __slots__ = ("sandbox",)
+
+    def __init__(self, sandbox: Any) -> None:
+        self.sandbox = sandbox
+
+    def check(self, cc: Any) -> None:
+        uri = cc.name
+        try:
+            self.sandbox.check_uri(uri)
+        except ToolError as exc:
+            refusal = ToolError(f"File resource {uri!r} is refused: {exc.message}", code=exc.code,
+                                details={"uri": uri}, suggested_fix=exc.suggested_fix)
+            raise handler_error(refusal, cc.request.revision.resource_not_found, uri=uri) or McpError(
+                INTERNAL_ERROR, refusal.message) from None
+        except (ValueError, OSError) as exc:  # a misconfigured MCPKIT_ROOT: nothing can be vouched for
+            import logging
+
+            logging.getLogger("mcpkit").error("file resource %r not checked: %s", uri, exc)
+            raise McpError(INTERNAL_ERROR, f"File resource {uri!r} cannot be checked against the sandbox roots; "
+                           "the server's sandbox is misconfigured.", {"uri": uri}) from None

@@ -15,23 +15,32 @@ under a lock; it returns ``None`` (allowed) in the common case and allocates not
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from mcpkit.protocol.errors import E_RATE_LIMITED, ToolError
+from mcpkit.protocol.errors import E_NOT_CONNECTED, E_RATE_LIMITED, INTERNAL_ERROR, McpError, ToolError, handler_error
 
 from ..stores.memory import MemoryRateStore
 
-__all__ = ["KEY_SEPARATOR", "MemoryRateStore", "Rate", "RateLimiter", "RateStore"]
+__all__ = ["COMPLETION_KEY", "CompletionRateLimit", "KEY_SEPARATOR", "MemoryRateStore", "Rate", "RateLimiter",
+           "RateStore"]
+
+log = logging.getLogger("mcpkit")
 
 #: Joins principal and tool into a bucket key. Tool names are ``[A-Za-z0-9_.-]`` and principals
 #: are identifiers chosen by the auth layer, so neither contains U+001F (unit separator); the key
 #: is therefore unambiguous.
 KEY_SEPARATOR = "\x1f"
+
+#: The bucket name of ``completion/complete`` (CP-05): one bucket per principal for every
+#: completion, whatever prompt or template it completes. A tool name never contains "/", so no
+#: tool shares it.
+COMPLETION_KEY = "completion/complete"
 
 # Floating-point slack, in tokens, when comparing what a bucket holds with what a call costs:
 # 0.6 s at 100/60 tokens a second may come out as 0.9999999999999999 tokens, and a caller who
@@ -196,3 +205,56 @@ class RateLimiter:
             retryable=True,
             suggested_fix=f"Wait {retry_after_ms} ms before calling {tool} again.",
         )
+
+
+class CompletionRateLimit:
+    """The pipeline step that rate-limits ``completion/complete`` (CP-05).
+
+    A client asks for completions as its user types, so they are metered like tool calls: the
+    policy's :class:`RateLimiter`, its default rate, one bucket per principal (the policy's
+    ``principal``, as for tools) named :data:`COMPLETION_KEY`. A refusal is the JSON-RPC error
+    any handler's E_RATE_LIMITED becomes outside tools/call (protocol/errors.py ``handler_error``):
+    ``data`` carries ``code``, ``retryable`` and ``details.retryAfterMs``.
+    """
+
+    order = 30  # where the tools' rate limit sits (policy/chain.py)
+
+    __slots__ = ("limiter",)
+
+    def __init__(self, limiter: RateLimiter) -> None:
+        self.limiter = limiter
+
+    def check(self, cc: Any) -> None:
+        """A guard (server/pipeline.py): refuses, or lets the completion pass."""
+        session = cc.session
+        policy = session.server._policy
+        caller = policy.principal_of(session, cc.request) if policy is not None else (
+            session.principal or "anonymous")
+        limiter = self.limiter
+        try:
+            wait = limiter.check(caller, COMPLETION_KEY)
+        except Exception as exc:  # noqa: BLE001 - a shared store that is down (StoreUnavailable)
+            log.warning("rate limit of completion/complete not checked: %s", exc)
+            raise _as_rpc(ToolError("Completions cannot be served now: their rate limit cannot be checked.",
+                                    code=E_NOT_CONNECTED, retryable=True,
+                                    suggested_fix="Retry in a few seconds.")) from None
+        if wait is not None:
+            rate = limiter.default
+            limit = str(rate) if rate is not None else None
+            details: dict[str, object] = {"retryAfterMs": wait, "limit": limit}
+            if rate is not None and rate.burst is not None:
+                details["burst"] = rate.burst
+            raise _as_rpc(ToolError(
+                "Rate limit exceeded for completion/complete"
+                + (f" ({limit} per caller)" if limit else "")
+                + f"; retry after {wait} ms.",
+                code=E_RATE_LIMITED,
+                details=details,
+                retryable=True,
+                suggested_fix=f"Wait {wait} ms before asking for completions again.",
+            ))
+
+
+def _as_rpc(error: ToolError) -> McpError:
+    # a ToolError always has its JSON-RPC error; the fallback only keeps the type checker content
+    return handler_error(error, 0) or McpError(INTERNAL_ERROR, error.message)

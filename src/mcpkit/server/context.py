@@ -18,13 +18,20 @@ if TYPE_CHECKING:
     from ..protocol.engine import RequestReceived
     from .session import ServerSession
 
-__all__ = ["Context", "ClientCapabilityError", "ClientRequestError", "ClientTimeoutError", "LOG_LEVELS"]
+__all__ = ["Context", "ClientCapabilityError", "ClientRequestError", "ClientTimeoutError", "LOG_LEVELS",
+           "SamplingMessagesError"]
 
 _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 
 
 class ClientCapabilityError(RuntimeError):
     """The client did not declare the capability a request to it needs (SA-01, EL-01, RT-01)."""
+
+
+class SamplingMessagesError(ClientCapabilityError, ValueError):
+    """The messages of a sampling request break the tool_use/tool_result pairing (SA-05); the
+    request was not sent. Refused like a form the client cannot be asked (EL-02), and a ValueError
+    for the handler that built them."""
 
 
 class ClientRequestError(Exception):
@@ -290,10 +297,19 @@ class Context:
     ) -> Any:
         """sampling/createMessage (SA-01..SA-04). Returns the client's CreateMessageResult dict.
 
-        ``key`` names the input in a 2026-07-28 InputRequiredResult (default ``sample_N``)."""
+        ``key`` names the input in a 2026-07-28 InputRequiredResult (default ``sample_N``).
+        Messages replaying a tool loop must pair every assistant ``tool_use`` with a user
+        ``tool_result`` right after it (SA-05); otherwise :class:`SamplingMessagesError` is raised
+        and nothing is sent."""
         self._require("sampling")
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        else:
+            from ..protocol.sampling import pairing_problem
+
+            problem = pairing_problem(messages)
+            if problem is not None:
+                raise SamplingMessagesError(f"invalid sampling messages (SA-05): {problem}")
         params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt

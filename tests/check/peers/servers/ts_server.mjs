@@ -4,7 +4,7 @@
 //   MCP_TS_DIR=DIR node ts_server.mjs                 stdio
 //   MCP_TS_DIR=DIR node ts_server.mjs --http PORT     Streamable HTTP (sessions) on 127.0.0.1:PORT/mcp
 //
-// DIR holds node_modules/@modelcontextprotocol/sdk (tools/install-check-peers.sh prints it); ESM
+// DIR holds node_modules/@modelcontextprotocol/sdk (tools/install-mcp-servers.sh prints it); ESM
 // ignores NODE_PATH, so the SDK is resolved from DIR with createRequire.
 import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
