@@ -10,6 +10,7 @@ account for the difference. What it cannot see is work done in C (orjson, regula
 expressions, locks, allocation), so it complements the timings; it does not replace them.
 
     python bench/opcount.py [--top 25] [--src PATH]   # --src: another tree's src/, to compare
+    python bench/opcount.py --plain                   # where the plain call's instructions go
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--top", type=int, default=25, help="functions to list by added instructions")
     parser.add_argument("--src", default=os.path.join(HERE, "..", "src"), help="the src/ to measure")
+    parser.add_argument("--plain", action="store_true", help="also list the plain call's functions")
     args = parser.parse_args()
     sys.path.insert(0, os.path.abspath(args.src))
     import mcpkit  # noqa: F401 - imported from --src before policy_overhead puts its own first
@@ -73,6 +75,10 @@ def main() -> None:
     print(f"bytecode instructions per tools/call ({mcpkit.__file__.rpartition('/mcpkit/')[0]}):")
     print(f"  plain   {plain[0]:6.0f}")
     print(f"  policy  {policed[0]:6.0f}  ({policed[0] / plain[0]:.2f}x)")
+    if args.plain:
+        print(f"\nthe plain call, by function (top {args.top}):")
+        for key, n in plain[1].most_common(args.top):
+            print(f"  {n / calls:6.1f}  {key}")
     added = Counter({k: (policed[1][k] - plain[1].get(k, 0)) / calls for k in policed[1]})
     print(f"\nadded by the policy, by function (top {args.top}):")
     for key, n in added.most_common(args.top):

@@ -268,7 +268,13 @@ class Engine:
             return self._on_initialize(req)
         rev = self.revision
         assert rev is not None
-        self._track(req.id, meta, batch, rev)
+        if batch is None:  # _track, inline for the common case
+            token = meta.get("progressToken") if type(meta) is dict else None
+            if token is not None and type(token) is not str and type(token) is not int:
+                token = None
+            self._in_flight[req.id] = _InFlight(token, None, rev)
+        else:
+            self._track(req.id, meta, batch, rev)
         return [RequestReceived(req.id, method, params, rev, self.client_capabilities, None, self.client_info)]
 
     def _track(self, rid: Any, meta: Any, batch: _Batch | None, rev: Revision) -> None:

@@ -92,7 +92,8 @@ def classify(obj: Any) -> Message:
     if type(obj) is not dict:
         return Invalid(NO_ID, McpError(INVALID_REQUEST, "A JSON-RPC message must be a JSON object."))
     raw_id = obj.get("id", NO_ID)
-    msg_id = raw_id if _valid_id(raw_id) else NO_ID
+    id_type = type(raw_id)  # _valid_id, inline: every message passes here
+    msg_id = raw_id if id_type is str or id_type is int else NO_ID
     if obj.get("jsonrpc") != "2.0":
         return Invalid(msg_id, McpError(INVALID_REQUEST, 'The "jsonrpc" member must be exactly "2.0".'))
     method = obj.get("method", NO_ID)

@@ -112,7 +112,9 @@ async def _run_async(
 def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     server = session.server
     params = req.params or {}
-    name = _str_param(params, "name", "tools/call")
+    name = params.get("name")
+    if type(name) is not str:
+        name = _str_param(params, "name", "tools/call")  # a str subclass passes; anything else is refused
     tool = server._tools.get(name)
     if tool is None:
         raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10

@@ -61,6 +61,10 @@ def _as_is(value: Any) -> Any:
     return value
 
 
+#: values that are neither content blocks, Outcomes, ToolResults nor lists (to_result's fast path)
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+
+
 def _is_content(value: Any) -> bool:
     return getattr(type(value), "__mcp_content__", False) is True
 
@@ -238,6 +242,12 @@ class Tool:
 
     def to_result(self, value: Any) -> dict[str, Any]:
         """Shape whatever the handler returned into a CallToolResult (TL-07..TL-09)."""
+        if type(value) in _SCALARS and self.output_schema is not None:
+            # the common case, first: a plain value of a tool with an output schema (what the
+            # general path below does with it, without asking what else it might be)
+            structured = self.dump(value) if self.dump is not None else value
+            self.check_output(structured)
+            return {"content": [{"type": "text", "text": _json.dumps_str(structured)}], "structuredContent": structured}
         if getattr(type(value), "__mcp_outcome__", False):
             value = value.result  # mcpkit.policy.Outcome: the summary is the envelope's business
         if self.raw and isinstance(value, dict) and value.get("resultType") == "task":
