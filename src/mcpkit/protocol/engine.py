@@ -16,7 +16,7 @@ from typing import Any
 from .. import _json
 from . import revisions
 from .errors import INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, McpError
-from .jsonrpc import NO_ID, ErrorResponse, Invalid, Notification, Request, Response, parse
+from .jsonrpc import NO_ID, ErrorResponse, Invalid, Notification, Request, Response, classify, parse
 from .revisions import Revision
 
 __all__ = [
@@ -186,13 +186,12 @@ class Engine:
             return self._receive_batch(messages)
         return self._receive_one(messages[0], None)
 
-    def receive_message(self, obj: Any) -> list[Event]:
-        """Take one already-decoded JSON value (transports that decode themselves)."""
-        from .jsonrpc import classify
-
+    def receive_message(self, obj: Any, classified: Any = None) -> list[Event]:
+        """Take one already-decoded JSON value (transports that decode themselves);
+        ``classified``: ``classify(obj)`` when the transport made it already."""
         if type(obj) is list:
             return self.receive(_json.dumps(obj))
-        return self._receive_one(classify(obj), None)
+        return self._receive_one(classify(obj) if classified is None else classified, None)
 
     def _receive_batch(self, messages: list[Any]) -> list[Event]:
         rev = self.revision

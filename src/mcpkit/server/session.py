@@ -169,10 +169,11 @@ class ServerSession:
             events = self.engine.receive(frame)
         self._dispatch(events)
 
-    def feed_message(self, obj: Any) -> None:
-        """Like :meth:`feed`, for a transport that decoded the JSON itself."""
+    def feed_message(self, obj: Any, classified: Any = None) -> None:
+        """Like :meth:`feed`, for a transport that decoded the JSON itself (and, for a single
+        message, maybe classified it already: ``jsonrpc.classify(obj)``)."""
         with self._lock:
-            events = self.engine.receive_message(obj)
+            events = self.engine.receive_message(obj, classified)
         self._dispatch(events)
 
     def _dispatch(self, events: list[Any]) -> None:

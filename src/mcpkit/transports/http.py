@@ -489,6 +489,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         large = self._is_large(body)
         del body
         items = payload if type(payload) is list else [payload]
+        msg: Any = None  # a single message, classified once: the engine takes it as it is
         if type(payload) is not list:
             msg = classify(payload)
             if type(msg) is Invalid:  # HL-05: not acceptable, with a JSON-RPC error body
@@ -577,9 +578,9 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         hs.active += 1
         try:
             if large:
-                await self._off_loop(hs.session.feed_message, payload)  # validation included
+                await self._off_loop(hs.session.feed_message, payload, msg)  # validation included
             else:
-                hs.session.feed_message(payload)
+                hs.session.feed_message(payload, msg)
             hs.session.flush()
             if self.session_store is not None and not self.stateless:
                 # before the answer leaves: the client's next request may reach another process
