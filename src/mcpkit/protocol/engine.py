@@ -160,6 +160,9 @@ class Engine:
         self.initialized = False  # notifications/initialized seen
         self.client_info: dict[str, Any] = {}
         self.client_capabilities: dict[str, Any] = {}
+        #: LC-05/LC-06: the capabilities this connection's InitializeResult declared (None: no
+        #: handshake, e.g. stateless HTTP or 2026-07-28)
+        self.declared: frozenset[str] | None = None
         self.outbox: list[Outgoing] = []
         self._in_flight: dict[Any, _InFlight] = {}
         self._pending_out: set[Any] = set()  # ids of requests we sent and await
@@ -355,6 +358,8 @@ class Engine:
         self.client_capabilities = caps if isinstance(caps, dict) else {}
         self.client_info = info if isinstance(info, dict) else {}
         result = self._describe(rev, params)
+        caps = result.get("capabilities")
+        self.declared = frozenset(caps) if isinstance(caps, dict) else frozenset()
         self._emit_result(req.id, result, None)
         return [SessionStarted(rev, self.client_info, self.client_capabilities)]
 

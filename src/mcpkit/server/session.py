@@ -20,7 +20,6 @@ import logging
 import itertools
 import os
 import threading
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -110,10 +109,7 @@ class ServerSession:
         # stdio never pays for it (start-up time).
         self._loop = loop
         self._loop_factory = loop_factory
-        self.engine = Engine(describe=_recording_describe(server, weakref.ref(self)), result_meta=server.result_meta)
-        #: LC-05/LC-06: the features this session's InitializeResult declared; the session is held
-        #: to them even if the server gains a feature later (None: not known, use the server's)
-        self.features: frozenset[str] | None = None
+        self.engine = Engine(describe=server.describe, result_meta=server.result_meta)
         self._send = send
         self._lock = threading.RLock()
         #: request id -> the future running it (async handlers and worker-thread calls)
@@ -149,6 +145,12 @@ class ServerSession:
 
                 self._loop = asyncio.get_running_loop()
         return self._loop
+
+    @property
+    def features(self) -> frozenset[str] | None:
+        """LC-05/LC-06: the features this session's InitializeResult declared; the session is
+        held to them even if the server gains a feature later (None: not known, use the server's)."""
+        return self.engine.declared
 
     @property
     def revision(self) -> Revision | None:
@@ -246,7 +248,7 @@ class ServerSession:
         rid = ev.id
         feature = FEATURE_OF_METHOD.get(ev.method)
         if feature is not None and handler is not None:
-            features = self.features  # inline: a feature this session declared needs no call
+            features = self.engine.declared  # inline: a feature this session declared needs no call
             if (features is None or feature not in features or ev.revision.era == "modern") and \
                     not self.serves(feature, ev.revision):
                 handler = None  # HM-13, LC-05: a method of a capability not declared is not found
@@ -541,17 +543,3 @@ class ServerSession:
         if observer is not None:
             observer.session_closed(self)
         self.server._session_closed(self)
-
-
-def _recording_describe(server: Any, session: Any) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
-    """server.describe, recording on the session (held weakly: an ended session must be freed by
-    reference counting alone) the features its InitializeResult declared."""
-
-    def describe(rev: Any, params: dict[str, Any]) -> dict[str, Any]:
-        result = server.describe(rev, params)
-        owner = session()
-        if owner is not None:
-            owner.features = frozenset(result["capabilities"])
-        return result
-
-    return describe
