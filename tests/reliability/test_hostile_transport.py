@@ -418,6 +418,31 @@ def test_jobs_handed_straight_to_idle_workers_keep_each_keys_share():
     pool.shutdown()
 
 
+def test_a_worker_woken_for_one_job_is_not_counted_free_for_the_next():
+    # One idle worker, two jobs in a row: the first takes it; the second must start another
+    # worker, not wait behind the first (which runs for seconds).
+    from mcpkit.server.workers import WorkerPool
+
+    pool = WorkerPool(4, max_per_key=2)
+    warm = threading.Event()
+    pool.submit(lambda: None, lambda r, e: warm.set(), "warm")
+    assert warm.wait(STEP)
+    for _ in range(200):
+        with pool._cond:
+            if pool._idle == 1:
+                break
+        threading.Event().wait(0.01)
+    release = threading.Event()
+    fast_ran = threading.Event()
+    pool.submit(lambda: release.wait(10), lambda r, e: None, "alice")
+    pool.submit(fast_ran.set, lambda r, e: None, "bob")
+    try:
+        assert fast_ran.wait(2.0), "bob's job waited behind alice's"
+    finally:
+        release.set()
+    pool.shutdown()
+
+
 # ============================================================================ 14, 15: bodies
 
 

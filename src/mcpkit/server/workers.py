@@ -47,6 +47,8 @@ class WorkerPool:
         self._direct: deque[tuple[Any, Job]] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._idle = 0
+        #: idle workers notified for a job and not yet awake: not free for the next one
+        self._woken = 0
         self._workers = 0
         self._shutdown = False
 
@@ -58,12 +60,13 @@ class WorkerPool:
         if self._shutdown:
             raise RuntimeError("the worker pool is shut down")
         with self._cond:
-            if not self._turns and self._idle > len(self._direct) and (
-                    key is None or self._running.get(key, 0) < self.max_per_key):
+            free = self._idle - self._woken  # idle workers no one has woken for a job yet
+            if not self._turns and free > 0 and (key is None or self._running.get(key, 0) < self.max_per_key):
                 # nobody is waiting and a worker is free: straight to it, no turn to take
                 if key is not None:
                     self._running[key] = self._running.get(key, 0) + 1
                 self._direct.append((key, (fn, done)))
+                self._woken += 1
                 self._cond.notify()
                 return
             queue = self._waiting.get(key)
@@ -74,9 +77,10 @@ class WorkerPool:
                 self._turns[key] = None
             if not self._turns:
                 return  # over its key's share: it starts when one of that key's jobs ends
-            if self._idle:
+            if free > 0:
+                self._woken += 1
                 self._cond.notify()
-            elif self._workers < self.max_workers:
+            elif self._workers < self.max_workers:  # every idle worker is spoken for: one more
                 self._workers += 1
                 threading.Thread(target=self._work, name=f"{self.name}-{self._workers}", daemon=True).start()
 
@@ -88,6 +92,8 @@ class WorkerPool:
             self._idle += 1
             self._cond.wait()
             self._idle -= 1
+            if self._woken:
+                self._woken -= 1
         if self._direct:  # handed over while no key had a turn waiting: older than any turn
             return self._direct.popleft()
         key, _ = self._turns.popitem(last=False)
