@@ -525,3 +525,72 @@ async def test_a_contract_result_over_the_size_limit_is_cut_whatever_its_charact
         big = await call(c, "many", {"n": 400})
     body = {k: v for k, v in big.items() if k != "_meta"}  # the correlation id is named after the cut
     assert len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()) <= cap
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+async def test_middleware_that_changes_the_envelope_in_place_is_still_sanitized_and_capped(wire):
+    # The envelope's own JSON text vouches for the result only while nothing else touched it:
+    # a middleware that edits the envelope in place gets the whole result checked.
+    from mcpkit import Middleware
+
+    server, _, _ = make_server(contract=True, limits=Limits(max_result_bytes=4_000, timeout=None))
+
+    @server.tool(read_only=True, open_world=False)
+    def status(s: str = "") -> dict:
+        return {"s": "fine"}
+
+    class Rewrite(Middleware):
+        def on_call_tool(self, ctx, call_next):
+            result = call_next(ctx)
+            result["structuredContent"]["result"]["s"] = ctx.arguments.get("s", "")
+            return result
+
+    server.add_middleware(Rewrite())
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        dirty = await call(c, "status", {"s": "\x1b[31mred\x1b]0;title\x07"})
+        big = await call(c, "status", {"s": "y" * 20_000})
+    assert dirty["structuredContent"]["result"]["s"] == "red"
+    assert big.get("isError") is True and "too large" in big["content"][0]["text"]
+
+
+class _Changing:
+    """An object whose JSON changes each time it is asked (a live status, a log buffer)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def __json__(self) -> str:
+        self.asked += 1
+        return "clean" if self.asked == 1 else "\x1b[31mEVIL\x1b]0;pwn\x07"
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+@pytest.mark.parametrize("contract", [True, False])
+async def test_an_object_serialized_at_send_time_is_checked_as_sent(wire, contract):
+    from mcpkit.server.content import ToolResult
+
+    server, _, _ = make_server(contract=contract, limits=Limits(timeout=None))
+
+    @server.tool(read_only=True, open_world=False)
+    def live() -> Any:
+        return ToolResult(content=[], structured={"status": _Changing()})
+
+    @server.tool(read_only=True, open_world=False)
+    def live_dict() -> dict:
+        return {"status": _Changing()}
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            return [s for k, v in value.items() for s in (*strings(k), *strings(v))]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return []
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        out = await call(c, "live")
+        assert not any("\x1b" in s or "\x07" in s for s in strings(out)), out
+        assert "error" in json.dumps(await call(c, "live_dict"))  # not JSON for its result schema: refused

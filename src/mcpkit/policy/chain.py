@@ -248,10 +248,10 @@ def _finish(cc: CallContext, result: dict[str, Any], owned: bool = False) -> dic
     ``result`` was built by a step of this call and may be completed in place."""
     rev = cc.request.revision
     settings = cc.settings
-    # The envelope this call built, as it was built: one text block, the JSON of
-    # structuredContent. What that one JSON text says holds for the whole result.
+    # The envelope this call built, as it was built (no middleware between could have changed
+    # it): one text block, the JSON of structuredContent. What that text says holds for both.
     mirror = None
-    if owned and settings.contract:
+    if owned and settings.contract and not cc.session.server._rewriters:
         content = result["content"]
         if len(content) == 1 and "_meta" not in result:
             mirror = content[0]["text"]

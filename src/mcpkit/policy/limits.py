@@ -96,7 +96,15 @@ def strip_structured(value: Any) -> Any:
     if isinstance(value, list):
         items = [strip_structured(v) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else items
-    return value
+    if value is None or type(value) in (int, float, bool):
+        return value
+    # Not plain JSON (a tuple, a set, an object with __json__): its JSON, made once and walked,
+    # so what is checked is what is sent, whatever such an object would say next time
+    try:
+        plain = loads(dumps(value))
+    except (TypeError, ValueError):
+        return value  # not JSON at all: the encoder refuses it when the answer is made
+    return strip_structured(plain)
 
 
 def _clean_fields(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any] | None:

@@ -148,6 +148,7 @@ class Server(Registrations):
         #: installed, and each item's chained steps, built on first use
         self._middleware: list[Any] = []
         self._installed: dict[str, Any] = {}
+        self._rewriters = False
         self._tool_pipes: dict[Any, Any] = {}
         self._pipes: dict[tuple[str, Any], Any] = {}
         self._batch: tuple[int, set[str]] | None = None  # (thread, kinds) of batch_changes
@@ -190,6 +191,11 @@ class Server(Registrations):
         """Each item's steps are chosen again on its next use."""
         self._tool_pipes = {}
         self._pipes = {}
+        # whether a step outside the policy may change a result on its way out (user middleware,
+        # or an installed step that is more than a guard): then the policy checks what comes
+        # back as it is, never what it built
+        self._rewriters = bool(self._middleware) or any(
+            getattr(step, "check", None) is None for step in self._installed.values())
 
     # ------------------------------------------------------------------ policy (mcpkit.policy)
 
