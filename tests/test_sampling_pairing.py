@@ -93,6 +93,18 @@ def test_unpaired_tool_use_and_results_are_named(messages, problem):
     assert found is not None and found.startswith(problem), found
 
 
+@pytest.mark.req("SA-05")
+def test_tuples_are_checked_as_the_arrays_they_are_sent_as():
+    # the encoder writes a tuple as a JSON array: messages or content given as tuples are the
+    # same messages on the wire, and get the same check
+    bad = [user(text("q")), assistant(use("a")), user(text("what now?"))]
+    expected = pairing_problem(bad)
+    assert expected is not None
+    assert pairing_problem(tuple(bad)) == expected
+    as_tuple = [bad[0], {"role": "assistant", "content": (use("a"),)}, bad[2]]
+    assert pairing_problem(as_tuple) == expected
+
+
 def _server(messages: list[dict[str, Any]]) -> Server:
     server = Server("loop")
 

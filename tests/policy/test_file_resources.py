@@ -89,6 +89,10 @@ async def test_file_resources_are_confined_to_the_sandbox_roots(wire, tree, vers
             f"file://{root}/escape/secret.txt",  # a symlink inside leading out
             "file:///etc/passwd",  # plainly outside
             f"file://{outside}/secret.txt",  # a static resource outside the roots
+            # a query or fragment is not part of the path checked, yet a template hands it to
+            # the handler as path text (which a normpath reads as ../../outside)
+            f"file://{root}/docs?/../../outside/secret.txt",
+            f"file://{root}/docs#/../../outside/secret.txt",
         ]
         for uri in escapes:
             with pytest.raises(RpcError) as refused:

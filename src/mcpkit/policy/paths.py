@@ -20,8 +20,9 @@ O_NOFOLLOW and fail closed on a race (policy/sandbox.py). Paths derived from one
 ``file://`` resources (RS-06): on a server whose policy has a sandbox, reading or subscribing to
 a resource whose URI is ``file:`` passes :class:`FileResourceStep` first: the URI's path,
 percent-decoded and resolved with realpath (``..`` and symlinks followed), must lie inside the
-sandbox roots (``Sandbox.check_uri``), whether the resource is static or a template's match;
-else the request is refused with -32602 before the handler runs. With no roots configured every
+sandbox roots (``Sandbox.check_uri``), whether the resource is static or a template's match,
+and the URI may have no query or fragment (a template would hand them to the handler as path
+text); else the request is refused with -32602 before the handler runs. With no roots configured every
 ``file:`` resource is refused: the check fails closed.
 """
 
@@ -231,6 +232,11 @@ class FileResourceStep:
     def check(self, cc: Any) -> None:
         uri = cc.name
         try:
+            if "?" in uri or "#" in uri:
+                # a file is named by its path alone (RFC 8089); a query or fragment is not part
+                # of the path checked, yet a template hands it to the handler as path text
+                raise ToolError("a file: URI takes no query or fragment.", code=E_PERMISSION_DENIED,
+                                suggested_fix="Name the file by its path alone; percent-encode ? and # in names.")
             self.sandbox.check_uri(uri)
         except ToolError as exc:
             refusal = ToolError(f"File resource {uri!r} is refused: {exc.message}", code=exc.code,

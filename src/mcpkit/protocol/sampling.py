@@ -21,9 +21,13 @@ from typing import Any
 __all__ = ["pairing_problem"]
 
 
+#: what the JSON encoder writes as an array: a tuple is sent as a list, so it is checked as one
+_ARRAYS = (list, tuple)
+
+
 def _blocks(content: Any) -> list[Any]:
-    if isinstance(content, list):
-        return content
+    if isinstance(content, _ARRAYS):
+        return list(content)
     return [content]
 
 
@@ -37,7 +41,7 @@ def _ids(values: list[Any]) -> str:
 
 def pairing_problem(messages: Any) -> str | None:
     """What breaks SA-05 in ``messages`` (a list of SamplingMessage dicts), or None."""
-    if not isinstance(messages, list):
+    if not isinstance(messages, _ARRAYS):
         return None
     pending: list[Any] = []  # the tool_use ids of the assistant message just before
     asked_at = -1
