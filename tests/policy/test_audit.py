@@ -296,3 +296,41 @@ def test_from_env_reads_os_environ(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("MCPKIT_AUDIT_MAX_BYTES", raising=False)
     log = AuditLog.from_env()
     assert log is not None and log.path == str(tmp_path / "x.log")
+
+
+class _Secretive:
+    def __json__(self) -> dict[str, str]:
+        return {"password": "hunter2-in-json"}
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.parametrize("flush_interval", [0.0, 60.0])
+def test_secrets_inside_sets_and_json_objects_are_redacted(tmp_path: Path, flush_interval: float) -> None:
+    # A set or an object with __json__ is made plain JSON before it is redacted: written as it
+    # came, its contents would escape the redactor, which walks dicts, lists and strings.
+    path = tmp_path / "a.log"
+    with AuditLog(path, flush_interval=flush_interval) as log:
+        log.record_call("c-1", "alice", "t", None, {"s": {f"Bearer {GHP}"}, "o": _Secretive(), "n": 2**70},
+                        "ok", None, 1.0)
+        log.record(entry(2, arguments={"s": frozenset([f"token {GHP}"]), "o": _Secretive()}))
+    raw = path.read_bytes()
+    assert GHP.encode() not in raw and b"hunter2" not in raw, raw
+    first, second = read_lines(path)
+    assert first["arguments"]["n"] == 2**70  # exact, not a float
+    assert first["arguments"]["o"] == {"password": "[REDACTED]"}
+    assert second["arguments"]["o"] == {"password": "[REDACTED]"}
+
+
+@pytest.mark.req("TL-11")
+def test_a_call_line_that_cannot_be_made_does_not_take_its_batch_along(tmp_path: Path) -> None:
+    # Buffered lines are made by the flusher in bulk: one unwritable entry (a lone surrogate, as
+    # os.fsdecode makes of a file name that is not UTF-8) must not lose the others queued with it.
+    path = tmp_path / "a.log"
+    with AuditLog(path, flush_interval=60.0) as log:
+        for n in range(3):
+            log.record_call(f"c-{n}", "alice", "add", None, {"a": n}, "ok", None, 1.0)
+        log.record_call("c-bad", "alice", "show", None, {"name": "caf\udcff"}, "ok", None, 1.0)
+        for n in range(3, 6):
+            log.record_call(f"c-{n}", "alice", "add", None, {"a": n}, "ok", None, float("nan"))
+    ids = [line["correlationId"] for line in read_lines(path)]
+    assert ids == ["c-0", "c-1", "c-2", "c-bad", "c-3", "c-4", "c-5"]

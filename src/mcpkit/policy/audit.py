@@ -171,15 +171,15 @@ class AuditLog:
 
     def record(self, entry: Mapping[str, Any]) -> None:
         """Append ``entry`` as one JSON line, redacted, ``time`` first unless it has one."""
-        try:
+        try:  # plain JSON only: a set or an object's __json__ would be written unredacted
             clean = self._redact(entry)
             clean = clean if "time" in clean else {"time": self._now(), **clean}
-            line = _json.dumps(clean)
+            line = _orjson_dumps(clean, option=_json.OPTIONS)
         except TypeError:
-            # A non-JSON value (a Path, an object): written as its str(), then redacted.
+            # Not plain JSON (a set, an object, a huge integer): made plain, then redacted.
             clean = self.redactor.redact(_jsonable(entry))
             clean = clean if "time" in clean else {"time": self._now(), **clean}
-            line = _json.dumps(clean)
+            line = _last_resort(clean)
         if self.max_argument_bytes and len(line) > self.max_argument_bytes and "arguments" in clean:
             line = self._capped(dict(clean)) or line
         self._append(line + b"\n")
@@ -276,6 +276,10 @@ class AuditLog:
         clean_tool = names.get(tool)
         if clean_tool is None:
             clean_tool = self._remember(tool)
+        try:
+            duration = round(duration_ms * 1000) / 1000  # round(x, 3) formats digits: slower
+        except (TypeError, ValueError, OverflowError):  # not a finite number: written as given
+            duration = duration_ms
         entry: dict[str, Any] = {
             "time": self._now(when),
             "correlationId": correlation_id,
@@ -285,7 +289,7 @@ class AuditLog:
             "arguments": redactor.redact(arguments),
             "outcome": outcome,
             "code": code,
-            "durationMs": round(duration_ms * 1000) / 1000,  # round(x, 3) formats digits: slower
+            "durationMs": duration,
         }
         if parent is not None:
             entry["parentCorrelationId"] = parent
@@ -293,11 +297,11 @@ class AuditLog:
             entry["traceId"], entry["spanId"] = trace
         try:  # the common line: orjson alone, newline included
             line = _orjson_dumps(entry, option=_LINE_OPTIONS)
-        except TypeError:  # a set, an object with __json__, a huge integer, or not JSON at all
-            try:
-                line = _json.dumps(entry) + b"\n"
-            except TypeError:
-                line = _json.dumps(redactor.redact(_jsonable(entry))) + b"\n"
+        except TypeError:
+            # Not plain JSON (a set, an object with __json__, a huge integer, a lone surrogate):
+            # the arguments made plain first, then redacted, so nothing inside one goes unmasked
+            entry["arguments"] = redactor.redact(_jsonable(arguments))
+            line = _last_resort(entry) + b"\n"
         if self.max_argument_bytes and len(line) > self.max_argument_bytes:
             capped = self._capped(entry)
             if capped is not None:
@@ -343,8 +347,18 @@ class AuditLog:
         lines = []
         while queue:
             item = queue.popleft()
-            # a queued tool call becomes its line here, off the call's path
-            lines.append(item if type(item) is bytes else self._call_line(*item))
+            if type(item) is bytes:
+                lines.append(item)
+                continue
+            # a queued tool call becomes its line here, off the call's path; one that cannot be
+            # written must not take the lines queued with it along
+            try:
+                lines.append(self._call_line(*item))
+            except Exception as exc:  # noqa: BLE001
+                _log.error("audit: the line of call %s could not be made: %s", item[1], exc)
+                lines.append(_last_resort({"time": self._now(item[0]), "correlationId": item[1], "tool": str(item[3]),
+                                           "outcome": item[6], "arguments": None,
+                                           "auditError": f"arguments not writable: {type(exc).__name__}"}) + b"\n")
         self._write_lines(lines)
 
     def _write(self, data: bytes | bytearray) -> None:
@@ -510,15 +524,49 @@ def _flush_at_exit(ref: Any) -> None:
             pass
 
 
-def _jsonable(value: Any) -> Any:
-    """``value`` with everything JSON cannot hold replaced by its str()."""
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON: sets and tuples as lists, an object's ``__json__`` as what it
+    returns, anything else JSON cannot hold as its str()."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
+    if depth > 64:
+        return "…"
     if isinstance(value, Mapping):
-        return {k if isinstance(k, (str, int, float, bool)) else str(k): _jsonable(v) for k, v in value.items()}
+        return {k if isinstance(k, (str, int, float, bool)) else str(k): _jsonable(v, depth + 1)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, depth + 1) for v in value]
+    to_json = getattr(value, "__json__", None)
+    if callable(to_json):
+        try:
+            return _jsonable(to_json(), depth + 1)
+        except Exception:  # noqa: BLE001 - a broken hook: the object's str() instead
+            pass
     return str(value)
+
+
+def _last_resort(entry: Any) -> bytes:
+    """An entry already plain JSON as a line, whatever its strings and integers: huge integers
+    exact, and a lone surrogate (what os.fsdecode makes of a name that is not UTF-8) written as
+    the text ``\\udcff``, so the line stays UTF-8 that every JSON reader accepts."""
+    try:
+        return _json.dumps(entry)
+    except TypeError:
+        return _json.dumps(_no_surrogates(entry))
+
+
+def _no_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_surrogates(v) for v in value]
+    return value
 
 
 def read_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
