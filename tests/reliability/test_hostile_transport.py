@@ -326,43 +326,57 @@ async def test_one_session_with_many_slow_sync_calls_does_not_starve_another(app
     assert all(r.json()["result"]["content"][0]["text"] == "released" for r in results)
 
 
+class _Shares:
+    """Jobs per key that note how many of theirs run at once, and wait at one gate."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.running: dict[str, int] = {"a": 0, "b": 0}
+        self.most: dict[str, int] = {"a": 0, "b": 0}
+        self.order: list[str] = []
+        self.lock = threading.Lock()
+        self.finished = threading.Semaphore(0)
+
+    def submit(self, pool: Any, key: str) -> None:
+        def run() -> None:
+            with self.lock:
+                self.running[key] += 1
+                self.most[key] = max(self.most[key], self.running[key])
+                self.order.append(key)
+            self.gate.wait(10)
+            with self.lock:
+                self.running[key] -= 1
+
+        pool.submit(run, lambda r, e: self.finished.release(), key)
+
+    def started(self, n: int) -> None:
+        """A bounded wait for ``n`` jobs to have started, then time for a wrong one to show."""
+        for _ in range(500):
+            with self.lock:
+                if len(self.order) >= n:
+                    break
+            threading.Event().wait(0.02)
+        threading.Event().wait(0.1)
+
+    def finish(self, n: int) -> None:
+        self.gate.set()
+        for _ in range(n):
+            assert self.finished.acquire(timeout=STEP)
+
+
 def test_worker_turns_go_round_robin_and_respect_each_keys_share():
     from mcpkit.server.workers import WorkerPool
 
     pool = WorkerPool(4, max_per_key=2)
-    gate = threading.Event()
-    running: dict[str, int] = {"a": 0, "b": 0}
-    most: dict[str, int] = {"a": 0, "b": 0}
-    order: list[str] = []
-    lock = threading.Lock()
-    finished = threading.Semaphore(0)
-
-    def job(key: str) -> Any:
-        def run() -> None:
-            with lock:
-                running[key] += 1
-                most[key] = max(most[key], running[key])
-                order.append(key)
-            gate.wait(10)
-            with lock:
-                running[key] -= 1
-        return run
-
+    jobs = _Shares()
     for _ in range(6):
-        pool.submit(job("a"), lambda r, e: finished.release(), "a")
+        jobs.submit(pool, "a")
     for _ in range(3):
-        pool.submit(job("b"), lambda r, e: finished.release(), "b")
-    for _ in range(500):  # a bounded wait for the four workers to start
-        with lock:
-            if len(order) >= 4:
-                break
-        threading.Event().wait(0.02)
-    threading.Event().wait(0.1)  # had a fifth job (a third of a) wrongly started, it would show now
-    assert sorted(order) == ["a", "a", "b", "b"]  # b got its two workers although a came first
-    gate.set()
-    for _ in range(9):
-        assert finished.acquire(timeout=STEP)
-    assert most == {"a": 2, "b": 2}
+        jobs.submit(pool, "b")
+    jobs.started(4)  # had a fifth job (a third of a) wrongly started, it would show now
+    assert sorted(jobs.order) == ["a", "a", "b", "b"]  # b got its two workers although a came first
+    jobs.finish(9)
+    assert jobs.most == {"a": 2, "b": 2}
     pool.shutdown()
 
 
@@ -384,37 +398,15 @@ def test_jobs_handed_straight_to_idle_workers_keep_each_keys_share():
             if pool._idle == 4:
                 break
         threading.Event().wait(0.01)
-    gate = threading.Event()
-    running: dict[str, int] = {"a": 0, "b": 0}
-    most: dict[str, int] = {"a": 0, "b": 0}
-    lock = threading.Lock()
-    finished = threading.Semaphore(0)
-
-    def job(key: str) -> Any:
-        def run() -> None:
-            with lock:
-                running[key] += 1
-                most[key] = max(most[key], running[key])
-            gate.wait(10)
-            with lock:
-                running[key] -= 1
-        return run
-
+    jobs = _Shares()
     for _ in range(5):
-        pool.submit(job("a"), lambda r, e: finished.release(), "a")
-    pool.submit(job("b"), lambda r, e: finished.release(), "b")
-    for _ in range(500):  # a bounded wait for three jobs to start
-        with lock:
-            if running["a"] + running["b"] >= 3:
-                break
-        threading.Event().wait(0.02)
-    threading.Event().wait(0.1)  # had a third job of a wrongly started, it would show now
-    with lock:
-        assert running == {"a": 2, "b": 1}  # a held to its two although four workers were free
-    gate.set()
-    for _ in range(6):
-        assert finished.acquire(timeout=STEP)
-    assert most == {"a": 2, "b": 1}
+        jobs.submit(pool, "a")
+    jobs.submit(pool, "b")
+    jobs.started(3)  # had a third job of a wrongly started, it would show now
+    with jobs.lock:
+        assert jobs.running == {"a": 2, "b": 1}  # a held to its two although four workers were free
+    jobs.finish(6)
+    assert jobs.most == {"a": 2, "b": 1}
     pool.shutdown()
 
 

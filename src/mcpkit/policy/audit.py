@@ -248,17 +248,9 @@ class AuditLog:
         ``record({...})`` with these fields, built without walking the fixed ones. In
         buffered mode the fields are queued and the line is built by the flusher, in bulk.
         ``trace``: the OpenTelemetry trace and span ids of the call, when it is traced."""
-        if self.flush_interval:  # _append's buffered branch, inline: this runs on every audited call
-            self._queue.append((self._clock(), correlation_id, principal, tool, action, arguments, outcome, code,
-                                duration_ms, parent, trace))
-            self._queued += 1
-            if self._flusher is None:
-                with self._lock:
-                    if self._flusher is None:
-                        self._start_flusher()
-            elif self._queued >= _FLUSH_LINES:
-                self._queued = 0
-                self._wake.set()  # a burst: write now rather than at the next interval
+        if self.flush_interval:
+            self._append((self._clock(), correlation_id, principal, tool, action, arguments, outcome, code,
+                          duration_ms, parent, trace))
             return
         self._append(self._call_line(self._clock(), correlation_id, principal, tool, action, arguments, outcome,
                                      code, duration_ms, parent, trace))

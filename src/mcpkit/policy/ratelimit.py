@@ -191,19 +191,24 @@ class RateLimiter:
 
     def limit_error(self, tool: str, retry_after_ms: int, rate: Rate | None = None) -> ToolError:
         """The E_RATE_LIMITED error for a refused call; ``rate`` is the one that refused it."""
+        return self.exceeded(f"tool {tool!r}", retry_after_ms, rate,
+                             f"Wait {retry_after_ms} ms before calling {tool} again.")
+
+    def exceeded(self, subject: str, retry_after_ms: int, rate: Rate | None, fix: str) -> ToolError:
+        """E_RATE_LIMITED for ``subject`` (``tool 'x'``, ``completion/complete``)."""
         rate = rate or self.default
         limit = str(rate) if rate is not None else None
         details: dict[str, object] = {"retryAfterMs": retry_after_ms, "limit": limit}
         if rate is not None and rate.burst is not None:
             details["burst"] = rate.burst
         return ToolError(
-            f"Rate limit exceeded for tool {tool!r}"
+            f"Rate limit exceeded for {subject}"
             + (f" ({limit} per caller)" if limit else "")
             + f"; retry after {retry_after_ms} ms.",
             code=E_RATE_LIMITED,
             details=details,
             retryable=True,
-            suggested_fix=f"Wait {retry_after_ms} ms before calling {tool} again.",
+            suggested_fix=fix,
         )
 
 
@@ -239,20 +244,8 @@ class CompletionRateLimit:
                                     code=E_NOT_CONNECTED, retryable=True,
                                     suggested_fix="Retry in a few seconds.")) from None
         if wait is not None:
-            rate = limiter.default
-            limit = str(rate) if rate is not None else None
-            details: dict[str, object] = {"retryAfterMs": wait, "limit": limit}
-            if rate is not None and rate.burst is not None:
-                details["burst"] = rate.burst
-            raise _as_rpc(ToolError(
-                "Rate limit exceeded for completion/complete"
-                + (f" ({limit} per caller)" if limit else "")
-                + f"; retry after {wait} ms.",
-                code=E_RATE_LIMITED,
-                details=details,
-                retryable=True,
-                suggested_fix=f"Wait {wait} ms before asking for completions again.",
-            ))
+            raise _as_rpc(limiter.exceeded("completion/complete", wait, None,
+                                           f"Wait {wait} ms before asking for completions again."))
 
 
 def _as_rpc(error: ToolError) -> McpError:
