@@ -376,19 +376,11 @@ class Outcome:
     outcome = True
 
     def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
-        # _begin and settings_of, inline: this runs on every policed call
-        session = cc.session
-        tool = cc.item
-        settings = tool.resolved
-        policy = session.server._policy
-        if settings is None or settings.policy is not policy or (
-                tool.actions is not None and len(settings.actions) != len(tool.actions)):
-            settings = tool.resolved = _Settings(session.server, tool)
-        cc.settings = settings
-        if policy is None or policy.principal is None:
-            cc.caller = session.principal or "anonymous"
-        else:
-            cc.caller = policy.principal(session, cc.request)
+        # _begin, inline: this runs on every policed call
+        settings = cc.settings = settings_of(cc.session.server, cc.item)
+        policy = settings.policy
+        cc.caller = policy.principal_of(cc.session, cc.request) if policy is not None else (
+            cc.session.principal or "anonymous")
         if cc._cid is None:
             cc._cid = new_correlation_id()
         cc.start = time.perf_counter()
