@@ -47,7 +47,7 @@ from orjson import OPT_APPEND_NEWLINE
 from orjson import dumps as _orjson_dumps
 
 from mcpkit import _json
-from mcpkit.policy.redact import Redactor, default_redactor
+from mcpkit.policy.redact import _LEAVES, Redactor, default_redactor
 
 __all__ = ["STDOUT_NAMES", "AuditLog", "read_lines"]
 
@@ -208,26 +208,36 @@ class AuditLog:
         if self.flush_interval:
             self._queue.append(data)
             self._queued += 1
-            if self._flusher is None:
-                with self._lock:
-                    if self._flusher is None:
-                        self._start_flusher()
-            elif self._queued >= _FLUSH_LINES:
-                self._queued = 0
-                self._wake.set()  # a burst: write now rather than at the next interval
+            if self._queued >= _FLUSH_LINES or self._flusher is None:
+                self._kick()
             return
         with self._lock:
             self._write_lines([data])  # type: ignore[list-item]
+
+    def _kick(self) -> None:
+        """Buffered mode: start the flusher, or wake it early for a burst."""
+        if self._flusher is None:
+            with self._lock:
+                if self._flusher is None:
+                    self._start_flusher()
+        elif self._queued >= _FLUSH_LINES:
+            self._queued = 0
+            self._wake.set()  # a burst: write now rather than at the next interval
 
     def _write_lines(self, lines: list[bytes]) -> None:
         """Write whole lines, rotating before one that would take the file past max_bytes
         (called with the lock held)."""
         if self._fd is None:
             self._open()
-        batch: list[bytes] = []
         size = self._size
+        if not self.max_bytes or size + sum(map(len, lines)) <= self.max_bytes:
+            data = b"".join(lines)  # the common case: no rotation within the batch
+            self._write(data)
+            self._size = size + len(data)
+            return
+        batch: list[bytes] = []
         for data in lines:
-            if self.max_bytes and size and size + len(data) > self.max_bytes:
+            if size and size + len(data) > self.max_bytes:
                 if batch:
                     self._write(b"".join(batch))
                     batch = []
@@ -248,9 +258,12 @@ class AuditLog:
         ``record({...})`` with these fields, built without walking the fixed ones. In
         buffered mode the fields are queued and the line is built by the flusher, in bulk.
         ``trace``: the OpenTelemetry trace and span ids of the call, when it is traced."""
-        if self.flush_interval:
-            self._append((self._clock(), correlation_id, principal, tool, action, arguments, outcome, code,
-                          duration_ms, parent, trace))
+        if self.flush_interval:  # _append, inline: this runs on every policed call
+            self._queue.append((self._clock(), correlation_id, principal, tool, action, arguments, outcome, code,
+                                duration_ms, parent, trace))
+            queued = self._queued = self._queued + 1
+            if queued >= _FLUSH_LINES or self._flusher is None:
+                self._kick()
             return
         self._append(self._call_line(self._clock(), correlation_id, principal, tool, action, arguments, outcome,
                                      code, duration_ms, parent, trace))
@@ -260,7 +273,6 @@ class AuditLog:
         outcome: str, code: str | None, duration_ms: float, parent: str | None,
         trace: tuple[str, str] | None = None,
     ) -> bytes:
-        redactor = self.redactor
         names = self._names  # principals and tool names repeat: redact each once
         clean_principal = names.get(principal)
         if clean_principal is None:
@@ -272,13 +284,16 @@ class AuditLog:
             duration = round(duration_ms * 1000) / 1000  # round(x, 3) formats digits: slower
         except (TypeError, ValueError, OverflowError):  # not a finite number: written as given
             duration = duration_ms
+        millis = int(when * 1000)
+        stamp = self._stamp
         entry: dict[str, Any] = {
-            "time": self._now(when),
+            "time": stamp[1] if stamp[0] == millis else self._now(when),
             "correlationId": correlation_id,
             "principal": clean_principal,
             "tool": clean_tool,
             "action": action,
-            "arguments": redactor.redact(arguments),
+            "arguments": arguments if type(arguments) is dict and self._plain_keys(arguments) else
+            self.redactor.redact(arguments),
             "outcome": outcome,
             "code": code,
             "durationMs": duration,
@@ -292,13 +307,23 @@ class AuditLog:
         except TypeError:
             # Not plain JSON (a set, an object with __json__, a huge integer, a lone surrogate):
             # the arguments made plain first, then redacted, so nothing inside one goes unmasked
-            entry["arguments"] = redactor.redact(_jsonable(arguments))
+            entry["arguments"] = self.redactor.redact(_jsonable(arguments))
             line = _last_resort(entry) + b"\n"
         if self.max_argument_bytes and len(line) > self.max_argument_bytes:
             capped = self._capped(entry)
             if capped is not None:
                 line = capped + b"\n"
         return line
+
+    def _plain_keys(self, arguments: dict[str, Any]) -> bool:
+        """Whether ``arguments`` has nothing to redact at its top level alone: no key known
+        to be secret and only numbers, booleans and null as values (the redactor would return
+        it unchanged). Anything else takes the full walk."""
+        secret = self.redactor._cache.get
+        for key, value in arguments.items():
+            if type(value) not in _LEAVES or secret(key) is not False:
+                return False
+        return True
 
     def _remember(self, name: str) -> str:
         clean = self.redactor.redact_text(name)
@@ -334,23 +359,28 @@ class AuditLog:
 
     def _write_pending(self) -> None:
         queue = self._queue
-        if not queue:
-            return
+        while queue:  # lines queued while a batch is written go out in the same flush
+            self._write_batch(queue)
+
+    def _write_batch(self, queue: deque[Any]) -> None:
+        popleft = queue.popleft
+        call_line = self._call_line
         lines = []
-        while queue:
-            item = queue.popleft()
+        append = lines.append
+        for _ in range(len(queue)):  # only the lock holder takes from the queue: as many as it holds
+            item = popleft()
             if type(item) is bytes:
-                lines.append(item)
+                append(item)
                 continue
             # a queued tool call becomes its line here, off the call's path; one that cannot be
             # written must not take the lines queued with it along
             try:
-                lines.append(self._call_line(*item))
+                append(call_line(*item))
             except Exception as exc:  # noqa: BLE001
                 _log.error("audit: the line of call %s could not be made: %s", item[1], exc)
-                lines.append(_last_resort({"time": self._now(item[0]), "correlationId": item[1], "tool": str(item[3]),
-                                           "outcome": item[6], "arguments": None,
-                                           "auditError": f"arguments not writable: {type(exc).__name__}"}) + b"\n")
+                append(_last_resort({"time": self._now(item[0]), "correlationId": item[1], "tool": str(item[3]),
+                                     "outcome": item[6], "arguments": None,
+                                     "auditError": f"arguments not writable: {type(exc).__name__}"}) + b"\n")
         self._write_lines(lines)
 
     def _write(self, data: bytes | bytearray) -> None:

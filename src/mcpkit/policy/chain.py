@@ -467,16 +467,21 @@ class RateLimitStep:
         settings = cc.settings
         limiter = settings.limiter
         if limiter is not None:
-            name = settings.rate_key
-            try:
-                wait = limiter.check(cc.caller, name, settings.rate)
-            except Exception as exc:  # noqa: BLE001 - a shared store that is down (StoreUnavailable)
-                log.warning("rate limit of tool %r not checked: %s [correlation id %s]", name, exc, cc.correlation_id)
-                raise ToolError(f"Tool {name!r} cannot run now: its rate limit cannot be checked.",
-                                code=E_NOT_CONNECTED, retryable=True,
-                                suggested_fix="Retry in a few seconds.") from None
-            if wait is not None:
-                raise limiter.limit_error(name, wait, settings.rate or limiter.default)
+            _metered(cc, settings, limiter)
+
+
+def _metered(cc: CallContext, settings: _Settings, limiter: Any) -> None:
+    """One call taken from the caller's bucket of the tool, or E_RATE_LIMITED."""
+    name = settings.rate_key
+    try:
+        wait = limiter.check(cc.caller, name, settings.rate)
+    except Exception as exc:  # noqa: BLE001 - a shared store that is down (StoreUnavailable)
+        log.warning("rate limit of tool %r not checked: %s [correlation id %s]", name, exc, cc.correlation_id)
+        raise ToolError(f"Tool {name!r} cannot run now: its rate limit cannot be checked.",
+                        code=E_NOT_CONNECTED, retryable=True,
+                        suggested_fix="Retry in a few seconds.") from None
+    if wait is not None:
+        raise limiter.limit_error(name, wait, settings.rate or limiter.default)
 
 
 class ArgumentSizeStep:
@@ -526,14 +531,15 @@ class TimeoutStep:
         timeout = cc.settings.timeout
         if not timeout or cc.nested or cc.runner is not None:
             return call_next(cc)  # an isolated call's worker is killed at its deadline instead
-        deadline = _deadlines().add(timeout, lambda: _expire(cc, timeout))
+        deadlines = _deadlines()
+        deadline = deadlines.add(timeout, lambda: _expire(cc, timeout))
         try:
             result = call_next(cc)
         except BaseException:
-            if not deadline.cancel():
+            if not deadlines.cancel(deadline):
                 return None  # answered already: the failure came too late to matter
             raise
-        if not deadline.cancel():
+        if not deadlines.cancel(deadline):
             return None
         return result
 
@@ -617,6 +623,10 @@ def _settled_elsewhere(cc: CallContext) -> bool:
     return bool(state) and bool(state.get("task") or state.get("answered"))
 
 
+_PLAIN = envelope.PLAIN
+_perf_counter = time.perf_counter
+
+
 def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
     tool = cc.item
     if type(value) in envelope.PLAIN and cc.target is tool:
@@ -648,6 +658,111 @@ def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
     return made
 
 
+
+# -------------------------------------------------------------------------- composed
+
+
+class PolicedCall:
+    """OUTCOME, GATE, RATE_LIMIT, ARGUMENT_SIZE, TIMEOUT and CONTRACT in one frame: what the
+    policy's steps do, in their order, for a sync tool when nothing else sits among them (no
+    user middleware, no installed step, no action, bridge, isolation or path binding; see
+    layer.fuse). One hook runs instead of a chain of links and the settings are read once; the
+    common answer (the tool's plain value in its envelope) is finished inline. Each rule is the
+    same function the separate steps call, so both compositions answer and audit alike
+    (tests/test_policy_fused.py runs every case through both)."""
+
+    order = 0
+    passes_through = True
+    outcome = True
+
+    def on_call_tool(self, cc: CallContext, call_next: CallNext) -> Any:
+        item = cc.item
+        session = cc.session
+        server = session.server
+        settings = item.resolved
+        if settings is None or settings.policy is not server._policy:
+            settings = settings_of(server, item)
+        cc.settings = settings
+        policy = settings.policy
+        cc.caller = policy.principal_of(session, cc.request) if policy is not None else (
+            session.principal or "anonymous")
+        cid = cc._cid
+        if cid is None:
+            cid = cc._cid = new_correlation_id()
+        start = cc.start = _perf_counter()
+        deadline = None
+        made = None  # the envelope of the tool's plain value, when built inline below
+        try:
+            if settings.gate_refusal is not None:
+                GATE.check(cc)
+            limiter = settings.limiter
+            if limiter is not None:
+                _metered(cc, settings, limiter)
+            cap = settings.max_argument_bytes
+            if cap:
+                limits.check_argument_size(cc.arguments, cap, item.name)
+            timeout = settings.timeout
+            if timeout and not cc.nested:
+                deadlines = _deadlines()
+                deadline = deadlines.add(timeout, lambda: _expire(cc, timeout))
+            if settings.contract:
+                cc.raw = True
+                value = call_next(cc)
+                if cc._state is not None and _settled_elsewhere(cc):
+                    result = value
+                elif type(value) in _PLAIN and cc.target is item:
+                    value = item.result_dump(value)
+                    item.check_result(value)
+                    result = made = cc.made = envelope.success(item.name, None, cid,
+                                                               (_perf_counter() - start) * 1000.0, value, None)
+                else:
+                    result = _envelope(cc, value)
+            else:
+                result = call_next(cc)
+        except McpError as exc:
+            if deadline is not None and not deadlines.cancel(deadline):
+                return _done(cc, None)  # answered already: the failure came too late to matter
+            _mcp_failed(cc, exc)
+            raise
+        except Exception as exc:  # noqa: BLE001
+            if deadline is not None and not deadlines.cancel(deadline):
+                return _done(cc, None)
+            return fail(cc, exc)
+        except BaseException:
+            if deadline is not None and not deadlines.cancel(deadline):
+                return _done(cc, None)
+            raise
+        if deadline is not None and not deadlines.cancel(deadline):
+            return _done(cc, None)  # the deadline answered the call already (E_TIMEOUT)
+        if made is None or cc._state is not None or server._rewriters:
+            return _done(cc, result)
+        # _done and _finish for the envelope built just above, which nothing else has touched:
+        # one text block, the JSON of structuredContent, no _meta
+        record_call = settings.record_call
+        if record_call is None:
+            _audit(cc, "ok", None)
+        else:
+            try:
+                record_call(cid, cc.caller, item.name, None, cc.arguments, "ok", None,
+                            (_perf_counter() - start) * 1000.0, cc.parent, current_trace_ids())
+            except Exception:  # noqa: BLE001 - as _audit: a full disk must not fail the call
+                log.exception("could not write the audit line of tool %r [correlation id %s]", item.name, cid)
+        mirror = made["content"][0]["text"]
+        if settings.sanitize and not envelope.clean_json(mirror):
+            return _finish(cc, made, True)
+        cap = settings.max_result_bytes
+        if cap and len(mirror) * 10 + 64 > cap:
+            return _finish(cc, made, True)
+        rev = cc.request.revision
+        if rev.downgrades:
+            made = shape_for_revision(made, rev)
+        made["_meta"] = {CID_META_KEY: cid}
+        return made
+
+
+#: the steps PolicedCall composes
+FUSIBLE = frozenset({"Outcome", "GateStep", "RateLimitStep", "ArgumentSizeStep", "TimeoutStep", "ContractStep"})
+
 OUTCOME = Outcome()
 ACTION = ActionStep()
 GATE = GateStep()
@@ -657,3 +772,4 @@ ARGUMENT_SIZE = ArgumentSizeStep()
 ISOLATION = IsolationStep()
 TIMEOUT = TimeoutStep()
 CONTRACT = ContractStep()
+POLICED_CALL = PolicedCall()

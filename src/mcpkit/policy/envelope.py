@@ -102,13 +102,13 @@ def envelope_schema(result_schema: dict[str, Any] | None) -> dict[str, Any]:
 def default_summary(tool: str, action: str | None, result: Any) -> str:
     """A short line for the text content when the tool chose none."""
     label = f"{tool}.{action}" if action else tool
-    if result is None:
-        return f"{label}: done"
     kind = type(result)
-    if kind is bool:
-        return f"{label}: {'true' if result else 'false'}"
     if kind is int or kind is float:
         return f"{label}: {result!r}"
+    if result is None:
+        return f"{label}: done"
+    if kind is bool:
+        return f"{label}: {'true' if result else 'false'}"
     if isinstance(result, str):
         text = result.strip().splitlines()[0] if result.strip() else ""
     elif isinstance(result, list):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["advertise", "check_isolated", "manager_tool", "redact", "resolve", "started", "steps", "tool_options", "visible",
+__all__ = ["advertise", "check_isolated", "fuse", "manager_tool", "redact", "resolve", "started", "steps", "tool_options", "visible",
            "warm_up", "warn_secret_parameters"]
 
 
@@ -61,6 +61,18 @@ def steps(server: Any, kind: str, item: Any) -> list[Any]:
     if kind in ("read_resource", "get_prompt") and binds and policy is not None:
         out.append(chain.SandboxStep(policy.sandbox))
     return out
+
+
+def fuse(server: Any, kind: str, item: Any, steps: list[Any]) -> list[Any]:
+    """The policy's own steps of a sync tool, when nothing else sits among them, composed into
+    one (chain.PolicedCall): the same rules in the same order, one hook to run."""
+    if kind != "call_tool" or getattr(item, "is_async", True) or getattr(item, "actions", None) is not None:
+        return steps
+    from . import chain
+
+    if steps and steps[0] is chain.OUTCOME and all(type(s).__name__ in chain.FUSIBLE for s in steps):
+        return [chain.POLICED_CALL]
+    return steps
 
 
 def _converts(tool: Any) -> bool:

@@ -251,8 +251,8 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
     """
     session, req, tool = cc.session, cc.request, cc.item
     rev = req.revision
-    arguments = cc.arguments if cc.arguments is not None else {}
-    valid, errors = tool.check_arguments(arguments)
+    arguments = cc.arguments
+    valid, errors = tool.check_arguments({} if arguments is None else arguments)
     if errors is not None:
         message = f"Invalid arguments for tool {tool.name!r}: {format_errors(errors)}"
         if not rev.invalid_arguments_as_tool_error and not cc.nested:
@@ -304,7 +304,8 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
 
 
 def _tool_sync(cc: CallContext, handler: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    token = CORRELATION_ID.set(cc.correlation_id)
+    cid = cc._cid  # set by the policy's outermost step; minted here otherwise
+    token = CORRELATION_ID.set(cc.correlation_id if cid is None else cid)
     try:
         value = handler(*args, **kwargs)
     except InputRequired:

@@ -226,6 +226,7 @@ class PolicyLayer(Protocol):
     """What the server asks of the policy layer (mcpkit.policy.layer implements it)."""
 
     def steps(self, server: Any, kind: str, item: Any) -> list[Any]: ...
+    def fuse(self, server: Any, kind: str, item: Any, steps: list[Any]) -> list[Any]: ...
     def resolve(self, value: Any) -> Any: ...
     def tool_options(self, options: dict[str, Any]) -> Any: ...
     def manager_tool(self, server: Any, name: str, **kw: Any) -> Any: ...
@@ -395,12 +396,17 @@ def steps_for(server: Any, kind: str, item: Any) -> list[Any]:
     """The steps of ``item`` for ``kind``, in order: the policy layer's (when the server has a
     policy or the item settings of its own), those a transport installed, the user's middleware."""
     steps: list[Any] = []
-    if server._policy is not None or getattr(item, "options", None) is not None or \
-            getattr(item, "actions", None) is not None:
+    policed = server._policy is not None or getattr(item, "options", None) is not None or \
+        getattr(item, "actions", None) is not None
+    if policed:
         steps.extend(policy_layer().steps(server, kind, item))
+    own = len(steps)
     steps.extend(s for s in server._installed.values() if _applies(s, kind, item))
     steps.extend(m for m in server._middleware if _applies(m, kind, item) and hooks_of(m, kind, False))
     steps.sort(key=lambda s: getattr(s, "order", MIDDLEWARE_ORDER))  # stable: ties keep their order
+    if policed and len(steps) == own and own > 1:
+        # nothing but the policy's own steps: it may run them as one (the same rules, one hook)
+        return policy_layer().fuse(server, kind, item, steps)
     return steps
 
 

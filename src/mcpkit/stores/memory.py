@@ -133,17 +133,17 @@ class MemoryRateStore:
                     self._evict(now)
                 return 0.0
             buckets.move_to_end(key)
-            tokens = bucket[0]
-            elapsed = now - bucket[1]
+            tokens, last = bucket[0], bucket[1]
             # A clock that stepped back counts as no time passed; keeping the later ``last``
             # means the interval is not counted twice when the clock comes forward again.
-            if elapsed > 0:
-                tokens += elapsed * refill_per_s
+            if now > last:
+                tokens += (now - last) * refill_per_s
                 if tokens > capacity:
                     tokens = capacity
                 bucket[1] = now
-            bucket[2] = capacity
-            bucket[3] = refill_per_s
+            if bucket[3] is not refill_per_s:  # the same Rate's numbers on every call: stored once
+                bucket[2] = capacity
+                bucket[3] = refill_per_s
             if tokens + _EPSILON >= cost:
                 tokens -= cost
                 bucket[0] = tokens if tokens > 0.0 else 0.0
