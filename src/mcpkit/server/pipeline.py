@@ -14,7 +14,8 @@ middleware (:class:`Middleware`) and the policy's own steps (mcpkit.policy) shar
 
 The steps of each item are chosen and chained once, when the item is first used, and again
 after the policy, the middleware or the registry changes: an item no step applies to runs
-exactly as if there were no pipeline (the plain fast path). The direct request, a nested
+exactly as if there were no pipeline (the plain fast path); one whose steps are all the
+policy layer's may have them composed into one by that layer (policy_layer().fuse). The direct request, a nested
 ``ctx.call_tool``, a manager's action, a task and every revision reach the handler only
 through here, so a rule enforced by a step holds on every route (TL-11).
 
