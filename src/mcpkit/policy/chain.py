@@ -624,7 +624,15 @@ def _settled_elsewhere(cc: CallContext) -> bool:
 
 
 _PLAIN = envelope.PLAIN
+_NUMBERS = frozenset({int, float, bool})
 _perf_counter = time.perf_counter
+
+
+def _a_number(structured: Any) -> bool:
+    """A number, or the ``{"result": number}`` a tool's scalar is wrapped in (TL-08): nothing
+    in it to sanitize, nothing near a size limit."""
+    kind = type(structured)
+    return kind in _NUMBERS or (kind is dict and len(structured) == 1 and type(structured.get("result")) in _NUMBERS)
 
 
 def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
@@ -718,7 +726,14 @@ class PolicedCall:
                 else:
                     result = _envelope(cc, value)
             else:
-                result = call_next(cc)
+                cc.raw = True  # shaped here, so a number's answer can be finished inline below
+                value = call_next(cc)
+                if cc._state is not None and _settled_elsewhere(cc):
+                    result = value
+                else:
+                    result = item.to_result(value)
+                    if type(value) in _NUMBERS and _a_number(result.get("structuredContent", 0)):
+                        made = result  # one text block, a number's JSON; built just now
         except McpError as exc:
             if deadline is not None and not deadlines.cancel(deadline):
                 return _done(cc, None)  # answered already: the failure came too late to matter
@@ -736,8 +751,8 @@ class PolicedCall:
             return _done(cc, None)  # the deadline answered the call already (E_TIMEOUT)
         if made is None or cc._state is not None or server._rewriters:
             return _done(cc, result)
-        # _done and _finish for the envelope built just above, which nothing else has touched:
-        # one text block, the JSON of structuredContent, no _meta
+        # _done and _finish for the envelope (or a number's result) built just above, which
+        # nothing else has touched: one text block, the JSON of structuredContent, no _meta
         record_call = settings.record_call
         if record_call is None:
             _audit(cc, "ok", None)
