@@ -133,7 +133,6 @@ class AuditLog:
         # buffered mode: lines queue here (a deque append is atomic, no lock on the call's
         # path) and the flusher writes them, rotating between lines as record() would
         self._queue: deque[bytes] = deque()
-        self._queued = 0  # approximate lines queued: only decides when to wake the flusher early
         self._flusher: threading.Thread | None = None
         self._wake = threading.Event()
         if max_bytes < 0 or backups < 0:
@@ -151,6 +150,7 @@ class AuditLog:
         self._stamp = (-1, "")  # (millisecond, its formatted time), swapped as one
         self._date = (-1, "")  # (whole second, its formatted date and time)
         self._names: dict[str, str] = {}
+        self._plain_keys: set[str] = set()  # argument names the redactor does not mask
 
     # -- path checks ----------------------------------------------------------------------
 
@@ -206,22 +206,22 @@ class AuditLog:
 
     def _append(self, data: bytes | tuple[Any, ...]) -> None:
         if self.flush_interval:
-            self._queue.append(data)
-            self._queued += 1
-            if self._queued >= _FLUSH_LINES or self._flusher is None:
+            queue = self._queue
+            queue.append(data)
+            if self._flusher is None or len(queue) == _FLUSH_LINES:
                 self._kick()
             return
         with self._lock:
             self._write_lines([data])  # type: ignore[list-item]
 
     def _kick(self) -> None:
-        """Buffered mode: start the flusher, or wake it early for a burst."""
+        """Buffered mode: start the flusher, or wake it early for a burst (once, as the
+        queue reaches _FLUSH_LINES lines)."""
         if self._flusher is None:
             with self._lock:
                 if self._flusher is None:
                     self._start_flusher()
-        elif self._queued >= _FLUSH_LINES:
-            self._queued = 0
+        else:
             self._wake.set()  # a burst: write now rather than at the next interval
 
     def _write_lines(self, lines: list[bytes]) -> None:
@@ -259,10 +259,10 @@ class AuditLog:
         buffered mode the fields are queued and the line is built by the flusher, in bulk.
         ``trace``: the OpenTelemetry trace and span ids of the call, when it is traced."""
         if self.flush_interval:  # _append, inline: this runs on every policed call
-            self._queue.append((self._clock(), correlation_id, principal, tool, action, arguments, outcome, code,
-                                duration_ms, parent, trace))
-            queued = self._queued = self._queued + 1
-            if queued >= _FLUSH_LINES or self._flusher is None:
+            queue = self._queue
+            queue.append((self._clock(), correlation_id, principal, tool, action, arguments, outcome, code,
+                           duration_ms, parent, trace))
+            if self._flusher is None or len(queue) == _FLUSH_LINES:
                 self._kick()
             return
         self._append(self._call_line(self._clock(), correlation_id, principal, tool, action, arguments, outcome,
@@ -292,8 +292,9 @@ class AuditLog:
             "principal": clean_principal,
             "tool": clean_tool,
             "action": action,
-            "arguments": arguments if type(arguments) is dict and self._plain_keys(arguments) else
-            self.redactor.redact(arguments),
+            # numbers under keys known not to be secret: what the redactor would return as it is
+            "arguments": arguments if type(arguments) is dict and _LEAVES.issuperset(map(type, arguments.values()))
+            and self._plain_keys.issuperset(arguments) else self._redacted(arguments),
             "outcome": outcome,
             "code": code,
             "durationMs": duration,
@@ -315,15 +316,14 @@ class AuditLog:
                 line = capped + b"\n"
         return line
 
-    def _plain_keys(self, arguments: dict[str, Any]) -> bool:
-        """Whether ``arguments`` has nothing to redact at its top level alone: no key known
-        to be secret and only numbers, booleans and null as values (the redactor would return
-        it unchanged). Anything else takes the full walk."""
-        secret = self.redactor._cache.get
-        for key, value in arguments.items():
-            if type(value) not in _LEAVES or secret(key) is not False:
-                return False
-        return True
+    def _redacted(self, arguments: Any) -> Any:
+        """The redactor's answer; the non-secret keys of a dict are remembered, so the next
+        arguments of numbers under them need no walk (at most 4,096 keys: names may be the
+        caller's choice)."""
+        if type(arguments) is dict and len(self._plain_keys) < 4096:
+            secret = self.redactor.is_secret_key
+            self._plain_keys.update(k for k in arguments if type(k) is str and not secret(k))
+        return self.redactor.redact(arguments)
 
     def _remember(self, name: str) -> str:
         clean = self.redactor.redact_text(name)
