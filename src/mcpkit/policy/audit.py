@@ -147,7 +147,6 @@ class AuditLog:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._size = 0
-        self._stamp = (-1, "")  # (millisecond, its formatted time), swapped as one
         self._date = (-1, "")  # (whole second, its formatted date and time)
         self._names: dict[str, str] = {}
         self._plain_keys: set[str] = set()  # argument names the redactor does not mask
@@ -284,10 +283,12 @@ class AuditLog:
             duration = round(duration_ms * 1000) / 1000  # round(x, 3) formats digits: slower
         except (TypeError, ValueError, OverflowError):  # not a finite number: written as given
             duration = duration_ms
-        millis = int(when * 1000)
-        stamp = self._stamp
+        second, millis = divmod(int(when * 1000), 1000)
+        date = self._date
+        if date[0] != second:
+            date = self._second(second)
         entry: dict[str, Any] = {
-            "time": stamp[1] if stamp[0] == millis else self._now(when),
+            "time": date[1] + _MILLIS[millis],
             "correlationId": correlation_id,
             "principal": clean_principal,
             "tool": clean_tool,
@@ -418,15 +419,16 @@ class AuditLog:
         atexit.register(_flush_at_exit, ref)
 
     def _now(self, when: float | None = None) -> str:
-        millis = int((self._clock() if when is None else when) * 1000)
-        stamp = self._stamp
-        if stamp[0] != millis:  # formatted once a millisecond, strftime once a second
-            second, ms = divmod(millis, 1000)
-            date = self._date
-            if date[0] != second:
-                date = self._date = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-            stamp = self._stamp = (millis, f"{date[1]}.{ms:03d}Z")
-        return stamp[1]
+        second, millis = divmod(int((self._clock() if when is None else when) * 1000), 1000)
+        date = self._date
+        if date[0] != second:
+            date = self._second(second)
+        return date[1] + _MILLIS[millis]
+
+    def _second(self, second: int) -> tuple[int, str]:
+        """strftime once a second: the date and time to the second, swapped in as one."""
+        date = self._date = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+        return date
 
     def _open(self, *, truncate: bool = False) -> None:
         directory = os.path.dirname(os.path.abspath(self.path))
@@ -523,6 +525,8 @@ _PLAIN_FIELDS = frozenset({"correlationId", "parentCorrelationId", "action", "ou
 
 #: buffered lines are written at once beyond this many, whatever the interval
 _FLUSH_LINES = 512
+#: a line's milliseconds and zone, by millisecond: one concatenation instead of a format
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 _LINE_OPTIONS = _json.OPTIONS | OPT_APPEND_NEWLINE
 #: how much of summarised arguments a line keeps, as a preview
 _PREVIEW_BYTES = 256
