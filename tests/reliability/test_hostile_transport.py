@@ -381,8 +381,8 @@ def test_worker_turns_go_round_robin_and_respect_each_keys_share():
 
 
 def test_jobs_handed_straight_to_idle_workers_keep_each_keys_share():
-    # Idle workers take a job as it comes (no turn to queue for) while nobody waits: the share
-    # of each key must hold on that path too.
+    # Four idle workers and six jobs at once: however many workers are free, a key gets no more
+    # than its share of them.
     from mcpkit.server.workers import WorkerPool
 
     pool = WorkerPool(4, max_per_key=2)
@@ -394,8 +394,8 @@ def test_jobs_handed_straight_to_idle_workers_keep_each_keys_share():
     for _ in range(4):
         assert warm.acquire(timeout=STEP)
     for _ in range(200):
-        with pool._cond:
-            if pool._idle == 4:
+        with pool._lock:
+            if len(pool._sleepers) == 4:
                 break
         threading.Event().wait(0.01)
     jobs = _Shares()
@@ -420,8 +420,8 @@ def test_a_worker_woken_for_one_job_is_not_counted_free_for_the_next():
     pool.submit(lambda: None, lambda r, e: warm.set(), "warm")
     assert warm.wait(STEP)
     for _ in range(200):
-        with pool._cond:
-            if pool._idle == 1:
+        with pool._lock:
+            if len(pool._sleepers) == 1:
                 break
         threading.Event().wait(0.01)
     release = threading.Event()
@@ -432,6 +432,45 @@ def test_a_worker_woken_for_one_job_is_not_counted_free_for_the_next():
         assert fast_ran.wait(2.0), "bob's job waited behind alice's"
     finally:
         release.set()
+    pool.shutdown()
+
+
+def test_a_slow_job_amid_a_stream_of_fast_ones_does_not_hold_another_clients_call():
+    # The pool keeps few threads by letting a job wait for the busy worker that will come back
+    # for it. Here that worker takes alice's slow job out of carol's stream of fast ones: bob's
+    # call, and carol's next, must still get a worker of their own (within milliseconds; the
+    # bound asserted is generous), not wait behind alice's.
+    from mcpkit.server.workers import WorkerPool
+
+    pool = WorkerPool(4, max_per_key=2)
+    stop = threading.Event()
+    streamed = threading.Semaphore(0)
+
+    def stream() -> None:
+        done = threading.Semaphore(0)
+        while not stop.is_set():
+            pool.submit(lambda: None, lambda r, e: done.release(), "carol")
+            if done.acquire(timeout=STEP):
+                streamed.release()
+
+    streamer = threading.Thread(target=stream, daemon=True)
+    streamer.start()
+    release = threading.Event()
+    fast_ran = threading.Event()
+    try:
+        for _ in range(50):
+            assert streamed.acquire(timeout=STEP)  # the stream flows
+        pool.submit(lambda: release.wait(STEP), lambda r, e: None, "alice")
+        pool.submit(fast_ran.set, lambda r, e: None, "bob")
+        assert fast_ran.wait(2.0), "bob's job waited behind alice's"
+        while streamed.acquire(blocking=False):
+            pass
+        for _ in range(50):
+            assert streamed.acquire(timeout=2.0), "carol's stream stopped behind alice's job"
+    finally:
+        stop.set()
+        release.set()
+    streamer.join(STEP)
     pool.shutdown()
 
 
