@@ -763,10 +763,10 @@ class PolicedCall:
             except Exception:  # noqa: BLE001 - as _audit: a full disk must not fail the call
                 log.exception("could not write the audit line of tool %r [correlation id %s]", item.name, cid)
         mirror = made["content"][0]["text"]
-        if settings.sanitize and not envelope.clean_json(mirror):
-            return _finish(cc, made, True)
         cap = settings.max_result_bytes
         if cap and len(mirror) * 10 + 64 > cap:
+            return _finish(cc, made, True)  # which scans the text itself: once is enough
+        if settings.sanitize and not envelope.clean_json(mirror):
             return _finish(cc, made, True)
         rev = cc.request.revision
         if rev.downgrades:
