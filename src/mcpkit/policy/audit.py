@@ -47,7 +47,7 @@ from orjson import OPT_APPEND_NEWLINE
 from orjson import dumps as _orjson_dumps
 
 from mcpkit import _json
-from mcpkit.policy.redact import _LEAVES, Redactor, default_redactor
+from mcpkit.policy.redact import Redactor, default_redactor
 
 __all__ = ["STDOUT_NAMES", "AuditLog", "read_lines"]
 
@@ -147,9 +147,9 @@ class AuditLog:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._size = 0
+        self._stamp = (-1, "")  # (millisecond, its formatted time)
         self._date = (-1, "")  # (whole second, its formatted date and time)
         self._names: dict[str, str] = {}
-        self._plain_keys: set[str] = set()  # argument names the redactor does not mask
 
     # -- path checks ----------------------------------------------------------------------
 
@@ -283,19 +283,15 @@ class AuditLog:
             duration = round(duration_ms * 1000) / 1000  # round(x, 3) formats digits: slower
         except (TypeError, ValueError, OverflowError):  # not a finite number: written as given
             duration = duration_ms
-        second, millis = divmod(int(when * 1000), 1000)
-        date = self._date
-        if date[0] != second:
-            date = self._second(second)
+        millis = int(when * 1000)
+        stamp = self._stamp
         entry: dict[str, Any] = {
-            "time": date[1] + _MILLIS[millis],
+            "time": stamp[1] if stamp[0] == millis else self._stamped(millis),
             "correlationId": correlation_id,
             "principal": clean_principal,
             "tool": clean_tool,
             "action": action,
-            # numbers under keys known not to be secret: what the redactor would return as it is
-            "arguments": arguments if type(arguments) is dict and _LEAVES.issuperset(map(type, arguments.values()))
-            and self._plain_keys.issuperset(arguments) else self._redacted(arguments),
+            "arguments": self.redactor.redact(arguments),
             "outcome": outcome,
             "code": code,
             "durationMs": duration,
@@ -316,15 +312,6 @@ class AuditLog:
             if capped is not None:
                 line = capped + b"\n"
         return line
-
-    def _redacted(self, arguments: Any) -> Any:
-        """The redactor's answer; the non-secret keys of a dict are remembered, so the next
-        arguments of numbers under them need no walk (at most 4,096 keys: names may be the
-        caller's choice)."""
-        if type(arguments) is dict and len(self._plain_keys) < 4096:
-            secret = self.redactor.is_secret_key
-            self._plain_keys.update(k for k in arguments if type(k) is str and not secret(k))
-        return self.redactor.redact(arguments)
 
     def _remember(self, name: str) -> str:
         clean = self.redactor.redact_text(name)
@@ -359,8 +346,10 @@ class AuditLog:
             self._write_pending()
 
     def _write_pending(self) -> None:
+        # the lines queued when the flush began, in one write: lines that come meanwhile wait for
+        # the next one, so a busy server's writer does not chase its calls a few lines at a time
         queue = self._queue
-        while queue:  # lines queued while a batch is written go out in the same flush
+        if queue:
             self._write_batch(queue)
 
     def _write_batch(self, queue: deque[Any]) -> None:
@@ -419,16 +408,19 @@ class AuditLog:
         atexit.register(_flush_at_exit, ref)
 
     def _now(self, when: float | None = None) -> str:
-        second, millis = divmod(int((self._clock() if when is None else when) * 1000), 1000)
+        millis = int((self._clock() if when is None else when) * 1000)
+        stamp = self._stamp
+        return stamp[1] if stamp[0] == millis else self._stamped(millis)
+
+    def _stamped(self, millis: int) -> str:
+        """The time of a new millisecond: its second's text (strftime once a second) and one of
+        1,000 suffixes; kept, with the millisecond, as one tuple swapped in whole."""
+        second, ms = divmod(millis, 1000)
         date = self._date
         if date[0] != second:
-            date = self._second(second)
-        return date[1] + _MILLIS[millis]
-
-    def _second(self, second: int) -> tuple[int, str]:
-        """strftime once a second: the date and time to the second, swapped in as one."""
-        date = self._date = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-        return date
+            date = self._date = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+        stamp = self._stamp = (millis, date[1] + _MILLIS[ms])
+        return stamp[1]
 
     def _open(self, *, truncate: bool = False) -> None:
         directory = os.path.dirname(os.path.abspath(self.path))
