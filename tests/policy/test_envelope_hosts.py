@@ -19,18 +19,13 @@ from tests.policy.test_chain import LATEST_HANDSHAKE, MemoryAudit, call
 PNG = b"\x89PNG\r\n\x1a\nfake"
 
 
-def make(sanitize: bool = False) -> tuple[Server, MemoryAudit]:
-    audit = MemoryAudit()
-    server = Server("e", policy=Policy(gates=Gates(), contract=True, audit=audit,
-                                       limits=Limits(sanitize=sanitize) if sanitize else None))
+def add_result_tools(server: Server) -> None:
+    """Tools answering a structured value, a ToolResult with content blocks, structured content
+    and _meta, and a ToolResult that is an error."""
 
     @server.tool(read_only=True, open_world=False)
     def weather(city: str) -> dict[str, Any]:
         return {"city": city, "highs": [21.5, 23.0]}
-
-    @server.tool(read_only=True, open_world=False)
-    def snapshot() -> list[Any]:
-        return [text("the scene"), image(PNG, "image/png")]
 
     @server.tool(read_only=True, open_world=False)
     def full() -> ToolResult:
@@ -39,6 +34,17 @@ def make(sanitize: bool = False) -> tuple[Server, MemoryAudit]:
     @server.tool(read_only=True, open_world=False)
     def refuses() -> ToolResult:
         return ToolResult("the editor is busy", is_error=True)
+
+
+def make(sanitize: bool = False) -> tuple[Server, MemoryAudit]:
+    audit = MemoryAudit()
+    server = Server("e", policy=Policy(gates=Gates(), contract=True, audit=audit,
+                                       limits=Limits(sanitize=sanitize) if sanitize else None))
+    add_result_tools(server)
+
+    @server.tool(read_only=True, open_world=False)
+    def snapshot() -> list[Any]:
+        return [text("the scene"), image(PNG, "image/png")]
 
     @server.tool(read_only=True, open_world=False)
     def colored() -> dict[str, Any]:

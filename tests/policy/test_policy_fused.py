@@ -15,14 +15,15 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Context, Server, ToolError, ToolResult, image, text
+from mcpkit import Context, Server, ToolError
 from mcpkit.policy import AuditLog, Gates, Policy, RateLimiter
 from mcpkit.policy.audit import read_lines
 from mcpkit.policy.chain import POLICED_CALL
 from mcpkit.policy.limits import Limits
 from mcpkit.server.session import ServerSession
+from tests.policy.test_envelope_hosts import add_result_tools
 
-PNG = b"\x89PNG\r\n\x1a\nfake"
+MODERN = "2026-07-28"
 _VOLATILE = {"correlationId", "dev.mcpkit/correlationId", "durationMs", "parentCorrelationId", "time", "retryAfterMs"}
 
 
@@ -47,17 +48,7 @@ def _server(audit_path: Path, contract: bool) -> Server:
     def add(a: int, b: int) -> int:
         return a + b
 
-    @server.tool(read_only=True, open_world=False)
-    def weather(city: str) -> dict[str, Any]:
-        return {"city": city, "highs": [21.5, 23.0]}
-
-    @server.tool(read_only=True, open_world=False)
-    def full() -> ToolResult:
-        return ToolResult([text("two nodes"), image(PNG)], structured={"nodes": 2}, meta={"dev.example/k": "v"})
-
-    @server.tool(read_only=True, open_world=False)
-    def refuses() -> ToolResult:
-        return ToolResult("the editor is busy", is_error=True)
+    add_result_tools(server)
 
     @server.tool(read_only=True, open_world=False)
     def boom() -> int:
@@ -151,13 +142,18 @@ def _run(tmp_path: Path, version: str, contract: bool, fused: bool) -> tuple[lis
             answered.notify_all()
 
     session = ServerSession(server, send, inline_sync=True)
-    session.feed(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode())
-    session.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-    session.flush()
+    meta = {}
+    if version == MODERN:  # sessionless: every request names its revision, no handshake
+        meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": version,
+                          "io.modelcontextprotocol/clientCapabilities": {}}}
+    else:
+        session.feed(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode())
+        session.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        session.flush()
     for i, (name, arguments) in enumerate(CALLS, start=1):
         session.feed(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                                 "params": {"name": name, "arguments": arguments}}).encode())
+                                 "params": {"name": name, "arguments": arguments, **meta}}).encode())
         session.flush()
         with answered:
             assert answered.wait_for(lambda i=i: i in answers, timeout=10), f"call {i} ({name}) unanswered"
@@ -168,7 +164,7 @@ def _run(tmp_path: Path, version: str, contract: bool, fused: bool) -> tuple[lis
     return [_scrub(answers[i]) for i in range(1, len(CALLS) + 1)], [_scrub(line) for line in read_lines(path)]
 
 
-@pytest.mark.parametrize("version", ["2025-11-25", "2025-03-26"])
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-03-26", MODERN])
 @pytest.mark.parametrize("contract", [True, False])
 def test_the_composed_steps_answer_and_audit_as_the_separate_ones(tmp_path, version, contract):
     fused = _run(tmp_path, version, contract, fused=True)

@@ -349,10 +349,8 @@ class AuditLog:
         # the lines queued when the flush began, in one write: lines that come meanwhile wait for
         # the next one, so a busy server's writer does not chase its calls a few lines at a time
         queue = self._queue
-        if queue:
-            self._write_batch(queue)
-
-    def _write_batch(self, queue: deque[Any]) -> None:
+        if not queue:
+            return
         popleft = queue.popleft
         call_line = self._call_line
         lines = []

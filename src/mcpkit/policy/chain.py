@@ -623,9 +623,7 @@ def _settled_elsewhere(cc: CallContext) -> bool:
     return bool(state) and bool(state.get("task") or state.get("answered"))
 
 
-_PLAIN = envelope.PLAIN
 _NUMBERS = frozenset({int, float, bool})
-_perf_counter = time.perf_counter
 
 
 def _a_number(structured: Any) -> bool:
@@ -666,7 +664,6 @@ def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
     return made
 
 
-
 # -------------------------------------------------------------------------- composed
 
 
@@ -677,7 +674,7 @@ class PolicedCall:
     layer.fuse). One hook runs instead of a chain of links and the settings are read once; the
     common answer (the tool's plain value in its envelope) is finished inline. Each rule is the
     same function the separate steps call, so both compositions answer and audit alike
-    (tests/test_policy_fused.py runs every case through both)."""
+    (tests/policy/test_policy_fused.py runs every case through both)."""
 
     order = 0
     passes_through = True
@@ -687,19 +684,14 @@ class PolicedCall:
         item = cc.item
         session = cc.session
         server = session.server
-        settings = item.resolved
-        if settings is None or settings.policy is not server._policy:
-            settings = settings_of(server, item)
-        cc.settings = settings
+        settings = cc.settings = settings_of(server, item)
         policy = settings.policy
         cc.caller = policy.principal_of(session, cc.request) if policy is not None else (
             session.principal or "anonymous")
-        cid = cc._cid
-        if cid is None:
-            cid = cc._cid = new_correlation_id()
-        start = cc.start = _perf_counter()
+        if cc._cid is None:
+            cc._cid = new_correlation_id()
+        cc.start = time.perf_counter()
         deadline = None
-        made = None  # the envelope of the tool's plain value, when built inline below
         try:
             if settings.gate_refusal is not None:
                 GATE.check(cc)
@@ -713,55 +705,34 @@ class PolicedCall:
             if timeout and not cc.nested:
                 deadlines = _deadlines()
                 deadline = deadlines.add(timeout, lambda: _expire(cc, timeout))
-            if settings.contract:
-                cc.raw = True
-                value = call_next(cc)
-                if cc._state is not None and _settled_elsewhere(cc):
-                    result = value
-                elif type(value) in _PLAIN and cc.target is item:
-                    value = item.result_dump(value)
-                    item.check_result(value)
-                    result = made = cc.made = envelope.success(item.name, None, cid,
-                                                               (_perf_counter() - start) * 1000.0, value, None)
-                else:
-                    result = _envelope(cc, value)
+            cc.raw = True  # the handler's own value: shaped here, so the common answer is finished inline
+            value = call_next(cc)
+            if cc._state is not None and _settled_elsewhere(cc):
+                result = value
+            elif settings.contract:
+                result = _envelope(cc, value)
             else:
-                cc.raw = True  # shaped here, so a number's answer can be finished inline below
-                value = call_next(cc)
-                if cc._state is not None and _settled_elsewhere(cc):
-                    result = value
-                else:
-                    result = item.to_result(value)
-                    if type(value) in _NUMBERS and _a_number(result.get("structuredContent", 0)):
-                        made = result  # one text block, a number's JSON; built just now
-        except McpError as exc:
+                result = item.to_result(value)
+                if type(value) in _NUMBERS and _a_number(result.get("structuredContent", 0)):
+                    cc.made = result  # one text block, a number's JSON: built just now, as an envelope is
+        except BaseException as exc:
             if deadline is not None and not deadlines.cancel(deadline):
                 return _done(cc, None)  # answered already: the failure came too late to matter
-            _mcp_failed(cc, exc)
-            raise
-        except Exception as exc:  # noqa: BLE001
-            if deadline is not None and not deadlines.cancel(deadline):
-                return _done(cc, None)
-            return fail(cc, exc)
-        except BaseException:
-            if deadline is not None and not deadlines.cancel(deadline):
-                return _done(cc, None)
+            if isinstance(exc, McpError):
+                _mcp_failed(cc, exc)
+                raise
+            if isinstance(exc, Exception):
+                return fail(cc, exc)
             raise
         if deadline is not None and not deadlines.cancel(deadline):
             return _done(cc, None)  # the deadline answered the call already (E_TIMEOUT)
-        if made is None or cc._state is not None or server._rewriters:
+        made = cc.made
+        if result is not made or cc._state is not None or server._rewriters or len(made["content"]) != 1 \
+                or "_meta" in made:
             return _done(cc, result)
-        # _done and _finish for the envelope (or a number's result) built just above, which
-        # nothing else has touched: one text block, the JSON of structuredContent, no _meta
-        record_call = settings.record_call
-        if record_call is None:
-            _audit(cc, "ok", None)
-        else:
-            try:
-                record_call(cid, cc.caller, item.name, None, cc.arguments, "ok", None,
-                            (_perf_counter() - start) * 1000.0, cc.parent, current_trace_ids())
-            except Exception:  # noqa: BLE001 - as _audit: a full disk must not fail the call
-                log.exception("could not write the audit line of tool %r [correlation id %s]", item.name, cid)
+        # _done and _finish for the answer built just above, which nothing else has touched: one
+        # text block, the JSON of structuredContent, no _meta
+        _audit(cc, "ok", None)
         mirror = made["content"][0]["text"]
         cap = settings.max_result_bytes
         if cap and len(mirror) * 10 + 64 > cap:
@@ -771,12 +742,10 @@ class PolicedCall:
         rev = cc.request.revision
         if rev.downgrades:
             made = shape_for_revision(made, rev)
-        made["_meta"] = {CID_META_KEY: cid}
+        made["_meta"] = {CID_META_KEY: cc._cid}
         return made
 
 
-#: the steps PolicedCall composes
-FUSIBLE = frozenset({"Outcome", "GateStep", "RateLimitStep", "ArgumentSizeStep", "TimeoutStep", "ContractStep"})
 
 OUTCOME = Outcome()
 ACTION = ActionStep()
@@ -788,3 +757,5 @@ ISOLATION = IsolationStep()
 TIMEOUT = TimeoutStep()
 CONTRACT = ContractStep()
 POLICED_CALL = PolicedCall()
+#: the steps PolicedCall composes
+FUSIBLE = frozenset({OUTCOME, GATE, RATE_LIMIT, ARGUMENT_SIZE, TIMEOUT, CONTRACT})

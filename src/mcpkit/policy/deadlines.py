@@ -48,9 +48,6 @@ class Deadlines:
         way before it fires, and a dict pop is atomic, so exactly one of the two wins."""
         return self._live.pop(handle, None) is not None
 
-    def active(self, handle: Callable[[], None]) -> bool:
-        return handle in self._live
-
     def _unpark(self) -> None:
         with self._cond:
             if self._parked:

@@ -70,7 +70,7 @@ def fuse(server: Any, kind: str, item: Any, steps: list[Any]) -> list[Any]:
         return steps
     from . import chain
 
-    if steps and steps[0] is chain.OUTCOME and all(type(s).__name__ in chain.FUSIBLE for s in steps):
+    if steps and steps[0] is chain.OUTCOME and all(s in chain.FUSIBLE for s in steps):
         return [chain.POLICED_CALL]
     return steps
 
