@@ -21,10 +21,11 @@ from mcpkit.policy.audit import read_lines
 from mcpkit.policy.chain import POLICED_CALL
 from mcpkit.policy.limits import Limits
 from mcpkit.server.session import ServerSession
+from mcpkit.server.tasks import EXTENSION as TASKS
 from tests.policy.test_envelope_hosts import add_result_tools
 
 MODERN = "2026-07-28"
-_VOLATILE = {"correlationId", "dev.mcpkit/correlationId", "durationMs", "parentCorrelationId", "time", "retryAfterMs"}
+_VOLATILE = {"correlationId", "dev.mcpkit/correlationId", "durationMs", "parentCorrelationId", "time", "retryAfterMs", "taskId", "createdAt", "lastUpdatedAt"}
 
 
 class _Pass:
@@ -75,6 +76,10 @@ def _server(audit_path: Path, contract: bool) -> Server:
         time.sleep(0.6)
         return "late"
 
+    @server.tool(read_only=True, open_world=False, task="required")
+    def report() -> str:
+        return "done"
+
     @server.tool(destructive=True)
     def wipe() -> str:
         return "wiped"
@@ -101,6 +106,7 @@ CALLS: list[tuple[str, Any]] = [
     ("wipe", {}),  # refused by the read-only gate
     ("outer", {}),  # a nested call takes the same path
     ("slow", {}),  # answered E_TIMEOUT by the deadline
+    ("report", {}),  # a task under 2026-07-28 (audited as one), an ordinary call before it
     ("add", {"a": 1, "b": 1}),
     ("add", {"a": 1, "b": 1}),
     ("add", {"a": 1, "b": 1}),
@@ -145,7 +151,7 @@ def _run(tmp_path: Path, version: str, contract: bool, fused: bool) -> tuple[lis
     meta = {}
     if version == MODERN:  # sessionless: every request names its revision, no handshake
         meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": version,
-                          "io.modelcontextprotocol/clientCapabilities": {}}}
+                          "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}}
     else:
         session.feed(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode())
