@@ -191,3 +191,33 @@ def test_a_tool_with_middleware_keeps_its_steps_apart(tmp_path):
 
     pipe = build_pipe(server, "call_tool", server._tools["add"])
     assert POLICED_CALL not in pipe.steps and len(pipe.steps) > 2
+
+
+def test_middleware_added_after_the_first_calls_still_runs(tmp_path):
+    """The composed step is chosen per pipe; a middleware added later (a refusal here) must be
+    on the very next call, not only on tools not called yet."""
+    server = _server(tmp_path / "audit.log", True)
+    answers: list[Any] = []
+    session = ServerSession(server, lambda batch: answers.extend(json.loads(o.payload) for o in batch),
+                            inline_sync=True)
+    session.feed(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode())
+    session.feed(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    call = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}).encode()
+    session.feed(call)
+    session.flush()
+    assert server._tool_pipes[server._tools["add"]].steps == [POLICED_CALL]
+    assert answers[-1]["result"]["structuredContent"]["result"] == 3
+
+    def refuse(ctx: Any, call_next: Any) -> Any:
+        raise ToolError("closed for maintenance", code="E_PERMISSION_DENIED")
+
+    server.add_middleware(refuse, hook="on_call_tool")
+    session.feed(call.replace(b'"id": 1', b'"id": 2'))
+    session.flush()
+    refused = answers[-1]["result"]
+    assert refused["isError"] is True and "closed for maintenance" in refused["content"][0]["text"]
+    assert POLICED_CALL not in server._tool_pipes[server._tools["add"]].steps
+    server.policy.audit.close()
+    assert [line["outcome"] for line in read_lines(tmp_path / "audit.log")] == ["ok", "denied"]
