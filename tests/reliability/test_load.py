@@ -312,30 +312,35 @@ class StdioPeer:
         self._writer = threading.Thread(target=run, daemon=True)
         self._writer.start()
 
-    def resume(self, until: str = "done", also: tuple[str, ...] = ()) -> list[Any]:
-        """Stop the writer, read again, and return everything up to the answer of a ping ``until``
-        and the answers of the requests ``also`` (an async call may still be talking after the
-        ping was answered: answers of different requests are not ordered)."""
+    def resume(self, until: str = "done", also: tuple[str, ...] = (), pipelined: bool = False) -> list[Any]:
+        """Stop the writer, read again, and return everything up to the answer of a ping ``until``,
+        the answers of the requests ``also`` and, with ``pipelined``, of every call the writer sent.
+        Answers of different requests are not ordered: an async call may still be talking after
+        the ping was answered, and a call set aside while every handler thread was blocked
+        writing is answered after a ping read later, which needs no handler thread."""
         self.stop.set()
         lines: list[Any] = []
-        waiting = {until, *also}
+        seen: set[Any] = set()
+        waiting: list[set[Any]] = [set()]  # filled before the ping goes out: the drainer needs it only after
 
         def read_all() -> None:
             while line := self.proc.stdout.readline():  # type: ignore[union-attr]
                 message = json.loads(line)
                 lines.append(message)
                 if "method" not in message:
-                    waiting.discard(message.get("id"))
-                if not waiting:
+                    seen.add(message.get("id"))
+                if until in seen and waiting[0] <= seen:
                     return
 
         drainer = threading.Thread(target=read_all, daemon=True)
         drainer.start()
         if self._writer is not None:
             self._writer.join(STEP)
+            assert not self._writer.is_alive(), "the writer is still blocked"
+        waiting[0] = {*also, *(range(self.written[0]) if pipelined else ())}
         self.send({"jsonrpc": "2.0", "id": until, "method": "ping"})
         drainer.join(60)  # a hang guard
-        assert not drainer.is_alive(), f"stuck after {len(lines)} messages"
+        assert not drainer.is_alive(), f"stuck after {len(lines)} messages: {len(waiting[0] - seen)} answers missing"
         return lines
 
     def finish(self) -> int:
@@ -377,7 +382,7 @@ def test_a_stdio_client_that_stops_reading_stalls_the_server_in_bounded_memory(f
         peer.pipeline(_blob_lines)
         assert wait_for(lambda: _stalled(peer.written), timeout=STEP), "the client's writes never stalled"
         during, during_threads = rss_kib(peer.proc.pid), threads(peer.proc.pid)
-        lines = peer.resume()
+        lines = peer.resume(pipelined=True)
         answers = {m["id"]: m for m in lines if "id" in m}
         assert len(lines) == peer.written[0] + 1, "answers missing or repeated"
         assert all(answers[n]["result"]["content"][0]["text"] == "b" * BLOB for n in range(peer.written[0]))
