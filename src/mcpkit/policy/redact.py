@@ -182,10 +182,11 @@ _SHAPES: tuple[tuple[str, str, _Check | None], ...] = (
     ("s", r"k" + _start(2) + r"(?:_(?:live|test)_[A-Za-z0-9]{16,}|-[A-Za-z0-9_\-]{20,})", None),
     ("r", r"k_(?:live|test)_" + _start(8) + r"[A-Za-z0-9]{16,}", None),
     # Command lines: curl -u/--user user:password (the user kept), a password-like long option
-    # followed by its value, mysql's -pPASSWORD (no space), sshpass -p PASSWORD.
+    # followed by its value (a case-blind alternation is slow to fail: the first letters are
+    # tested first), mysql's -pPASSWORD (no space), sshpass -p PASSWORD.
     ("-", r"(?:u" + _start(2) + r"|-user" + _start(6) + r")(?:\s+|=)[\"']?[^\s:\"'\-][^\s:\"']*:"
           r"(?P<secret>[^\s\"']+)", None),
-    ("-", r"-(?i:password|passwd|pass|pwd|passphrase|token|secret|api-key|apikey|auth-token|access-token"
+    ("-", r"-(?=[PpTtSsAaCc])(?i:password|passwd|pass|pwd|passphrase|token|secret|api-key|apikey|auth-token|access-token"
           r"|client-secret)(?:\s+|=)[\"']?(?P<secret>[^\s\"'\-][^\s\"']*)", None),
     # (the scan for -p stops at the next mysql/mariadb, so a text full of them stays linear)
     ("m", r"(?:ysql" + _start(5) + r"(?:dump|admin|import|show|check)?|ariadb" + _start(7) + r"(?:-dump|-admin)?)"
@@ -240,11 +241,19 @@ def _behind(items: list[str], depth: int) -> str:
     for item in items:
         if len(item) > depth:
             children.setdefault(item[depth], []).append(item)
+    branches = []
     for char, sub in children.items():
         if char == _BOUNDARY:
             alts.append(f"(?<![A-Za-z0-9_.\\-](?s:.){{{depth + 1}}})")
             continue
-        alts.append(f"(?<={re.escape(char)}(?s:.){{{depth + 1}}})" + _behind(sub, depth + 1))
+        branches.append(f"(?<={re.escape(char)}(?s:.){{{depth + 1}}})" + _behind(sub, depth + 1))
+    if len(branches) > 1:
+        # one look-behind for every branch's character first: a position no key word ends at
+        # (text full of '=' or ':') is rejected by one test instead of one per branch
+        chars = "".join(re.escape(c) for c in sorted(children) if c != _BOUNDARY)
+        alts.append(f"(?<=[{chars}](?s:.){{{depth + 1}}})(?:" + "|".join(branches) + ")")
+    else:
+        alts.extend(branches)
     return "(?:" + "|".join(alts) + ")"
 
 
