@@ -206,11 +206,23 @@ def test_deep_nesting_is_masked_not_crashing() -> None:
     assert inner == DEFAULT_MASK
 
 
+def test_a_dict_of_known_plain_keys_and_numbers_is_skipped_but_nothing_else_is() -> None:
+    r = Redactor()
+    plain = {"a": 1, "b": 2.5, "c": None, "d": True}
+    assert r.redact(plain) is plain and r.redact(plain) is plain  # the second time on the fast path
+    # a known plain key beside a secret one, or beside a value that is text or a container
+    assert r.redact({"a": 1, "pin": 1234}) == {"a": 1, "pin": DEFAULT_MASK}
+    assert r.redact({"a": "Bearer abcdefgh12345678"}) == {"a": f"Bearer {DEFAULT_MASK}"}
+    assert r.redact({"a": {"password": 5}}) == {"a": {"password": DEFAULT_MASK}}
+    assert r.redact({"a": [7, "token=abc"]}) == {"a": [7, f"token={DEFAULT_MASK}"]}
+    assert r.redact({"b": 2, 3: 4}) == {"b": 2, 3: 4}  # a key that is not text is never a known one
+
+
 def test_key_cache_is_bounded() -> None:
     r = Redactor()
     for i in range(10_000):
         r.is_secret_key(f"k{i}")
-    assert len(r._cache) <= 4096
+    assert len(r._cache) <= 4096 and len(r._plain_keys) <= 4096
     assert r.is_secret_key("my_token") and not r.is_secret_key("k1")
 
 

@@ -290,6 +290,9 @@ class Redactor:
         #: what a key's last word(s) may be to name a secret (see _last_words)
         self._words = frozenset({*self._suffixes, *(_normalize(w) for w in whole)})
         self._cache: dict[str, bool] = {}
+        #: the keys of _cache that name no secret: a dict of only these, holding only numbers,
+        #: booleans and None, has nothing to mask (checked in C, without a loop in Python)
+        self._plain_keys: set[str] = set()
         # rule number (group ``p<n>``) → (name of its secret group or None, check or None)
         self._rules: list[tuple[str | None, _Check | None]] = []
         fast: list[str] = []  # alternatives each starting with a literal character
@@ -344,7 +347,10 @@ class Redactor:
                 not self._words.isdisjoint(_last_words(key))
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
+                self._plain_keys.clear()
             self._cache[key] = hit
+            if not hit and type(key) is str:
+                self._plain_keys.add(key)
         return hit
 
     # -- text -----------------------------------------------------------------------------
@@ -394,6 +400,8 @@ class Redactor:
         if isinstance(value, dict):
             if depth >= _MAX_DEPTH:
                 return self.mask
+            if value.keys() <= self._plain_keys and _LEAVES.issuperset(map(type, value.values())):
+                return value  # the common audit line's arguments: {"a": 1, "b": 2}
             cache, mask = self._cache, self.mask
             out: Any = None
             for k, v in value.items():
