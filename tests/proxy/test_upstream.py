@@ -181,3 +181,70 @@ def test_a_given_client_is_used_as_is_and_not_reconnected() -> None:
     finally:
         upstream.close()
     assert "w_forecast" not in parent.tools
+
+
+SAMPLER = '''
+import asyncio
+from mcpkit import Context, Server
+
+server = Server("sampler")
+
+
+@server.tool
+async def later_sample(delay: float, ctx: Context) -> str:
+    """Waits, then asks its client to sample."""
+    await asyncio.sleep(delay)
+    await ctx.info("a log line of the sampling call")
+    try:
+        answer = await ctx.sample("what only the first client may see", max_tokens=5)
+    except Exception as exc:
+        return f"refused: {exc}"
+    return "sampled: " + answer["content"]["text"]
+
+
+@server.tool
+async def hold(seconds: float) -> str:
+    """Stays in flight for a while."""
+    await asyncio.sleep(seconds)
+    return "held"
+'''
+
+
+@aio
+async def test_a_stdio_upstreams_sampling_is_never_guessed_across_clients(tmp_path: Any) -> None:
+    """Over stdio nothing says which downstream call an upstream's request is for: with one
+    client's calls in flight it goes to that client; with several clients' it is refused, and
+    the log line of the call reaches neither client, rather than another client's."""
+    script = tmp_path / "sampler.py"
+    script.write_text(SAMPLER)
+    proxy = Server.proxy([*SERVE, str(script)])
+    asked: dict[str, list[Any]] = {"a": [], "b": []}
+    logs: dict[str, list[Any]] = {"a": [], "b": []}
+
+    def client(who: str) -> Client:
+        async def sample(params: dict[str, Any]) -> dict[str, Any]:
+            asked[who].append(params)
+            return {"role": "assistant", "content": {"type": "text", "text": f"hi {who}"}, "model": "m"}
+
+        return Client(proxy, sampling_handler=sample, on_log=lambda entry: logs[who].append(entry["data"]))
+
+    try:
+        async with client("a") as a, client("b") as b:
+            await a.set_log_level("info")
+            await b.set_log_level("info")
+            # one client: its own call, or its newest one, is the one asked
+            alone = await a.call_tool("later_sample", {"delay": 0})
+            assert alone["content"][0]["text"] == "sampled: hi a" and len(asked["a"]) == 1
+            logs["a"].clear()
+            # a's call samples while b's call through the same upstream is newer
+            first = asyncio.ensure_future(a.call_tool("later_sample", {"delay": 1.0}))
+            await asyncio.sleep(0.3)
+            second = asyncio.ensure_future(b.call_tool("hold", {"seconds": 2.5}))
+            result, held = await asyncio.gather(first, second)
+            text = result["content"][0]["text"]
+            assert text.startswith("refused:") and "several clients" in text, text
+            assert held["content"][0]["text"] == "held"
+            assert asked == {"a": [asked["a"][0]], "b": []}  # b was never shown a's question
+            assert logs["b"] == [] and logs["a"] == []
+    finally:
+        close_all(proxy)

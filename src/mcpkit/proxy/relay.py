@@ -3,8 +3,10 @@
 The upstream's request is asked of the downstream session whose request it belongs to. Over
 HTTP (the request comes on the response stream of our call) and in memory (it comes from the
 handler our call started) that is known exactly: the call rides a context variable into the task
-that answers. Over stdio nothing ties an upstream's request to one of ours, so it goes to the
-newest call in flight through that upstream. It is asked in the downstream's own revision: a handshake-era client gets a request of
+that answers. Over stdio nothing ties an upstream's request to one of ours: while every call in
+flight through that upstream is one downstream session's, it goes to that session's newest; when
+calls of several sessions are in flight it is refused (and an upstream's log line goes to the
+proxy's own log), since a guess would show one client what another's call asked. It is asked in the downstream's own revision: a handshake-era client gets a request of
 its own (SA-01, EL-01, RT-01); a 2026-07-28 client gets an ``InputRequiredResult`` (MR-01), so
 the downstream request stops there and, when the client retries with the answers, runs again
 and the relay answers the upstream's repeated question from them.
@@ -21,7 +23,7 @@ from ..protocol.revisions import get as get_revision
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
 from ..server.rounds import InputRequired
 
-__all__ = ["CURRENT_CALL", "Call", "ask_downstream"]
+__all__ = ["CURRENT_CALL", "Call", "ask_downstream", "owner"]
 
 #: the downstream call an upstream request is made for; set in the task that sends it upstream
 CURRENT_CALL: ContextVar[Call | None] = ContextVar("mcpkit_proxy_call", default=None)
@@ -81,11 +83,29 @@ def _elicitation_for(params: dict[str, Any], version: str) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k != "mode"}
 
 
+def owner(calls: list[Call]) -> Call | None:
+    """The downstream call an upstream's message belongs to: the one its transport names; else,
+    when every call in flight is one downstream session's, that session's newest; else None."""
+    call = CURRENT_CALL.get()
+    if call is not None and call in calls:
+        return call
+    if not calls:
+        return None
+    newest = calls[-1]
+    session = newest.ctx._session
+    for other in calls:
+        if other.ctx._session is not session:
+            return None
+    return newest
+
+
 async def ask_downstream(calls: list[Call], method: str, params: dict[str, Any] | None) -> Any:
     """On the upstream loop: the downstream client's answer to an upstream's request."""
-    call = CURRENT_CALL.get()
-    if call is None or call not in calls:
+    call = owner(calls)
+    if call is None:
         if not calls:
             raise RpcError(_INTERNAL_ERROR, f"{method}: no client request is in flight through this proxy to ask")
-        call = calls[-1]
+        raise RpcError(_INTERNAL_ERROR, f"{method}: calls of several clients are in flight through this proxy and "
+                                        "the upstream's transport does not say which one this is for; not asked, "
+                                        "so that no client sees what another's call asks")
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call.ask(method, params), call.loop))

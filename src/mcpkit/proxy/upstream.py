@@ -6,7 +6,7 @@ lists changed, so the Server's own ``list_changed`` reaches its clients. Every t
 prompt get and completion is forwarded with the upstream's raw schemas kept and enforced as
 advertised, progress and log messages relayed back, and cancellation passed on. What the
 upstream asks of its client (sampling, elicitation, roots) is asked of the real client: the
-downstream session whose request is in flight (the newest one when several are).
+downstream session whose request it belongs to (relay.py says how that is known).
 
 The connection is a :class:`mcpkit.policy.Bridge`: while the upstream is down its tools are
 hidden and refused with a retryable error, its resources and prompts are withdrawn, and the
@@ -33,7 +33,7 @@ from ..server.compose import Names
 from ..server.context import Context
 from ..server.rounds import InputRequired
 from .loop import upstream_loop
-from .relay import CURRENT_CALL, Call, ask_downstream
+from .relay import CURRENT_CALL, Call, ask_downstream, owner
 from .toolpolicy import ToolPolicy
 
 __all__ = ["Upstream", "proxy_server", "upstreams_of"]
@@ -615,9 +615,7 @@ class Upstream:
     def _on_log(self, params: dict[str, Any]) -> None:
         level = params.get("level")
         logger = params.get("logger") if isinstance(params.get("logger"), str) else None
-        call = CURRENT_CALL.get()  # the call it belongs to, where the transport tells (relay.py)
-        if call is None or call not in self._calls:
-            call = self._calls[-1] if self._calls else None
+        call = owner(self._calls)  # the call it belongs to, where that is known (relay.py)
         if call is not None and level in LOG_LEVELS:
             call.log(level, params.get("data"), logger)
         else:
