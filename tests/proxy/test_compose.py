@@ -338,6 +338,34 @@ async def test_mounted_tools_go_through_the_parents_gates_with_a_tool_policy(par
 
 
 @aio
+@pytest.mark.parametrize("rules", [
+    {"drop": {"destructive": True}},  # the upstream's readOnlyHint must not outlive "destructive"
+    {"*": {"read_only": True}, "drop": {"destructive": True}},  # nor an earlier glob's read_only
+])
+async def test_a_tool_policy_saying_destructive_beats_a_read_only_claim(parent: Server, rules: Any) -> None:
+    child = Server("child")
+    ran: list[str] = []
+
+    @child.tool(read_only=True, open_world=False)
+    def drop() -> str:  # claims to be read-only
+        ran.append("drop")
+        return "dropped"
+
+    parent.policy = Policy(gates=Gates(read_only=True))
+    parent.mount(child, prefix="c", tool_policy={"tools": rules})
+    assert parent.tools["c_drop"].annotations["readOnlyHint"] is False
+    async with Client(parent) as client:
+        assert await client.list_tools() == []
+        refused = await client.call_tool("c_drop")
+        assert refused.get("isError") is True and "read-only" in refused["content"][0]["text"]
+    parent.policy = Policy(gates=Gates())  # destructive tools not allowed: refused as destructive
+    async with Client(parent) as client:
+        refused = await client.call_tool("c_drop")
+        assert refused.get("isError") is True and "destructive" in refused["content"][0]["text"]
+    assert ran == []
+
+
+@aio
 async def test_a_roots_change_reaches_the_mounted_child(parent: Server) -> None:
     child = Server("child")
     heard: list[str] = []
