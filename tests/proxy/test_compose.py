@@ -365,6 +365,62 @@ async def test_a_tool_policy_saying_destructive_beats_a_read_only_claim(parent: 
     assert ran == []
 
 
+class _Lines:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.lines.append(dict(entry))
+
+
+@aio
+@pytest.mark.parametrize("meta", ["batch", "abatch"])
+async def test_a_mounted_tools_nested_calls_take_the_parents_pipeline(parent: Server, meta: str) -> None:
+    """ctx.call_tool inside a mounted child is the parent's nested call of the parent's name:
+    the parent's read-only gate refuses the child's destructive tool, its tool policy's hidden
+    tools do not exist, and its audit log has the nested lines."""
+    child = Server("child")
+    ran: list[str] = []
+
+    @child.tool(destructive=True, open_world=False)
+    def reset() -> str:
+        ran.append("reset")
+        return "reset"
+
+    @child.tool(read_only=True, open_world=False)
+    def status() -> str:
+        return "fine"
+
+    @child.tool(read_only=True, open_world=False)
+    def secret() -> str:
+        ran.append("secret")
+        return "s3cr3t"
+
+    @child.tool(read_only=True, open_world=False)
+    def batch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        return [ctx.call_tool(c["name"], c.get("arguments")) for c in calls]
+
+    @child.tool(read_only=True, open_world=False)
+    async def abatch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        return [await ctx.call_tool_async(c["name"], c.get("arguments")) for c in calls]
+
+    audit = _Lines()
+    parent.policy = Policy(gates=Gates(read_only=True), audit=audit)
+    parent.mount(child, prefix="c", tool_policy={"tools": {"secret": {"hidden": True}}})
+    async with Client(parent) as client:
+        result = await client.call_tool(f"c_{meta}", {"calls": [{"name": "reset"}, {"name": "secret"},
+                                                                 {"name": "status"}]})
+    inner = result["structuredContent"]["result"]
+    assert inner[0]["isError"] is True and "read-only" in inner[0]["content"][0]["text"]
+    assert inner[1]["isError"] is True and "Unknown tool" in inner[1]["content"][0]["text"]
+    assert inner[2]["content"][0]["text"] == "fine"
+    assert ran == []
+    outer = next(line for line in audit.lines if line["tool"] == f"c_{meta}")
+    assert [(line["tool"], line["outcome"], line.get("parentCorrelationId")) for line in audit.lines] == [
+        ("c_reset", "denied", outer["correlationId"]), ("c_secret", "denied", outer["correlationId"]),
+        ("c_status", "ok", outer["correlationId"]), (f"c_{meta}", "ok", None)]
+
+
 @aio
 async def test_a_roots_change_reaches_the_mounted_child(parent: Server) -> None:
     child = Server("child")

@@ -197,6 +197,8 @@ class Upstream:
 
     async def _open(self, client: Client) -> None:
         await client.connect()
+        if _is_server(self.target):
+            client.transport.session.outer = self  # type: ignore[attr-defined]
         self.server_info = dict(client.server_info or {})
         self.instructions = client.instructions
         if "logging" in client.server_capabilities and not client.modern:
@@ -502,6 +504,29 @@ class Upstream:
 
         return complete
 
+    def nested(self, ctx: Context, name: str, arguments: Any, want_async: bool) -> Any:
+        """``ctx.call_tool(name)`` inside a mounted Server's tool: the parent's nested call of
+        the parent's name for it, on the parent's loop, on behalf of the parent's call that this
+        child call serves. Without that call (a task that outlived it) the call is refused."""
+        from ..server.dispatch import call_nested
+
+        call = CURRENT_CALL.get()
+        if call is None or call not in self._calls:
+            refusal = {"content": [{"type": "text", "text": f"Tool {name!r} cannot be called here: this server is "
+                                    "mounted, and no call of the parent's is in flight to call it for."}],
+                       "isError": True}
+            return _done_now(refusal) if want_async else refusal
+        parent_ctx = call.ctx
+
+        async def run() -> Any:
+            out = call_nested(parent_ctx, self.names.name(name), arguments, want_async=True)
+            return await out
+
+        future = asyncio.run_coroutine_threadsafe(run(), call.loop)
+        if want_async:
+            return asyncio.wrap_future(future)
+        return future.result()
+
     def _scopes(self, kind: str, key: str, more: Any = ()) -> tuple[str, ...]:
         """The OAuth scopes of a mirrored item: a mounted Server's own ``scopes=`` (the child is
         driven in memory, without the caller's token, so it cannot check them: the parent's
@@ -717,6 +742,10 @@ def _register(add: Callable[..., Any], desc: dict[str, Any]) -> Any:
         if not extra:
             raise
         return add()
+
+
+async def _done_now(value: Any) -> Any:
+    return value
 
 
 def _is_server(target: Any) -> bool:

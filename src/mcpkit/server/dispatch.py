@@ -169,6 +169,12 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
     """``ctx.call_tool``: a tool called from inside another takes the same pipeline as a call
     from the client (scopes, gates, limits, middleware, audit); a refusal is its result."""
     session, req = ctx._session, ctx._request
+    outer = session.outer
+    if outer is not None:
+        # a mounted child's tool calling another: it takes the parent's pipeline under the
+        # parent's name (gates, scopes, tool policy, rate limits, middleware, audit), then the
+        # child's own as the call is forwarded, as a call from the client would
+        return outer.nested(ctx, name, arguments, want_async)
     server = session.server
     tool = server._tools.get(name)
     if tool is None:
