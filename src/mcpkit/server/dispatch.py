@@ -117,7 +117,12 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
         name = _str_param(params, "name", "tools/call")  # a str subclass passes; anything else is refused
     tool = server._tools.get(name)
     if tool is None:
-        raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
+        if server._policy is None and not server._middleware:
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
+        # refused in the pipeline, as a nested call of it is: audited, seen by middleware
+        unknown = _Unknown(name)
+        pipe = build_pipe(server, "call_tool", unknown)
+        return _start(pipe, CallContext(session, req, "call_tool", unknown, name, params.get("arguments")))
     pipe = server._tool_pipes.get(tool)
     if pipe is None:
         pipe = server._tool_pipes[tool] = build_pipe(server, "call_tool", tool)
@@ -386,6 +391,8 @@ TOOL_OUTCOME = ToolOutcome()
 
 
 def _raise_unknown(cc: CallContext, is_async: bool) -> Any:
+    if not cc.nested:
+        raise McpError(INVALID_PARAMS, f"Unknown tool: {cc.name}", {"name": cc.name})  # TL-10
     raise ToolError(f"Unknown tool: {cc.name}", code=E_NOT_FOUND)
 
 
