@@ -238,3 +238,40 @@ class _Modern:
 
     def record(self, message: Any, revision: str, method: str | None) -> None:
         self.wire.record(message, "2026-07-28", method)
+
+
+@pytest.mark.req("AU-09", "CP-05")
+@pytest.mark.asyncio
+@pytest.mark.parametrize("how", ["mount", "include"])
+async def test_a_composed_childs_scopes_hold_in_the_parent(wire, how):
+    """A mounted child runs in memory without the caller's token, so it cannot check its own
+    scopes: its items keep them in the parent, whose pipeline does (as include's copies do)."""
+    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.proxy import upstreams_of
+
+    child, ran = make_server()
+    parent = Server("parent")
+    getattr(parent, how)(child, prefix="c")
+    parent._install_step("scopes", ScopeStep(_Auth()))
+    try:
+        async with connect(parent, wire, "2025-11-25") as c:
+            await _as(c, USER)
+            result = await c.request("tools/call", {"name": "c_reset", "arguments": {"target": "db"}})
+            assert _refused(result), result
+            for method, params in (
+                ("resources/read", {"uri": "secret://c/index"}),
+                ("resources/read", {"uri": "secret://c/payroll"}),
+                ("prompts/get", {"name": "c_board", "arguments": {"topic": "salaries"}}),
+                ("completion/complete", {"ref": {"type": "ref/prompt", "name": "c_board"},
+                                         "argument": {"name": "topic", "value": ""}}),
+            ):
+                with pytest.raises(RpcError) as refused:
+                    await c.request(method, params)
+                assert "Insufficient scope" in refused.value.message, (method, params)
+            assert ran == []
+            await _as(c, ADMIN)
+            result = await c.request("tools/call", {"name": "c_reset", "arguments": {"target": "db"}})
+            assert result["content"][0]["text"] == "reset db"
+    finally:
+        for upstream in upstreams_of(parent):
+            upstream.close()

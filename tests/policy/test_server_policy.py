@@ -152,3 +152,27 @@ async def test_the_readme_guard_rails_example_runs_as_written(wire, tmp_path, mo
         assert (await call(c, "read", {"path": "note.txt"}))["structuredContent"]["result"] == "hi"
         assert error_of(await call(c, "delete", {"path": "note.txt"}))["code"] == "E_PERMISSION_DENIED"
     assert (tmp_path / "note.txt").exists()
+
+
+@pytest.mark.req("TL-10", "TL-11")
+@pytest.mark.asyncio
+async def test_a_call_to_a_tool_that_does_not_exist_is_audited_on_every_route(wire):
+    """A name the server does not serve (a tool a proxy's tool policy hides is not mirrored at
+    all) is refused, and audited, whether the client calls it or a tool calls it for it."""
+    from tests.harness import RpcError
+    from mcpkit import Context
+
+    audit = MemoryAudit()
+    server = Server("s", policy=Policy(gates=Gates(), audit=audit))
+
+    @server.tool(read_only=True, open_world=False)
+    def relay(name: str, ctx: Context) -> dict:
+        return ctx.call_tool(name, {})
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        with pytest.raises(RpcError) as refused:
+            await c.request("tools/call", {"name": "get_env", "arguments": {}})
+        assert refused.value.code == -32602 and "Unknown tool" in refused.value.message
+        await c.request("tools/call", {"name": "relay", "arguments": {"name": "get_env"}})
+    assert [(a["tool"], a["outcome"], a["code"]) for a in audit.lines] == [
+        ("get_env", "denied", "E_NOT_FOUND"), ("get_env", "denied", "E_NOT_FOUND"), ("relay", "ok", None)]

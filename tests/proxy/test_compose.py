@@ -338,6 +338,90 @@ async def test_mounted_tools_go_through_the_parents_gates_with_a_tool_policy(par
 
 
 @aio
+@pytest.mark.parametrize("rules", [
+    {"drop": {"destructive": True}},  # the upstream's readOnlyHint must not outlive "destructive"
+    {"*": {"read_only": True}, "drop": {"destructive": True}},  # nor an earlier glob's read_only
+])
+async def test_a_tool_policy_saying_destructive_beats_a_read_only_claim(parent: Server, rules: Any) -> None:
+    child = Server("child")
+    ran: list[str] = []
+
+    @child.tool(read_only=True, open_world=False)
+    def drop() -> str:  # claims to be read-only
+        ran.append("drop")
+        return "dropped"
+
+    parent.policy = Policy(gates=Gates(read_only=True))
+    parent.mount(child, prefix="c", tool_policy={"tools": rules})
+    assert parent.tools["c_drop"].annotations["readOnlyHint"] is False
+    async with Client(parent) as client:
+        assert await client.list_tools() == []
+        refused = await client.call_tool("c_drop")
+        assert refused.get("isError") is True and "read-only" in refused["content"][0]["text"]
+    parent.policy = Policy(gates=Gates())  # destructive tools not allowed: refused as destructive
+    async with Client(parent) as client:
+        refused = await client.call_tool("c_drop")
+        assert refused.get("isError") is True and "destructive" in refused["content"][0]["text"]
+    assert ran == []
+
+
+class _Lines:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.lines.append(dict(entry))
+
+
+@aio
+@pytest.mark.parametrize("meta", ["batch", "abatch"])
+async def test_a_mounted_tools_nested_calls_take_the_parents_pipeline(parent: Server, meta: str) -> None:
+    """ctx.call_tool inside a mounted child is the parent's nested call of the parent's name:
+    the parent's read-only gate refuses the child's destructive tool, its tool policy's hidden
+    tools do not exist, and its audit log has the nested lines."""
+    child = Server("child")
+    ran: list[str] = []
+
+    @child.tool(destructive=True, open_world=False)
+    def reset() -> str:
+        ran.append("reset")
+        return "reset"
+
+    @child.tool(read_only=True, open_world=False)
+    def status() -> str:
+        return "fine"
+
+    @child.tool(read_only=True, open_world=False)
+    def secret() -> str:
+        ran.append("secret")
+        return "s3cr3t"
+
+    @child.tool(read_only=True, open_world=False)
+    def batch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        return [ctx.call_tool(c["name"], c.get("arguments")) for c in calls]
+
+    @child.tool(read_only=True, open_world=False)
+    async def abatch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        return [await ctx.call_tool_async(c["name"], c.get("arguments")) for c in calls]
+
+    audit = _Lines()
+    parent.policy = Policy(gates=Gates(read_only=True), audit=audit)
+    parent.mount(child, prefix="c", tool_policy={"tools": {"secret": {"hidden": True}}})
+    async with Client(parent) as client:
+        result = await client.call_tool(f"c_{meta}", {"calls": [{"name": "reset"}, {"name": "secret"},
+                                                                 {"name": "status"}]})
+    inner = result["structuredContent"]["result"]
+    assert inner[0]["isError"] is True and "read-only" in inner[0]["content"][0]["text"]
+    assert inner[1]["isError"] is True and "Unknown tool" in inner[1]["content"][0]["text"]
+    assert inner[2]["content"][0]["text"] == "fine"
+    assert ran == []
+    outer = next(line for line in audit.lines if line["tool"] == f"c_{meta}")
+    assert [(line["tool"], line["outcome"], line.get("parentCorrelationId")) for line in audit.lines] == [
+        ("c_reset", "denied", outer["correlationId"]), ("c_secret", "denied", outer["correlationId"]),
+        ("c_status", "ok", outer["correlationId"]), (f"c_{meta}", "ok", None)]
+
+
+@aio
 async def test_a_roots_change_reaches_the_mounted_child(parent: Server) -> None:
     child = Server("child")
     heard: list[str] = []

@@ -116,6 +116,7 @@ def test_tool_policy_rules_apply_in_file_order_and_exact_names_last(tmp_path: Pa
     ("[tools.x]\nrate_limit = \"lots\"\n", "rate_limit"),
     ("[tools.x]\ntimeout = -1\n", "timeout must be a positive number"),
     ("[tools.x]\nscopes = \"a\"\n", "scopes must be a list"),
+    ("[tools.x]\nread_only = true\ndestructive = true\n", "both read_only and destructive"),
     ("[other]\n", "unknown section"),
     ("[tools\n", "not valid TOML"),
 ])

@@ -352,6 +352,9 @@ def _done(cc: CallContext, result: Any) -> Any:
 
 
 def _mcp_failed(cc: CallContext, exc: McpError) -> None:
+    if getattr(cc.item, "handler", None) is None:  # a tool that does not exist (TL-10)
+        _audit(cc, "denied", E_NOT_FOUND)
+        return
     _audit(cc, "error" if cc.ran else "denied",
            E_SCHEMA_VALIDATION if exc.code == INVALID_PARAMS and not cc.ran else None)
 

@@ -98,6 +98,10 @@ class ToolPolicy:
         for rule in ordered:
             if rule.matches(name, upstream_name):
                 out.update(rule.settings)
+                if rule.settings.get("destructive") is True and "read_only" not in rule.settings:
+                    # a tool that destroys writes: an earlier rule's (or the upstream's) read-only
+                    # claim must not survive it, or the read-only gate would let it through
+                    out["read_only"] = False
         return out
 
     @staticmethod
@@ -107,6 +111,10 @@ class ToolPolicy:
         for key, hint in _HINTS.items():
             if key in settings:
                 out[hint] = settings[key]
+        if settings.get("destructive") is True and settings.get("read_only") is not True:
+            # the gates read readOnlyHint first (TL-14: destructiveHint means nothing for a
+            # read-only tool), so the upstream's readOnlyHint must not outlive "destructive"
+            out["readOnlyHint"] = False
         return out or None
 
 
@@ -120,6 +128,9 @@ def _check(where: str, pattern: str, settings: Any) -> dict[str, Any]:
     for key in (*_HINTS, "hidden"):
         if key in settings and not isinstance(settings[key], bool):
             raise ToolPolicyError(f"{entry}: {key} must be true or false")
+    if settings.get("read_only") is True and settings.get("destructive") is True:
+        raise ToolPolicyError(f"{entry}: a tool cannot be both read_only and destructive; "
+                              "say read_only = false for a destructive tool")
     scopes = settings.get("scopes")
     if scopes is not None and (not isinstance(scopes, list) or not all(isinstance(s, str) and s for s in scopes)):
         raise ToolPolicyError(f"{entry}: scopes must be a list of strings, e.g. scopes = [\"files:write\"]")

@@ -197,6 +197,8 @@ class Upstream:
 
     async def _open(self, client: Client) -> None:
         await client.connect()
+        if _is_server(self.target):
+            client.transport.session.outer = self  # type: ignore[attr-defined]
         self.server_info = dict(client.server_info or {})
         self.instructions = client.instructions
         if "logging" in client.server_capabilities and not client.modern:
@@ -366,7 +368,7 @@ class Upstream:
         kwargs = dict(
             input_schema=desc.get("inputSchema"), output_schema=desc.get("outputSchema"),
             description=desc.get("description"), title=desc.get("title"), annotations=annotations,
-            replace=True, scopes=tuple(settings.get("scopes", ())), **options,
+            replace=True, scopes=self._scopes("tool", upstream_name, settings.get("scopes", ())), **options,
         )
         if self.flatten_schemas and _has_root_combinator(desc.get("inputSchema")):
             kwargs["flatten"] = True
@@ -418,7 +420,8 @@ class Upstream:
         return _register(lambda **extra: self.server.add_resource(
             uri, read, name=str(desc.get("name") or upstream_uri), title=desc.get("title"),
             description=desc.get("description"), mime_type=desc.get("mimeType"), size=desc.get("size"),
-            annotations=desc.get("annotations"), replace=True, **extra), desc)
+            annotations=desc.get("annotations"), replace=True, scopes=self._scopes("resource", upstream_uri),
+            **extra), desc)
 
     def _add_template(self, uri_template: str, desc: dict[str, Any]) -> Any:
         from ..server.uritemplate import UriTemplate
@@ -435,7 +438,8 @@ class Upstream:
         return _register(lambda **extra: self.server.add_resource_template(
             uri_template, read, name=str(desc.get("name") or upstream_template), title=desc.get("title"),
             description=desc.get("description"), mime_type=desc.get("mimeType"),
-            annotations=desc.get("annotations"), completions=completions, replace=True, **extra), desc)
+            annotations=desc.get("annotations"), completions=completions, replace=True,
+            scopes=self._scopes("template", upstream_template), **extra), desc)
 
     async def _read(self, ctx: Context, upstream_uri: str) -> Any:
         result = await self._forward(ctx, "resources/read", {"uri": upstream_uri})
@@ -484,7 +488,7 @@ class Upstream:
         completions = {a["name"]: self._completer(ref, a["name"]) for a in arguments}
         _register(lambda **extra: self.server.add_prompt(
             name, get, arguments=arguments, title=desc.get("title"), description=desc.get("description"),
-            completions=completions, replace=True, **extra), desc)
+            completions=completions, replace=True, scopes=self._scopes("prompt", upstream_name), **extra), desc)
 
     def _completer(self, ref: dict[str, Any], argument: str) -> Callable[..., Any]:
         async def complete(value: str, context: dict[str, Any]) -> Any:
@@ -499,6 +503,47 @@ class Upstream:
             return completion if isinstance(completion, dict) else []
 
         return complete
+
+    def nested(self, ctx: Context, name: str, arguments: Any, want_async: bool) -> Any:
+        """``ctx.call_tool(name)`` inside a mounted Server's tool: the parent's nested call of
+        the parent's name for it, on the parent's loop, on behalf of the parent's call that this
+        child call serves. Without that call (a task that outlived it) the call is refused."""
+        from ..server.dispatch import call_nested
+
+        call = CURRENT_CALL.get()
+        if call is None or call not in self._calls:
+            refusal = {"content": [{"type": "text", "text": f"Tool {name!r} cannot be called here: this server is "
+                                    "mounted, and no call of the parent's is in flight to call it for."}],
+                       "isError": True}
+            return _done_now(refusal) if want_async else refusal
+        parent_ctx = call.ctx
+
+        async def run() -> Any:
+            out = call_nested(parent_ctx, self.names.name(name), arguments, want_async=True)
+            return await out
+
+        future = asyncio.run_coroutine_threadsafe(run(), call.loop)
+        if want_async:
+            return asyncio.wrap_future(future)
+        return future.result()
+
+    def _scopes(self, kind: str, key: str, more: Any = ()) -> tuple[str, ...]:
+        """The OAuth scopes of a mirrored item: a mounted Server's own ``scopes=`` (the child is
+        driven in memory, without the caller's token, so it cannot check them: the parent's
+        pipeline does), and those the tool policy adds."""
+        own: Any = ()
+        child = self.target
+        if _is_server(child):
+            if kind == "tool":
+                item = child._tools.get(key)
+            elif kind == "resource":
+                item = child._resources.get(key)
+            elif kind == "prompt":
+                item = child._prompts.get(key)
+            else:
+                item = next((t for t in child._templates if t.uri_template == key), None)
+            own = getattr(item, "scopes", ()) or ()
+        return tuple(dict.fromkeys([*own, *more]))
 
     # ------------------------------------------------------------------ forwarding
 
@@ -695,6 +740,10 @@ def _register(add: Callable[..., Any], desc: dict[str, Any]) -> Any:
         if not extra:
             raise
         return add()
+
+
+async def _done_now(value: Any) -> Any:
+    return value
 
 
 def _is_server(target: Any) -> bool:

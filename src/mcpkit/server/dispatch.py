@@ -117,7 +117,12 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
         name = _str_param(params, "name", "tools/call")  # a str subclass passes; anything else is refused
     tool = server._tools.get(name)
     if tool is None:
-        raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
+        if server._policy is None and not server._middleware:
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
+        # refused in the pipeline, as a nested call of it is: audited, seen by middleware
+        unknown = _Unknown(name)
+        pipe = build_pipe(server, "call_tool", unknown)
+        return _start(pipe, CallContext(session, req, "call_tool", unknown, name, params.get("arguments")))
     pipe = server._tool_pipes.get(tool)
     if pipe is None:
         pipe = server._tool_pipes[tool] = build_pipe(server, "call_tool", tool)
@@ -169,6 +174,12 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
     """``ctx.call_tool``: a tool called from inside another takes the same pipeline as a call
     from the client (scopes, gates, limits, middleware, audit); a refusal is its result."""
     session, req = ctx._session, ctx._request
+    outer = session.outer
+    if outer is not None:
+        # a mounted child's tool calling another: it takes the parent's pipeline under the
+        # parent's name (gates, scopes, tool policy, rate limits, middleware, audit), then the
+        # child's own as the call is forwarded, as a call from the client would
+        return outer.nested(ctx, name, arguments, want_async)
     server = session.server
     tool = server._tools.get(name)
     if tool is None:
@@ -380,6 +391,8 @@ TOOL_OUTCOME = ToolOutcome()
 
 
 def _raise_unknown(cc: CallContext, is_async: bool) -> Any:
+    if not cc.nested:
+        raise McpError(INVALID_PARAMS, f"Unknown tool: {cc.name}", {"name": cc.name})  # TL-10
     raise ToolError(f"Unknown tool: {cc.name}", code=E_NOT_FOUND)
 
 

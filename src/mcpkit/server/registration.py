@@ -276,10 +276,12 @@ class Registrations:
 
         return deco
 
-    def add_resource(self, uri: str, handler: Callable[..., Any], *, name: str, replace: bool = False, **kw: Any) -> Resource:
+    def add_resource(self, uri: str, handler: Callable[..., Any], *, name: str, replace: bool = False,
+                     scopes: Sequence[str] = (), **kw: Any) -> Resource:
         if uri in self._resources and not replace:
             raise ValueError(f"a resource {uri!r} is already registered (pass replace=True to replace it)")
         item = Resource(uri, handler, name=name, context_param=_context_param(handler), **kw)
+        item.scopes = _scopes(scopes)
         self._resources[uri] = item
         self._changed("resources")
         return item

@@ -81,12 +81,20 @@ class SyncCall:
         self.fn = fn
 
 
+def partial_run(context: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` to be run in ``context`` (a contextvars.Context), on whichever thread calls it."""
+    return lambda: context.run(fn)
+
+
 class ServerSession:
     #: who is calling, when the transport knows (an authenticated HTTP request); the policy
     #: layer keys rate limits and audit lines by it ("anonymous" when None)
     principal: str | None = None
     #: the caller's verified mcpkit.auth.AccessToken on an authenticated HTTP server
     access_token: Any = None
+    #: the mount (mcpkit.proxy.Upstream) that drives this session in memory for a parent server:
+    #: a tool's ``ctx.call_tool`` then goes through the parent's pipeline (``outer.nested``)
+    outer: Any = None
     #: whose share of the worker threads this session's sync calls use (server/workers.py): the
     #: transport sets it to the principal, or to the session; None shares an uncapped turn
     worker_key: Any = None
@@ -291,6 +299,11 @@ class ServerSession:
             self._tasks[rid] = _RUNNING_IN_WORKER
         if self._observed:
             fn = self.server.observer.bind_fn(self._observed.get(rid), fn)  # type: ignore[union-attr]
+        if self.outer is not None:
+            # a mounted child's sync tool: the parent's call it serves rides into the worker
+            import contextvars
+
+            fn = partial_run(contextvars.copy_context(), fn)
         self.server.workers.submit(
             fn, lambda result, exc: self._finish(rid, result, exc, method, flush=True), self.worker_key)
 
