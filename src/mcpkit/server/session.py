@@ -16,8 +16,9 @@ handler never delays ``ping`` or other calls.
 
 from __future__ import annotations
 
-import logging
+import contextvars
 import itertools
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -301,8 +302,6 @@ class ServerSession:
             fn = self.server.observer.bind_fn(self._observed.get(rid), fn)  # type: ignore[union-attr]
         if self.outer is not None:
             # a mounted child's sync tool: the parent's call it serves rides into the worker
-            import contextvars
-
             fn = partial_run(contextvars.copy_context(), fn)
         self.server.workers.submit(
             fn, lambda result, exc: self._finish(rid, result, exc, method, flush=True), self.worker_key)
