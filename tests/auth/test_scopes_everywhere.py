@@ -275,3 +275,48 @@ async def test_a_composed_childs_scopes_hold_in_the_parent(wire, how):
     finally:
         for upstream in upstreams_of(parent):
             upstream.close()
+
+
+@pytest.mark.req("AU-09", "CP-05", "TL-11")
+@pytest.mark.asyncio
+@pytest.mark.parametrize("how", ["mount", "include"])
+async def test_a_composed_managers_action_scopes_hold_in_the_parent(wire, how):
+    """A manager action's scopes (those of the tool registered with the same function) are
+    checked in the parent, whose caller has the token: a mounted manager is mirrored as a plain
+    tool, and the child it is forwarded to never sees the token. The refusal is audited."""
+    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.proxy import upstreams_of
+
+    child, ran = make_server()
+    audit = MemoryAudit()
+    parent = Server("parent", policy=Policy(audit=audit))
+    getattr(parent, how)(child, prefix="c")
+    parent._install_step("scopes", ScopeStep(_Auth()))
+    try:
+        async with connect(parent, wire, "2025-11-25") as c:
+            await _as(c, USER)
+            result = await c.request("tools/call", {"name": "c_ops", "arguments": {"action": "reset",
+                                                                                   "target": "db"}})
+            assert _refused(result), result
+            assert "admin" in result["content"][0]["text"]
+            routes = 1
+            if how == "mount":
+                # through the child's batch tool too (its nested call is the parent's)
+                routes += 1
+                result = await c.request("tools/call", {"name": "c_batch", "arguments": {"calls": [
+                    {"name": "ops", "arguments": {"action": "reset", "target": "db"}}]}})
+                assert _refused(result["structuredContent"]["result"][0]), result
+            assert ran == []
+            ok = await c.request("tools/call", {"name": "c_ops", "arguments": {"action": "status"}})
+            assert ok["content"][0]["text"] == "fine"
+            denied = [line for line in audit.lines if line["outcome"] == "denied"]
+            assert [(line["tool"], line["principal"], line["code"]) for line in denied] == [
+                ("c_ops", "mallory", "E_PERMISSION_DENIED")] * routes, audit.lines
+            await _as(c, ADMIN)
+            result = await c.request("tools/call", {"name": "c_ops", "arguments": {"action": "reset",
+                                                                                   "target": "db"}})
+            assert result["content"][0]["text"] == "reset db", result
+            assert ran == ["reset db"]
+    finally:
+        for upstream in upstreams_of(parent):
+            upstream.close()

@@ -29,7 +29,8 @@ class ScopeStep:
         self.auth = auth
 
     def applies(self, kind: str, item: Any) -> bool:
-        return kind in _KINDS and (bool(getattr(item, "scopes", ())) or getattr(item, "actions", None) is not None)
+        return kind in _KINDS and (bool(getattr(item, "scopes", ())) or getattr(item, "actions", None) is not None
+                                   or bool(getattr(item, "action_scopes", None)))
 
     def check(self, cc: Any) -> None:
         """A guard (server/pipeline.py): refuses, or lets the call pass."""

@@ -326,7 +326,7 @@ class Upstream:
         return True
 
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
-        wanted: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
+        wanted: dict[str, tuple[str, dict[str, Any], dict[str, Any], Any, Any]] = {}
         for desc in items:
             if not isinstance(desc, dict) or not isinstance(desc.get("name"), str):
                 continue
@@ -334,7 +334,10 @@ class Upstream:
             name = self.names.name(upstream_name)
             settings = self.tool_policy.resolve(name, upstream_name) if self.tool_policy is not None else {}
             if not settings.get("hidden"):
-                wanted[name] = (upstream_name, desc, settings)
+                # a Server child's own scopes (the tool's, its actions') are part of what is
+                # mirrored: a tool registered again with other scopes is registered again here
+                wanted[name] = (upstream_name, desc, settings, self._scopes("tool", upstream_name),
+                                self._action_scopes(upstream_name))
         for name in [n for n in self._tools if n not in wanted]:
             del self._tools[name]
             with contextlib.suppress(KeyError):
@@ -354,7 +357,8 @@ class Upstream:
                 continue
             self._tools[name] = spec
 
-    def _add_tool(self, name: str, upstream_name: str, desc: dict[str, Any], settings: dict[str, Any]) -> None:
+    def _add_tool(self, name: str, upstream_name: str, desc: dict[str, Any], settings: dict[str, Any],
+                  own_scopes: tuple[str, ...] = (), action_scopes: dict[str, tuple[str, ...]] | None = None) -> None:
         options: dict[str, Any] = {"requires": self.bridge}
         if "rate_limit" in settings:
             options["rate_limit"] = settings["rate_limit"] or None
@@ -368,7 +372,8 @@ class Upstream:
         kwargs = dict(
             input_schema=desc.get("inputSchema"), output_schema=desc.get("outputSchema"),
             description=desc.get("description"), title=desc.get("title"), annotations=annotations,
-            replace=True, scopes=self._scopes("tool", upstream_name, settings.get("scopes", ())), **options,
+            replace=True, scopes=tuple(dict.fromkeys([*own_scopes, *settings.get("scopes", ())])),
+            action_scopes=action_scopes, **options,
         )
         if self.flatten_schemas and _has_root_combinator(desc.get("inputSchema")):
             kwargs["flatten"] = True
@@ -526,6 +531,20 @@ class Upstream:
         if want_async:
             return asyncio.wrap_future(future)
         return future.result()
+
+    def _action_scopes(self, upstream_name: str) -> dict[str, tuple[str, ...]] | None:
+        """A mounted Server's manager tool is mirrored as a plain tool: the scopes each of its
+        actions needs (those of the tool registered with the same function, as the child's own
+        action step would add) go with it, for the parent's pipeline to check on the ``action``
+        argument; the child, driven without the caller's token, cannot."""
+        child = self.target
+        tool = child._tools.get(upstream_name) if _is_server(child) else None
+        if tool is None or getattr(tool, "actions", None) is None:
+            return None
+        from ..policy.chain import settings_of
+
+        needed = {name: act.scopes for name, act in settings_of(child, tool).actions.items() if act.scopes}
+        return needed or None
 
     def _scopes(self, kind: str, key: str, more: Any = ()) -> tuple[str, ...]:
         """The OAuth scopes of a mirrored item: a mounted Server's own ``scopes=`` (the child is

@@ -126,9 +126,21 @@ class CallContext:
 
     @property
     def scopes(self) -> tuple[str, ...]:
-        """The OAuth scopes this call needs: the item's, plus a manager action's own."""
+        """The OAuth scopes this call needs: the item's, plus a manager action's own (the
+        action step adds them), or, for a tool standing for a manager served elsewhere (a
+        mount's mirror), those its ``action_scopes`` give the call's ``action`` argument."""
         scopes = self._scopes
-        return (getattr(self.item, "scopes", ()) or ()) if scopes is None else scopes
+        if scopes is not None:
+            return scopes
+        item = self.item
+        own = getattr(item, "scopes", ()) or ()
+        per_action = getattr(item, "action_scopes", None)
+        if per_action and isinstance(self.arguments, dict):
+            action = self.arguments.get("action")
+            more = per_action.get(action) if isinstance(action, str) else None
+            if more:
+                return tuple(dict.fromkeys([*own, *more]))
+        return own
 
     @scopes.setter
     def scopes(self, value: tuple[str, ...]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar, Unpack
 
 from ..protocol.errors import INVALID_PARAMS, McpError
@@ -150,6 +150,7 @@ class Registrations:
         task: str | None = None,
         scopes: Sequence[str] = (),
         flatten: bool = False,
+        action_scopes: Mapping[str, Sequence[str]] | None = None,
         **policy: Unpack[ToolPolicyOptions],
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
@@ -160,6 +161,8 @@ class Registrations:
         ``flatten=True`` lists a flat copy (mcpkit.hosts.flatten) and still validates calls against
         the schema as given. ``read_only``, ``destructive``, ``idempotent``, ``open_world``,
         ``scopes`` and the policy options (``requires=``, ``timeout=``, ...) are those of :meth:`tool`.
+        ``action_scopes`` (action name -> scopes), for a tool that forwards to a manager tool
+        (mcpkit.proxy does), adds the scopes a call needs when its ``action`` argument names one.
         """
         options = _tool_options(policy)
         _warn_secret_parameters(name, input_schema)
@@ -192,6 +195,8 @@ class Registrations:
             enforced_schema=input_schema if flatten else None,
         )
         tool.scopes = _scopes(scopes)
+        if action_scopes:
+            tool.action_scopes = {str(k): _scopes(v) for k, v in action_scopes.items() if v}
         self._register_tool(tool, replace)
         return tool
 

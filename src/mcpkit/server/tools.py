@@ -97,6 +97,7 @@ class Tool:
         "base_output_schema",
         "resolved",
         "scopes",
+        "action_scopes",
         "enforced_schema",
         "_validator",
         "_result_validator",
@@ -171,6 +172,9 @@ class Tool:
         self.resolved: Any = None
         #: OAuth scopes a token needs to call it over authenticated HTTP (mcpkit.auth)
         self.scopes: tuple[str, ...] = ()
+        #: the scopes each value of its ``action`` argument needs on top of ``scopes``, for a tool
+        #: that stands for a manager tool served elsewhere (a mount's mirror); None: none
+        self.action_scopes: dict[str, tuple[str, ...]] | None = None
         #: what calls are validated against when it is not the advertised schema: the original
         #: of a flattened one (``add_tool(..., flatten=True)``); None: the advertised one
         self.enforced_schema = enforced_schema
