@@ -11,6 +11,7 @@ import pytest
 from mcpkit import Context, Server
 from mcpkit.client import Client, RpcError
 from mcpkit.policy import Gates, Policy
+from mcpkit.policy.config import INHERIT
 from mcpkit.proxy import upstreams_of
 from mcpkit.server.compose import Names
 
@@ -363,6 +364,46 @@ async def test_a_tool_policy_saying_destructive_beats_a_read_only_claim(parent: 
         refused = await client.call_tool("c_drop")
         assert refused.get("isError") is True and "destructive" in refused["content"][0]["text"]
     assert ran == []
+
+
+@aio
+async def test_a_tool_policy_rule_naming_a_listed_tool_applies_to_that_tool_only(parent: Server) -> None:
+    """With prefix "files", [tools.files_read] is the listed files_read (the upstream's read);
+    it must not also reach the upstream's own files_read (listed files_files_read). A name or
+    glob that no listed name matches is read as the upstream's name."""
+    child = Server("child")
+
+    @child.tool(read_only=True, open_world=False)
+    def read() -> str:
+        return "read"
+
+    @child.tool(name="files_read", read_only=True, open_world=False)
+    def files_read() -> str:
+        return "files_read"
+
+    @child.tool(read_only=True, open_world=False)
+    def write() -> str:
+        return "write"
+
+    @child.tool(read_only=True, open_world=False)
+    def stat() -> str:
+        return "stat"
+
+    parent.mount(child, prefix="files", tool_policy={"tools": {
+        "files_read": {"read_only": False, "destructive": True, "scopes": ["files:admin"]},
+        "files_r*": {"rate_limit": "5/min"},
+        "write": {"read_only": False, "destructive": True},
+        "st*": {"hidden": True},
+    }})
+    tools = parent.tools
+    assert sorted(tools) == ["files_files_read", "files_read", "files_write"]
+    assert tools["files_read"].scopes == ("files:admin",)
+    assert tools["files_read"].annotations["destructiveHint"] is True
+    assert tools["files_read"].options.rate_limit is not INHERIT
+    assert tools["files_files_read"].scopes == ()
+    assert tools["files_files_read"].annotations == {"readOnlyHint": True, "openWorldHint": False}
+    assert tools["files_files_read"].options.rate_limit is INHERIT
+    assert tools["files_write"].annotations["destructiveHint"] is True
 
 
 class _Lines:

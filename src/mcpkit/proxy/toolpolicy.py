@@ -23,8 +23,11 @@ Keys: ``read_only``, ``destructive``, ``idempotent``, ``open_world`` (booleans, 
 tool's readOnlyHint... annotations, as listed and as the gates read them); ``scopes`` (OAuth
 scopes a token needs to call it); ``rate_limit`` ("N/sec|min|hour", or false); ``timeout``
 (seconds, or false); ``hidden`` (true: not mirrored at all). A pattern is matched against the
-tool's name as the proxy lists it and as the upstream names it. Every matching entry applies,
-in file order, so later entries override earlier ones; entries naming a tool exactly apply last.
+names the proxy lists for the upstream's tools (prefixed); one that matches none of them is
+matched against the upstream's own names instead. So with prefix ``files``, ``files_read`` is
+the upstream's ``read`` and never also an upstream tool named ``files_read`` (listed
+``files_files_read``). Every matching entry applies, in file order, so later entries override
+earlier ones; entries naming a tool exactly apply last.
 """
 
 from __future__ import annotations
@@ -91,17 +94,37 @@ class ToolPolicy:
             rules.append(ToolRule(pattern, _check(where, pattern, settings)))
         return cls(tuple(rules))
 
-    def resolve(self, name: str, upstream_name: str) -> dict[str, Any]:
-        """The settings for one tool: every matching rule, globs in file order, then exact names."""
-        out: dict[str, Any] = {}
+    def resolve(self, name: str, upstream_name: str, listed: Any = None) -> dict[str, Any]:
+        """The settings for one tool: every matching rule, globs in file order, then exact names.
+
+        ``listed``: every name the proxy lists for this upstream's tools (default: ``name``). A
+        rule matching one of them names listed tools, and matches ``name`` only; a rule matching
+        none names upstream tools, and matches ``upstream_name``. For many tools, use
+        :meth:`resolver` (the rules are classified once)."""
+        return self.resolver([name] if listed is None else listed)(name, upstream_name)
+
+    def resolver(self, listed: Any) -> Any:
+        """``resolve`` for the tools of one upstream listing: ``listed`` is every name the proxy
+        lists for them (hidden ones included); returns ``f(name, upstream_name) -> settings``."""
+        listed = list(listed)
         ordered = [r for r in self.rules if not r.exact] + [r for r in self.rules if r.exact]
-        for rule in ordered:
-            if rule.matches(name, upstream_name):
-                out.update(rule.settings)
-                if rule.settings.get("destructive") is True and "read_only" not in rule.settings:
-                    # a tool that destroys writes: an earlier rule's (or the upstream's) read-only
-                    # claim must not survive it, or the read-only gate would let it through
-                    out["read_only"] = False
+        by_listed = [(rule, rule.matches(*listed)) for rule in ordered]
+
+        def resolve(name: str, upstream_name: str) -> dict[str, Any]:
+            return self._settings(rule for rule, on_listed in by_listed
+                                  if rule.matches(name if on_listed else upstream_name))
+
+        return resolve
+
+    @staticmethod
+    def _settings(rules: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for rule in rules:
+            out.update(rule.settings)
+            if rule.settings.get("destructive") is True and "read_only" not in rule.settings:
+                # a tool that destroys writes: an earlier rule's (or the upstream's) read-only
+                # claim must not survive it, or the read-only gate would let it through
+                out["read_only"] = False
         return out
 
     @staticmethod

@@ -327,12 +327,14 @@ class Upstream:
 
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
         wanted: dict[str, tuple[str, dict[str, Any], dict[str, Any], Any, Any]] = {}
+        items = [d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)]
+        # a rule naming a listed tool is that tool's only, never also an upstream name's
+        resolve = self.tool_policy.resolver([self.names.name(d["name"]) for d in items]) \
+            if self.tool_policy is not None else None
         for desc in items:
-            if not isinstance(desc, dict) or not isinstance(desc.get("name"), str):
-                continue
             upstream_name = desc["name"]
             name = self.names.name(upstream_name)
-            settings = self.tool_policy.resolve(name, upstream_name) if self.tool_policy is not None else {}
+            settings = resolve(name, upstream_name) if resolve is not None else {}
             if not settings.get("hidden"):
                 # a Server child's own scopes (the tool's, its actions') are part of what is
                 # mirrored: a tool registered again with other scopes is registered again here
