@@ -299,19 +299,16 @@ async def test_a_composed_managers_action_scopes_hold_in_the_parent(wire, how):
                                                                                    "target": "db"}})
             assert _refused(result), result
             assert "admin" in result["content"][0]["text"]
-            routes = 1
-            if how == "mount":
-                # through the child's batch tool too (its nested call is the parent's)
-                routes += 1
-                result = await c.request("tools/call", {"name": "c_batch", "arguments": {"calls": [
-                    {"name": "ops", "arguments": {"action": "reset", "target": "db"}}]}})
-                assert _refused(result["structuredContent"]["result"][0]), result
+            # through the child's batch tool too (its nested call is the parent's)
+            result = await c.request("tools/call", {"name": "c_batch", "arguments": {"calls": [
+                {"name": "ops", "arguments": {"action": "reset", "target": "db"}}]}})
+            assert _refused(result["structuredContent"]["result"][0]), result
             assert ran == []
             ok = await c.request("tools/call", {"name": "c_ops", "arguments": {"action": "status"}})
             assert ok["content"][0]["text"] == "fine"
             denied = [line for line in audit.lines if line["outcome"] == "denied"]
             assert [(line["tool"], line["principal"], line["code"]) for line in denied] == [
-                ("c_ops", "mallory", "E_PERMISSION_DENIED")] * routes, audit.lines
+                ("c_ops", "mallory", "E_PERMISSION_DENIED")] * 2, audit.lines
             await _as(c, ADMIN)
             result = await c.request("tools/call", {"name": "c_ops", "arguments": {"action": "reset",
                                                                                    "target": "db"}})

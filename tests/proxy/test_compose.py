@@ -4,6 +4,7 @@ own pipeline), with names every host accepts."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -140,6 +141,79 @@ async def test_include_keeps_a_tools_own_policy() -> None:
         assert (await client.call_tool("c_once"))["content"][0]["text"] == "ok"
         refused = await client.call_tool("c_once")
         assert refused.get("isError") is True
+
+
+class _Audit:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.lines.append(dict(entry))
+
+
+@aio
+@pytest.mark.parametrize("meta", ["batch", "abatch", "ops"])
+async def test_an_included_tools_nested_calls_reach_the_prefixed_copies(meta: str) -> None:
+    """ctx.call_tool("status") in a tool copied under prefix "c" is the parent's nested call of
+    c_status (the child's names do not exist in the parent), through the parent's pipeline:
+    its read-only gate refuses c_reset by name, and its audit has the nested lines. A prompt's
+    or a resource's handler calling a tool is resolved the same way."""
+    child = Server("child")
+    ran: list[str] = []
+
+    @child.tool(destructive=True, open_world=False)
+    def reset() -> str:
+        ran.append("reset")
+        return "reset"
+
+    @child.tool(read_only=True, open_world=False)
+    def status() -> str:
+        return "fine"
+
+    @child.tool(read_only=True, open_world=False)
+    def batch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        return [ctx.call_tool(c["name"], c.get("arguments")) for c in calls]
+
+    @child.tool(read_only=True, open_world=False)
+    async def abatch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        return [await ctx.call_tool_async(c["name"], c.get("arguments")) for c in calls]
+
+    ops = child.manager("ops")
+
+    @ops.action(read_only=True, open_world=False)
+    def run(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        return [ctx.call_tool(c["name"], c.get("arguments")) for c in calls]
+
+    @child.prompt()
+    def report(ctx: Context) -> str:
+        return ctx.call_tool("status")["content"][0]["text"]
+
+    @child.resource("status://now")
+    def now(ctx: Context) -> str:
+        return ctx.call_tool("status")["content"][0]["text"]
+
+    audit = _Audit()
+    parent = Server("parent", policy=Policy(gates=Gates(read_only=True), audit=audit))
+    parent.include(child, prefix="c")
+    calls = [{"name": "reset"}, {"name": "status"}]
+    async with Client(parent) as client:
+        if meta == "ops":  # a manager's action (no outputSchema: its list comes as JSON text)
+            result = await client.call_tool("c_ops", {"action": "run", "calls": calls})
+            inner = json.loads(result["content"][0]["text"])
+        else:
+            result = await client.call_tool(f"c_{meta}", {"calls": calls})
+            inner = result["structuredContent"]["result"]
+        assert inner[0]["isError"] is True and "read-only" in inner[0]["content"][0]["text"], inner
+        assert inner[1]["content"][0]["text"] == "fine", inner
+        assert ran == []
+        outer = next(line for line in audit.lines if line["tool"] == f"c_{meta}")
+        assert [(line["tool"], line["outcome"], line.get("parentCorrelationId")) for line in audit.lines] == [
+            ("c_reset", "denied", outer["correlationId"]), ("c_status", "ok", outer["correlationId"]),
+            (f"c_{meta}", "ok", None)]
+        prompt = await client.get_prompt("c_report")
+        assert prompt["messages"][0]["content"]["text"] == "fine"
+        read = await client.read_resource("status://c/now")
+        assert read["contents"][0]["text"] == "fine"
 
 
 # ------------------------------------------------------------------------------------- mount

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .resources import ResourceTemplate
@@ -106,14 +107,19 @@ def include(parent: Server, child: Server, prefix: str | None, *, separator: str
         raise ValueError(f"include: the parent already has {', '.join(map(repr, clashes))}; choose another prefix")
     for name in tools:
         validate_tool_name(name)
+    # a copied handler's ctx.call_tool names the child's tools: here they are the prefixed
+    # copies, called through the parent's pipeline like any nested call
+    calls = names.name if names.prefix is not None else None
     for name, tool in tools.items():
         twin = copy.copy(tool)
         twin.name = name
         twin.resolved = None  # resolved again against the parent's policy
+        twin.call_names = _then(tool.call_names, calls)
         parent._register_tool(twin, replace=False)
     for uri, resource in resources.items():
         twin = copy.copy(resource)
         twin.uri = uri
+        twin.call_names = _then(resource.call_names, calls)
         parent._resources[uri] = twin
     for uri, template in templates.items():
         twin_t = ResourceTemplate(
@@ -122,11 +128,20 @@ def include(parent: Server, child: Server, prefix: str | None, *, separator: str
             meta=template.meta, context_param=template.context_param, completions=template.completions,
         )
         twin_t.scopes, twin_t.ttl_ms, twin_t.cache_scope = template.scopes, template.ttl_ms, template.cache_scope
+        twin_t.call_names = _then(template.call_names, calls)
         parent._templates = [*parent._templates, twin_t]
     for name, prompt in prompts.items():
         twin_p = copy.copy(prompt)
         twin_p.name = name
+        twin_p.call_names = _then(prompt.call_names, calls)
         parent._prompts[name] = twin_p
     for kind, changed in (("resources", resources), ("resourceTemplates", templates), ("prompts", prompts)):
         if changed:
             parent._changed(kind)
+
+
+def _then(first: Callable[[str], str] | None, then: Callable[[str], str] | None) -> Callable[[str], str] | None:
+    """The names of a copy of a copy: the inner include's prefixing, then the outer's."""
+    if first is None or then is None:
+        return first or then
+    return lambda name: then(first(name))

@@ -80,7 +80,8 @@ _DONE = _Done()
 
 class Context:
     __slots__ = (
-        "_session", "_request", "request_id", "method", "correlation_id", "cancelled", "_rounds", "_task", "_announce"
+        "_session", "_request", "request_id", "method", "correlation_id", "cancelled", "_rounds", "_task", "_announce",
+        "_names",
     )
 
     def __init__(self, session: ServerSession, request: RequestReceived, correlation_id: str) -> None:
@@ -92,6 +93,9 @@ class Context:
         self._rounds: Any = None  # 2026-07-28: the inputs of this request (server/rounds.py)
         self._task: Any = None  # (TaskManager, TaskRecord) once this call runs as a task (server/tasks.py)
         self._announce: Any = None  # a future start_task() resolves with the CreateTaskResult
+        #: the served item's ``call_names`` (a copy made by ``include``): ``call_tool`` names read
+        #: as the child's, which are prefixed in this server; None: as given
+        self._names: Any = None
         #: set when the client cancelled this request (CN-01); sync handlers can poll it
         self.cancelled = threading.Event()
 

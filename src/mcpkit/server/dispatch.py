@@ -147,6 +147,7 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     ctx: Context | None = None
     if tool.context_param is not None:
         ctx = session.context(req)
+        ctx._names = tool.call_names
         if rev.era == "modern":
             ctx.rounds()  # a tampered requestState is refused before the tool runs (MR-06)
         cid: str | None = ctx.correlation_id
@@ -174,6 +175,10 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
     """``ctx.call_tool``: a tool called from inside another takes the same pipeline as a call
     from the client (scopes, gates, limits, middleware, audit); a refusal is its result."""
     session, req = ctx._session, ctx._request
+    if ctx._names is not None:
+        # a tool copied by include calls its child's tools by the child's names: here they
+        # are the prefixed copies
+        name = ctx._names(name)
     outer = session.outer
     if outer is not None:
         # a mounted child's tool calling another: it takes the parent's pipeline under the
@@ -287,6 +292,7 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
             ctx.correlation_id = cc.correlation_id
             if rev.era == "modern":
                 ctx.rounds()  # a tampered requestState is refused before the tool runs (MR-06)
+        ctx._names = tool.call_names
         cc.handler_context = ctx
     try:
         args, kwargs = target.call_args(valid, ctx)
@@ -578,6 +584,7 @@ def _read(cc: CallContext, mode: str) -> Any:
     ctx = None
     if item.context_param is not None:
         ctx = kwargs[item.context_param] = session.context(req)
+        ctx._names = item.call_names
     hints = session.server.cache_hints(req.revision, item)
 
     def finish(value: Any) -> dict[str, Any]:
@@ -634,6 +641,7 @@ def _get_prompt(cc: CallContext, mode: str) -> Any:
     ctx = None
     if prompt.context_param is not None:
         ctx = kwargs[prompt.context_param] = session.context(req)
+        ctx._names = prompt.call_names
     rev = req.revision
 
     def finish(value: Any) -> dict[str, Any]:

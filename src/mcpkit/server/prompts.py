@@ -23,7 +23,7 @@ __all__ = ["Prompt", "messages_from"]
 class Prompt:
     __slots__ = (
         "name", "title", "description", "arguments", "icons", "meta", "handler", "is_async",
-        "context_param", "completions", "scopes", "bind", "_required", "_known", "_schema", "_bind", "_checks",
+        "context_param", "completions", "scopes", "bind", "call_names", "_required", "_known", "_schema", "_bind", "_checks",
     )
 
     def __init__(
@@ -57,6 +57,9 @@ class Prompt:
         self.scopes: tuple[str, ...] = ()
         #: converts the arguments whose type checks itself (a SandboxPath), as for tools; None: none
         self.bind: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        #: how a tool name given to ``ctx.call_tool`` in its handler reads in this server: the
+        #: prefixing of the ``include`` that copied it here (compose.Names.name); None: as given
+        self.call_names: Callable[[str], str] | None = None
         self._required = [a["name"] for a in arguments if a.get("required")]
         self._known = {a["name"] for a in arguments}
         #: the signature's JSON Schema and binder (typed arguments); None: strings as given

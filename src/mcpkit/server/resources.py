@@ -19,6 +19,7 @@ class _Readable:
     __slots__ = (
         "name", "title", "description", "mime_type", "annotations", "icons", "meta",
         "handler", "is_async", "context_param", "ttl_ms", "cache_scope", "scopes", "bind",
+        "call_names",
     )
 
     def _init(
@@ -50,6 +51,9 @@ class _Readable:
         self.scopes: tuple[str, ...] = ()
         #: converts the variables whose type checks itself (a SandboxPath), as for tools; None: none
         self.bind: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        #: how a tool name given to ``ctx.call_tool`` in its handler reads in this server: the
+        #: prefixing of the ``include`` that copied it here (compose.Names.name); None: as given
+        self.call_names: Callable[[str], str] | None = None
 
     def _describe(self, out: dict[str, Any], size: int | None = None) -> dict[str, Any]:
         for key, value in (

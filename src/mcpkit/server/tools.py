@@ -98,6 +98,7 @@ class Tool:
         "resolved",
         "scopes",
         "action_scopes",
+        "call_names",
         "enforced_schema",
         "_validator",
         "_result_validator",
@@ -175,6 +176,9 @@ class Tool:
         #: the scopes each value of its ``action`` argument needs on top of ``scopes``, for a tool
         #: that stands for a manager tool served elsewhere (a mount's mirror); None: none
         self.action_scopes: dict[str, tuple[str, ...]] | None = None
+        #: how a tool name given to ``ctx.call_tool`` in its handler reads in this server: the
+        #: prefixing of the ``include`` that copied it here (compose.Names.name); None: as given
+        self.call_names: Callable[[str], str] | None = None
         #: what calls are validated against when it is not the advertised schema: the original
         #: of a flattened one (``add_tool(..., flatten=True)``); None: the advertised one
         self.enforced_schema = enforced_schema
