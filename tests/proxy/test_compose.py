@@ -537,6 +537,29 @@ async def test_a_mounted_tools_nested_calls_take_the_parents_pipeline(parent: Se
 
 
 @aio
+async def test_a_mounted_childs_audit_and_rate_limits_name_the_parents_caller(parent: Server) -> None:
+    """The child is driven by one in-memory client for every caller of the parent: its own
+    audit lines and per-caller rate limits must still be the real caller's, not one
+    "anonymous" for all (a second caller would be refused on the first one's bucket)."""
+    audit = _Audit()
+    child = Server("child", policy=Policy(audit=audit))
+
+    @child.tool(read_only=True, open_world=False, rate_limit="1/min")
+    def once() -> str:
+        return "ok"
+
+    parent.mount(child, prefix="c")
+    for who in ("alice", "bob"):
+        async with Client(parent) as client:
+            client.transport.session.principal = who  # type: ignore[attr-defined]
+            assert (await client.call_tool("c_once"))["content"][0]["text"] == "ok", who
+            refused = await client.call_tool("c_once")  # the caller's own bucket is spent
+            assert refused.get("isError") is True, who
+    assert [(line["tool"], line["principal"], line["outcome"]) for line in audit.lines] == [
+        ("once", "alice", "ok"), ("once", "alice", "denied"), ("once", "bob", "ok"), ("once", "bob", "denied")]
+
+
+@aio
 async def test_a_roots_change_reaches_the_mounted_child(parent: Server) -> None:
     child = Server("child")
     heard: list[str] = []

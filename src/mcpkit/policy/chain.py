@@ -42,7 +42,7 @@ from ..server.observer import current_trace_ids
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError
 from ..server.pipeline import CID_META_KEY, CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext
 from ..server.schema import _to_json
-from ..server.session import new_correlation_id
+from ..server.session import caller_of, new_correlation_id
 from ..server.tools import OutputSchemaError, shape_for_revision
 from . import envelope, isolation, limits
 from .config import INHERIT
@@ -364,7 +364,7 @@ def _begin(cc: CallContext) -> None:
     settings = cc.settings = settings_of(cc.session.server, cc.item)
     policy = settings.policy
     cc.caller = policy.principal_of(cc.session, cc.request) if policy is not None else (
-        cc.session.principal or "anonymous")
+        caller_of(cc.session))
     if cc._cid is None:
         cc._cid = new_correlation_id()
     cc.start = time.perf_counter()
@@ -383,7 +383,7 @@ class Outcome:
         settings = cc.settings = settings_of(cc.session.server, cc.item)
         policy = settings.policy
         cc.caller = policy.principal_of(cc.session, cc.request) if policy is not None else (
-            cc.session.principal or "anonymous")
+            caller_of(cc.session))
         if cc._cid is None:
             cc._cid = new_correlation_id()
         cc.start = time.perf_counter()
@@ -690,7 +690,7 @@ class PolicedCall:
         settings = cc.settings = settings_of(server, item)
         policy = settings.policy
         cc.caller = policy.principal_of(session, cc.request) if policy is not None else (
-            session.principal or "anonymous")
+            caller_of(session))
         if cc._cid is None:
             cc._cid = new_correlation_id()
         cc.start = time.perf_counter()

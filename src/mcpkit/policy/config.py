@@ -181,7 +181,9 @@ class Policy:
     def principal_of(self, session: Any, request: Any) -> str:
         if self.principal is not None:
             return self.principal(session, request)
-        return session.principal or "anonymous"
+        from ..server.session import caller_of
+
+        return caller_of(session)
 
 
 def _default_audit(env: Mapping[str, str], sandbox: Any) -> Any:

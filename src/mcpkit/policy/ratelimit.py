@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from mcpkit.protocol.errors import E_NOT_CONNECTED, E_RATE_LIMITED, INTERNAL_ERROR, McpError, ToolError, handler_error
 
+from ..server.session import caller_of
 from ..stores.memory import MemoryRateStore
 
 __all__ = ["COMPLETION_KEY", "CompletionRateLimit", "KEY_SEPARATOR", "MemoryRateStore", "Rate", "RateLimiter",
@@ -233,8 +234,7 @@ class CompletionRateLimit:
         """A guard (server/pipeline.py): refuses, or lets the completion pass."""
         session = cc.session
         policy = session.server._policy
-        caller = policy.principal_of(session, cc.request) if policy is not None else (
-            session.principal or "anonymous")
+        caller = policy.principal_of(session, cc.request) if policy is not None else caller_of(session)
         limiter = self.limiter
         try:
             wait = limiter.check(caller, COMPLETION_KEY)

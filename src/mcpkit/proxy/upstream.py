@@ -534,6 +534,19 @@ class Upstream:
             return asyncio.wrap_future(future)
         return future.result()
 
+    def caller(self) -> str | None:
+        """The principal of the parent's caller whose call the mounted Server's current request
+        serves (server/session.caller_of: the child's rate limits and audit lines are that
+        caller's, not one "anonymous" for every caller of the parent); None outside one."""
+        call = CURRENT_CALL.get()
+        if call is None or call not in self._calls:
+            return None
+        session = call.ctx._session
+        principal: str | None = session.principal
+        if principal is None and getattr(session, "outer", None) is not None:
+            principal = session.outer.caller()  # the parent is itself mounted
+        return principal
+
     def _action_scopes(self, upstream_name: str) -> dict[str, tuple[str, ...]] | None:
         """A mounted Server's manager tool is mirrored as a plain tool: the scopes each of its
         actions needs (those of the tool registered with the same function, as the child's own

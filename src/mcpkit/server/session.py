@@ -87,6 +87,18 @@ def partial_run(context: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
     return lambda: context.run(fn)
 
 
+def caller_of(session: Any) -> str:
+    """Who calls, as rate limits and audit lines name them: the session's principal; in the
+    session that drives a mounted Server for its parent (``outer``), the principal of the
+    parent's caller whose call this one serves; else "anonymous"."""
+    principal = session.principal
+    if principal is None:
+        outer = getattr(session, "outer", None)
+        if outer is not None:
+            principal = outer.caller()
+    return principal or "anonymous"
+
+
 class ServerSession:
     #: who is calling, when the transport knows (an authenticated HTTP request); the policy
     #: layer keys rate limits and audit lines by it ("anonymous" when None)
