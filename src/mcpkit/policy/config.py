@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..server.session import caller_of
 from .gates import Gates, env_flag
 
 __all__ = ["Policy", "ToolOptions", "INHERIT"]
@@ -181,8 +182,6 @@ class Policy:
     def principal_of(self, session: Any, request: Any) -> str:
         if self.principal is not None:
             return self.principal(session, request)
-        from ..server.session import caller_of
-
         return caller_of(session)
 
 
