@@ -306,3 +306,111 @@ def test_the_memory_store_keeps_ended_tasks_for_their_ttl_and_stays_bounded() ->
     assert store.get("b") is None and store.get("a") is running and len(store) == 2
     running.status, running.expires_at = "completed", time.monotonic() - 1  # its ttl is over
     assert store.get("a") is None
+
+
+# ---------------------------------------------------------------------- in process: a task under a policy
+
+
+@pytest.mark.asyncio
+@pytest.mark.req("TX-05", "TL-11")
+async def test_a_tasks_result_takes_the_pipeline_limits_sanitizing_timeout_and_audit(wire: Any) -> None:
+    """A tool called as a task ran its handler outside the pipeline: its result was stored
+    without the result size limit, the sanitizing or the timeout, and the audit line said only
+    'task', never how the call ended. The task's result is now the pipeline's answer."""
+    import asyncio
+    import json
+    import threading
+
+    from mcpkit import Context, Server
+    from mcpkit.policy import Policy
+    from mcpkit.policy.limits import Limits
+    from mcpkit.server.session import ServerSession
+
+    lines: list[dict[str, Any]] = []
+
+    class Audit:
+        def record(self, entry: dict[str, Any]) -> None:
+            lines.append(dict(entry))
+
+    server = Server("t", policy=Policy(audit=Audit(), limits=Limits(max_result_bytes=2_000, sanitize=True, timeout=0.3)))
+
+    @server.tool(task="required", read_only=True, open_world=False)
+    async def big() -> str:
+        return "\x1b[31mred\x1b[0m" + "A" * 10_000
+
+    @server.tool(task="required", read_only=True, open_world=False)
+    def big_sync() -> str:
+        return "\x1b[31mred\x1b[0m" + "A" * 10_000
+
+    @server.tool(task="required", read_only=True, open_world=False)
+    async def slow() -> str:
+        await asyncio.sleep(3)
+        return "finished after its deadline"
+
+    @server.tool(task="required", read_only=True, open_world=False)
+    def slow_sync() -> str:
+        time.sleep(1)
+        return "finished after its deadline"
+
+    @server.tool(task="required", read_only=True, open_world=False)
+    def ask(ctx: Context) -> str:  # a sync task waits for its input on a worker, not the reader
+        answer = ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="name")
+        return f"Hi {answer['content']['name']} from {threading.current_thread().name}."
+
+    answers: dict[Any, dict[str, Any]] = {}
+    methods: dict[Any, str] = {}
+
+    def send(batch: list[Any]) -> None:
+        for out in batch:
+            message = json.loads(out.payload)
+            wire.record(message, V, methods.get(message.get("id")))
+            answers[message["id"]] = message
+
+    session = ServerSession(server, send, asyncio.get_running_loop(), inline_sync=True)
+    rid = 0
+
+    async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        nonlocal rid
+        rid += 1
+        methods[rid] = method
+        meta = {"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": WITH}
+        session.feed(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": meta}}))
+        session.flush()
+        for _ in range(500):
+            if rid in answers:
+                return answers[rid]["result"]
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{method} unanswered")
+
+    async def ended(task_id: str, *statuses: str) -> dict[str, Any]:
+        for _ in range(300):
+            task = await call("tasks/get", {"taskId": task_id})
+            if task["status"] in statuses:
+                return task
+            await asyncio.sleep(0.02)
+        raise AssertionError(task)
+
+    for name in ("big", "big_sync"):
+        created = await call("tools/call", {"name": name, "arguments": {}})
+        assert created["resultType"] == "task"
+        task = await ended(created["taskId"], "completed", "failed")
+        assert task["status"] == "completed"
+        assert len(json.dumps(task["result"])) <= 2_200, name  # max_result_bytes
+        assert "\x1b" not in json.dumps(task["result"], ensure_ascii=False), name  # sanitized
+    for name in ("slow", "slow_sync"):
+        created = await call("tools/call", {"name": name, "arguments": {}})
+        task = await ended(created["taskId"], "completed", "failed")
+        assert task["result"]["isError"] is True, name
+        assert task["result"]["_meta"]["dev.mcpkit/error"]["code"] == "E_TIMEOUT", name
+    created = await call("tools/call", {"name": "ask", "arguments": {}})
+    task = await ended(created["taskId"], "input_required")
+    await call("tasks/update", {"taskId": created["taskId"],
+                                "inputResponses": {"name": {"action": "accept", "content": {"name": "Bo"}}}})
+    task = await ended(created["taskId"], "completed")
+    assert task["result"]["content"][0]["text"].startswith("Hi Bo from mcpkit-worker")
+    await asyncio.sleep(1.0)  # slow_sync's handler ends; its late value changes nothing
+    assert [(line["tool"], line["outcome"], line["code"]) for line in lines] == [
+        ("big", "ok", None), ("big_sync", "ok", None),
+        ("slow", "error", "E_TIMEOUT"), ("slow_sync", "error", "E_TIMEOUT"), ("ask", "ok", None),
+    ]
+    session.close()

@@ -445,3 +445,35 @@ def test_stderr_of_a_process_carries_no_secret() -> None:
     assert proc.stderr.startswith("early [REDACTED]\n")
     assert "INFO:mcpkit.server:auth header: Bearer [REDACTED]" in proc.stderr
     assert "KeyError: '[REDACTED]'" in proc.stderr
+
+
+@pytest.mark.req("LG-05")
+def test_a_policy_that_turns_redaction_on_while_serving_redacts_from_then_on(root_stream: io.StringIO) -> None:
+    """Logs were guarded once, when the first session started: a policy assigned later (a
+    stdio server's only session is already running) with redact_logs=True never redacted."""
+    import json
+
+    from mcpkit import Server
+    from mcpkit.policy import Policy
+    from mcpkit.server.session import ServerSession
+
+    for first in (None, Policy()):  # no policy yet, or one without redaction
+        server = Server("t", policy=first)
+
+        @server.tool(read_only=True, open_world=False)
+        def connect(dsn: str) -> str:
+            logging.getLogger("mcpkit.app").warning("connecting with %s", dsn)
+            return "ok"
+
+        session = ServerSession(server, lambda batch: None, inline_sync=True)
+        session.feed(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}))
+        session.feed('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        server.policy = Policy(redact_logs=True)  # while serving
+        session.feed(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                 "params": {"name": "connect", "arguments": {"dsn": f"token={GHP}"}}}))
+        session.flush()
+        session.close()
+        out = root_stream.getvalue()
+        assert "connecting with token=" in out, first
+        assert GHP not in out, first

@@ -339,9 +339,7 @@ def _done(cc: CallContext, result: Any) -> Any:
             _audit(cc, "cancelled", None)  # the client forgot the request: no answer goes out
         return None  # or the deadline answered the call already (Timeout)
     if state:
-        if state.get("task"):
-            _audit(cc, "task", None)
-            return result
+        # a task's call ends here too (server/dispatch.py _as_task): audited and shaped as any
         if state.get("answered"):
             return result  # 2026-07-28 InputRequiredResult: the call goes on in a later round
     if result.get("isError") is True:  # a ToolResult(is_error=True) or a raw isError dict
@@ -574,6 +572,10 @@ def _expire(cc: CallContext, timeout: float) -> None:
     if cc.handler_context is not None:
         cc.handler_context.cancelled.set()  # a cooperative handler polls this and stops
     result = fail(cc, _timeout_error(cc, timeout))
+    task = cc.task
+    if task is not None:  # the request was answered with the task: the deadline settles the task
+        task[0].settle(task[1], result, None)
+        return
     cc.session._finish(cc.request.id, result, None, "tools/call", flush=True)
 
 
@@ -621,9 +623,9 @@ class ContractStep:
 
 
 def _settled_elsewhere(cc: CallContext) -> bool:
-    """The call became a task, or asks the client for input first: no envelope yet."""
+    """The call asks the client for input first: no envelope yet."""
     state = cc._state
-    return bool(state) and bool(state.get("task") or state.get("answered"))
+    return bool(state) and bool(state.get("answered"))
 
 
 _NUMBERS = frozenset({int, float, bool})

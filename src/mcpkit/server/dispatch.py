@@ -127,7 +127,10 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     if pipe is None:
         pipe = server._tool_pipes[tool] = build_pipe(server, "call_tool", tool)
     if not pipe.plain:
-        return _start(pipe, CallContext(session, req, "call_tool", tool, name, params.get("arguments")))
+        cc = CallContext(session, req, "call_tool", tool, name, params.get("arguments"))
+        if tool.task is not None and req.revision.era == "modern" and wants_tasks(req.capabilities):
+            return _as_task(pipe, cc)  # TX-01: the whole pipeline runs as the task (TL-11)
+        return _start(pipe, cc)
     # the plain fast path: no step applies to this tool (no policy, scope or middleware)
     arguments = params.get("arguments")
     if arguments is None:
@@ -301,10 +304,14 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
     except (TypeError, ValueError) as exc:  # BindError included: the values could not be built
         raise ToolError(f"Invalid arguments for tool {tool.name!r}: {exc}", code=E_SCHEMA_VALIDATION) from None
     if as_task:
+        announce = cc.announce
+        if not announce:  # not started by _as_task: cannot happen from a tools/call
+            raise McpError(INTERNAL_ERROR, f"Tool {tool.name!r} cannot run as a task on this route.")
         cc.state["task"] = True
-        outcome = (_task_after_input(session, req, tool, args, kwargs, cc.correlation_id, ctx)  # type: ignore[arg-type]
-                   if tool.task_after_input else _start_task(session, req, tool, args, kwargs, cc.correlation_id, ctx))
-        return _settled(outcome) if is_async and not inspect.isawaitable(outcome) else outcome
+        if tool.task_after_input:
+            ctx._announce = _Announcement(cc)  # type: ignore[union-attr]  # ctx.start_task() announces
+        else:
+            _announce_task(cc, ctx)
     cc.ran = True
     # The one place a tool's handler is started under the pipeline (the direct request, a
     # nested call, a manager's action): how it runs (inline, a worker thread, the loop) is
@@ -400,6 +407,120 @@ def _raise_unknown(cc: CallContext, is_async: bool) -> Any:
     if not cc.nested:
         raise McpError(INVALID_PARAMS, f"Unknown tool: {cc.name}", {"name": cc.name})  # TL-10
     raise ToolError(f"Unknown tool: {cc.name}", code=E_NOT_FOUND)
+
+
+def _announce_task(cc: CallContext, ctx: Context | None) -> None:
+    """TX-03: the task is stored, then the call is answered with its CreateTaskResult (TX-02);
+    the handler runs on, here, in this pipeline, whose answer settles the task (_as_task)."""
+    session = cc.session
+    manager = session.server.tasks
+    record = manager.create(session)
+    if ctx is not None:
+        ctx._task = (manager, record)
+        ctx.cancelled = record.cancel_event
+    _answer_with_task(cc, manager, record)
+
+
+def _answer_with_task(cc: CallContext, manager: Any, record: Any) -> None:
+    session, rid = cc.session, cc.request.id
+    import asyncio
+    import concurrent.futures
+
+    with session._lock:
+        running = session._tasks.get(rid)
+    if not isinstance(running, (asyncio.Future, concurrent.futures.Future)):
+        try:
+            running = asyncio.current_task()  # an async pipeline, on the session's loop
+        except RuntimeError:
+            running = None  # a sync one on a worker: tasks/cancel sets ctx.cancelled only
+    if running is not None:
+        with manager._lock:
+            record.future, record.loop = running, session._loop  # tasks/cancel stops the pipeline
+    cc.task = (manager, record)
+    session._finish(rid, record.created(), None, "tools/call", flush=True)
+
+
+class _Announcement:
+    """``ctx.start_task()`` of a ``task_after_input`` tool under the pipeline: the call is
+    answered with the task, and the pipeline goes on as the task."""
+
+    __slots__ = ("cc", "_done")
+
+    def __init__(self, cc: CallContext) -> None:
+        self.cc = cc
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, created: Any) -> None:
+        self._done = True
+        manager, record = self.cc.handler_context._task
+        self.cc.task = (manager, record)
+        self.cc.session._finish(self.cc.request.id, created, None, "tools/call", flush=True)
+
+
+def _as_task(pipe: Pipe, cc: CallContext) -> Any:
+    """A tools/call that may become a task (TX-01) takes its whole pipeline (refusals, limits,
+    middleware, timeout, the handler, shaping, the audit line). Until the task is announced
+    (run_tool) it is an ordinary call: a refusal or an input round answers it. Once announced,
+    the call was answered with the CreateTaskResult and what the pipeline answers in the end
+    settles the task (TX-05): a task's result is limited, sanitized and audited as any call's.
+    A sync pipeline runs on a worker thread, never on a transport's reader (TX-04: its input
+    comes by later requests)."""
+    cc.announce = True
+    if pipe.is_async:
+        return _as_task_async(pipe.run, cc)
+    call = SyncCall(partial(_as_task_sync, pipe.run, cc))
+    call.offload = True
+    return call
+
+
+def _as_task_sync(run: Callable[[CallContext], Any], cc: CallContext) -> Any:
+    try:
+        result = run(cc)
+    except BaseException as exc:
+        if cc.task is None:
+            raise
+        _task_ended(cc.task, None, exc)
+        return None
+    if cc.task is None:
+        return result
+    _task_ended(cc.task, result, None)
+    return None  # the request was answered with the task
+
+
+async def _as_task_async(run: Callable[[CallContext], Any], cc: CallContext) -> Any:
+    try:
+        result = run(cc)
+        if inspect.isawaitable(result):
+            result = await result
+    except BaseException as exc:
+        if cc.task is None:
+            raise
+        _task_ended(cc.task, None, exc)
+        if not isinstance(exc, Exception):
+            raise
+        return None
+    if cc.task is None:
+        return result
+    _task_ended(cc.task, result, None)
+    return None
+
+
+def _task_ended(task: Any, result: Any, exc: BaseException | None) -> None:
+    """The pipeline of a task's call answered: that answer is the task's outcome."""
+    manager, record = task
+    if exc is not None:
+        if _is_cancelled(exc):
+            manager.cancel(record)
+        else:
+            manager.settle(record, None, exc)  # a JSON-RPC error fails the task (TX-05)
+    elif result is None:  # a deadline settled it already, or it was cancelled
+        if not record.terminal:
+            manager.cancel(record)
+    else:
+        manager.settle(record, result, None)
 
 
 def _start_task(

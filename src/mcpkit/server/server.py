@@ -216,6 +216,11 @@ class Server(Registrations):
             policy.rate_limiter.store = self.stores.rates
         for tool in self._tools.values():
             self._apply_policy(tool)
+        if policy is not None and self._sessions:
+            # serving already: the logs are guarded (and, with redact_logs, redacted) from now
+            # on, not only when the next session starts (a stdio server has just the one)
+            self._logs_guarded = True
+            policy_layer().started(self)
         self._rebuild()
         self._changed("tools")
 

@@ -76,10 +76,12 @@ _RUNNING_IN_WORKER = _InWorker()
 class SyncCall:
     """A sync handler invocation a dispatch function asks the session to run: ``fn()`` -> result dict."""
 
-    __slots__ = ("fn",)
+    __slots__ = ("fn", "offload")
 
     def __init__(self, fn: Callable[[], dict[str, Any]]) -> None:
         self.fn = fn
+        #: run on a worker even where sync calls run inline (a call that may become a task)
+        self.offload = False
 
 
 def partial_run(context: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -295,12 +297,12 @@ class ServerSession:
             if self._observed:
                 self._answered(rid, outcome, None)
         elif t is SyncCall:
-            self._run_sync(rid, ev.method, outcome.fn)
+            self._run_sync(rid, ev.method, outcome.fn, outcome.offload)
         else:
             self._run_async(rid, ev.method, outcome)
 
-    def _run_sync(self, rid: Any, method: str, fn: Callable[[], dict[str, Any]]) -> None:
-        if self.inline_sync:
+    def _run_sync(self, rid: Any, method: str, fn: Callable[[], dict[str, Any]], offload: bool = False) -> None:
+        if self.inline_sync and not offload:
             # the hot path of stdio: no lock around the handler, one around its answer
             self._inline.add(rid)  # a set add is atomic; drain reads it under the lock
             try:
