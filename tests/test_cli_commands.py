@@ -138,3 +138,16 @@ def test_doctor_finds_a_server_that_prints_on_stdout(tmp_path):
     done = run("doctor", f"{sys.executable} {noisy}")
     assert done.returncode == 1
     assert "non-protocol line(s) on stdout" in done.stderr and "Starting my server" in done.stderr
+
+
+# ------------------------------------------------------------------------------------------ serve
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1:99999", "65536", "[::1]:70000"])
+def test_serve_refuses_a_port_out_of_range_instead_of_binding_another(value):
+    # 99999 used to reach the socket layer, which took it modulo 65536 and served on port 34463
+    done = subprocess.run(mcpkit_command("serve", "--http", value), capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "serving" not in done.stderr
+    assert "port must be 0-65535" in done.stderr, done.stderr[-2000:]

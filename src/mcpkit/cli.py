@@ -33,6 +33,8 @@ def _host_port(value: str) -> tuple[str, int]:
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT or PORT, got {value!r}")
+    if int(port) > 65535:  # the socket layer would take it modulo 65536 and bind another port
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {value!r}")
     return host, int(port)
 
 
