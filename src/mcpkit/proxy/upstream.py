@@ -87,6 +87,12 @@ class Upstream:
         #: that every host accepts, still validating calls against the original (mcpkit.hosts)
         self.flatten_schemas = flatten_schemas
         self.names = Names(prefix, separator, prefix_uris)
+        if prefix is not None:
+            for other in upstreams_of(server):
+                if (other.names.prefix, other.names.separator) == (prefix, separator):
+                    # every name would clash with the first mount's: nothing would be mirrored
+                    raise ValueError(f"prefix {prefix!r} is already mounted (upstream {other.name}); "
+                                     "choose another prefix")
         self.name = name or prefix or _label(target)
         if tool_policy is None or isinstance(tool_policy, ToolPolicy):
             self.tool_policy = tool_policy
@@ -319,8 +325,8 @@ class Upstream:
     def _taken(self, name: str, mine: dict[str, Any], theirs: Any) -> bool:
         if name in mine or name not in theirs:
             return False
-        log.warning("upstream %s: %r is already served by something else; not mirrored (use a prefix)",
-                    self.name, name)
+        log.warning("upstream %s: %r is already served by something else; not mirrored (use %s prefix)",
+                    self.name, name, "a" if self.names.prefix is None else "another")
         return True
 
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
