@@ -151,3 +151,11 @@ def test_serve_refuses_a_port_out_of_range_instead_of_binding_another(value):
     assert done.returncode == 2
     assert "serving" not in done.stderr
     assert "port must be 0-65535" in done.stderr, done.stderr[-2000:]
+
+
+def test_a_target_that_exits_at_once_is_one_line_with_its_exit_code_and_stderr():
+    # used to be "mcpkit: the server's stdin is closed" (and an asyncio "Future exception was
+    # never retrieved" report with a traceback once the exit was known)
+    done = run("list", "sh -c \"echo 'Error: missing API key FOO' >&2; exit 3\"")
+    assert done.returncode == 1
+    assert done.stderr.strip() == "mcpkit: the server exited with code 3; stderr: Error: missing API key FOO"
