@@ -94,6 +94,24 @@ def test_a_configuration_mistake_is_one_line_without_a_traceback(args: list[str]
     assert done.stdout == ""
 
 
+@pytest.mark.parametrize("command", [
+    ["sh", "-c", "echo 'Error: missing API key' >&2; exit 3"],  # exits before initialize is written
+    [PY, "-c", "import sys; sys.stderr.write('Error: missing API key'); sys.exit(3)"],
+])
+def test_an_upstream_that_exits_at_once_is_one_line_with_its_exit_code_and_stderr(command: list[str]) -> None:
+    # used to be three lines (two WARNINGs and the failure, each repeating the same text wrapped
+    # in "ConnectionError: upstream ...: ClientError: "), and for a fast exit only "the server's
+    # stdin is closed"
+    done = subprocess.run([*PROXY, "--", *command], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("mcpkit proxy: upstream ") and "did not start: the server exited with code 3; " \
+        "stderr: Error: missing API key" in lines[0], lines[0]
+    assert "ConnectionError" not in lines[0] and "ClientError" not in lines[0]
+
+
 # ------------------------------------------------------------------------------ tool policy files
 
 

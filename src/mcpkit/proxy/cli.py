@@ -15,8 +15,11 @@ that fails is hidden while down without taking the others with it. The serving o
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["add_arguments", "run"]
@@ -58,6 +61,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _fail(message: str) -> SystemExit:
     return SystemExit(f"mcpkit proxy: {message}")
+
+
+@contextlib.contextmanager
+def _quiet_start(quiet: bool) -> Iterator[None]:
+    """A single upstream that does not start is the proxy's one line of failure: the bridge's
+    and the upstream's warnings about it (which a proxy of several keeps) would repeat it."""
+    if not quiet:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in ("mcpkit.bridge", "mcpkit.proxy")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
 
 
 def _specs(args: argparse.Namespace) -> list[Any]:
@@ -145,13 +166,14 @@ def run(args: argparse.Namespace) -> int:
     for spec in specs:
         prefix = spec.name if len(specs) > 1 else args.prefix
         try:
-            upstream = server.mount(
-                spec.target, prefix=prefix, name=spec.name, separator=args.separator,
-                prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
-                timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
-                flatten_schemas=args.flatten_schemas,
-                **spec.options(),
-            )
+            with _quiet_start(len(specs) == 1 and not getattr(args, "verbose", False)):
+                upstream = server.mount(
+                    spec.target, prefix=prefix, name=spec.name, separator=args.separator,
+                    prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
+                    timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
+                    flatten_schemas=args.flatten_schemas,
+                    **spec.options(),
+                )
         except ValueError as exc:
             raise _fail(str(exc)) from None
         upstreams.append(upstream)
@@ -159,7 +181,8 @@ def run(args: argparse.Namespace) -> int:
         if len(upstreams) == 1:
             only = upstreams[0]
             if not only.up:
-                raise _fail(str(only.last_error or "the upstream did not start"))
+                why = only.connect_error or only.last_error or "no reason given"
+                raise _fail(f"upstream {only.name!r} did not start: {why}")
             info = only.server_info
             if not args.name and isinstance(info.get("name"), str):
                 server.name = info["name"]

@@ -122,6 +122,7 @@ class Upstream:
         #: the upstream's serverInfo and instructions, from the last connection
         self.server_info: dict[str, Any] = {}
         self.instructions: str | None = None
+        self.connect_error: str | None = None
         self.bridge = Bridge(
             f"upstream {self.name}", self._connect, probe=self._probe, close=self._close,
             probe_interval=probe_interval, backoff_initial=0.5, backoff_max=10.0, failure_threshold=1,
@@ -194,10 +195,15 @@ class Upstream:
                 self._client = None
             with contextlib.suppress(Exception):
                 self._loop.run(client.close(), 5.0)
-            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if isinstance(exc, ClientError) and str(exc):
+                detail = str(exc)  # says it all: "the server exited with code 3; stderr: ..."
+            else:
+                detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             stderr = (client.stderr or "").strip()
-            if stderr:
+            if stderr and stderr[-100:] not in detail:
                 detail += f" (its stderr ends: {stderr[-300:]})"
+            #: why the last connection attempt failed, without the bridge's wrapping
+            self.connect_error = detail
             raise ConnectionError(f"upstream {self.name}: {detail}") from None
         return client
 
