@@ -159,3 +159,13 @@ def test_a_target_that_exits_at_once_is_one_line_with_its_exit_code_and_stderr()
     done = run("list", "sh -c \"echo 'Error: missing API key FOO' >&2; exit 3\"")
     assert done.returncode == 1
     assert done.stderr.strip() == "mcpkit: the server exited with code 3; stderr: Error: missing API key FOO"
+
+
+def test_serve_refuses_an_audit_log_it_cannot_write(tmp_path):
+    # MCPKIT_AUDIT_LOG under a regular file: the server used to start and lose every audit line
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = run("serve", "--policy", env={**__import__("os").environ, "MCPKIT_AUDIT_LOG": str(blocker / "a.log")})
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"mcpkit: cannot open the audit log {blocker / 'a.log'}: "), done.stderr
+    assert "Traceback" not in done.stderr

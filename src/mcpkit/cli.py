@@ -188,7 +188,15 @@ def _limits(args: argparse.Namespace) -> Any:
 
 def _observed(server: Any, args: argparse.Namespace) -> Any:
     """--otel: OpenTelemetry spans and metrics to the providers configured globally (by the
-    OpenTelemetry SDK or auto-instrumentation)."""
+    OpenTelemetry SDK or auto-instrumentation). And the policy's audit file is opened now: one
+    that cannot be written is a mistake at start-up, not a lost line on every call."""
+    policy = getattr(server, "policy", None)
+    open_audit = getattr(getattr(policy, "audit", None), "open", None)
+    if callable(open_audit):
+        try:
+            open_audit()
+        except OSError as exc:
+            raise SystemExit(f"mcpkit: {exc.strerror or exc}") from None
     if args.otel:
         try:
             from .observe.otel import OpenTelemetry

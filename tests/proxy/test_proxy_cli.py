@@ -85,6 +85,9 @@ async def test_several_upstreams_from_an_mcpservers_config(tmp_path: Path) -> No
     ([f"a={PY} -V", f"{PY} -V"], "several upstreams need a name"),
     (["--tool-policy", "/nonexistent/tools.toml", "--", PY], "cannot read the tool policy"),
     (["--", PY, "-c", "raise SystemExit(3)"], "exited"),
+    # an audit file that cannot be written: refused at start, not a traceback and a lost line
+    # on every call
+    (["--audit", f"{PY}/audit.log", "--", PY], f"cannot open the audit log {PY}/audit.log"),
     (["--http", "127.0.0.1:1", "--auth", "tokens:/nonexistent/tokens.txt", "--", PY], "/nonexistent/tokens.txt"),
 ])
 def test_a_configuration_mistake_is_one_line_without_a_traceback(args: list[str], message: str) -> None:

@@ -130,8 +130,12 @@ def build_policy(args: argparse.Namespace) -> Any:
 
     try:
         audit = AuditLog(args.audit) if args.audit else None
+        if audit is not None:
+            audit.open()
         limiter = RateLimiter(args.rate_limit) if args.rate_limit else None
-    except (ValueError, TypeError, OSError) as exc:
+    except OSError as exc:
+        raise _fail(exc.strerror or str(exc)) from None
+    except (ValueError, TypeError) as exc:
         raise _fail(str(exc)) from None
     gates = Gates(read_only=read_only, allow_destructive=not args.deny_destructive,
                   allow_open_world=not args.deny_open_world)
