@@ -169,3 +169,18 @@ def test_serve_refuses_an_audit_log_it_cannot_write(tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith(f"mcpkit: cannot open the audit log {blocker / 'a.log'}: "), done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("flag", [["--read-only"], ["--root", "."]])
+def test_serve_refuses_a_policy_flag_for_a_server_without_a_policy(tmp_path, flag):
+    # `mcpkit serve rw.py --read-only` used to say "policy off" and run every tool, writers included
+    server = tmp_path / "rw.py"
+    server.write_text("from mcpkit import Server\nserver = Server('rw')\n\n@server.tool\ndef wipe() -> str:\n"
+                      "    return 'wiped'\n")
+    done = run("serve", str(server), *flag, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"mcpkit: {flag[0]} needs a policy, and the server 'rw' has none, so it would "
+                                   "change nothing; add --policy (or build the Server with policy=...)")
+    assert "serving" not in done.stderr
+    served = run("serve", str(server), *flag, "--policy", cwd=tmp_path)  # EOF on stdin: serves, then exits
+    assert served.returncode == 0 and "policy: " in served.stderr, served.stderr

@@ -186,10 +186,22 @@ def _limits(args: argparse.Namespace) -> Any:
         raise SystemExit(f"mcpkit: --{str(exc).replace('_', '-')}") from None
 
 
+def _policy_flags_apply(server: Any, args: argparse.Namespace) -> None:
+    """--read-only and --root set the policy's switches; a server without a policy reads none
+    of them, so it would serve every tool as if they had not been given: refused, not ignored."""
+    if getattr(server, "policy", None) is not None:
+        return
+    for flag, given in (("--read-only", getattr(args, "read_only", False)), ("--root", getattr(args, "root", None))):
+        if given:
+            raise SystemExit(f"mcpkit: {flag} needs a policy, and the server {server.name!r} has none, so it "
+                             "would change nothing; add --policy (or build the Server with policy=...)")
+
+
 def _observed(server: Any, args: argparse.Namespace) -> Any:
     """--otel: OpenTelemetry spans and metrics to the providers configured globally (by the
     OpenTelemetry SDK or auto-instrumentation). And the policy's audit file is opened now: one
     that cannot be written is a mistake at start-up, not a lost line on every call."""
+    _policy_flags_apply(server, args)
     policy = getattr(server, "policy", None)
     open_audit = getattr(getattr(policy, "audit", None), "open", None)
     if callable(open_audit):
