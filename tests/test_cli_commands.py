@@ -96,6 +96,30 @@ def test_call_parses_values_as_json_and_reports_tool_errors_in_the_exit_code():
     assert unknown.returncode == 1 and "Unknown tool: nope" in unknown.stderr
 
 
+def test_call_takes_key_value_pairs_after_its_options():
+    # `--json OBJECT key=value` ("key=value pairs add to it") and `--raw key=value` used to stop
+    # at argparse's "unrecognized arguments: key=value"
+    added = run("call", REFERENCE, "add", "--json", '{"a": 2}', "b=40")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout) == {"result": 42}
+    raw = run("call", REFERENCE, "add", "--raw", "a=1", "b=2")
+    assert raw.returncode == 0, raw.stderr
+    assert json.loads(raw.stdout)["structuredContent"] == {"result": 3}
+    prompt = run("prompt", REFERENCE, "test_prompt_with_arguments", "--json", "arg1=x", "arg2=y")
+    assert prompt.returncode == 0, prompt.stderr
+    assert json.loads(prompt.stdout)["messages"]
+    stray = run("call", REFERENCE, "add", "--raw", "a=1", "--nope")
+    assert stray.returncode == 2 and "unrecognized arguments: --nope" in stray.stderr
+
+
+def test_read_output_writes_a_text_resource_too(tmp_path):
+    # --output used to be ignored for a text resource: printed on stdout, no file written
+    out = tmp_path / "r.txt"
+    done = run("read", REFERENCE, "test://static-text", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() != "" and done.stdout == ""
+
+
 # ------------------------------------------------------------------------------------------ docs
 
 

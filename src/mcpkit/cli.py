@@ -314,7 +314,16 @@ def main(argv: list[str] | None = None) -> int:
     if words and words[0] == "proxy" and "--" in words:  # `mcpkit proxy [OPTIONS] -- COMMAND ...`
         cut = words.index("--")
         words, tail = words[:cut], words[cut + 1:]
-    args = parser.parse_args(words)
+    args, extra = parser.parse_known_args(words)
+    if extra:
+        # `call TOOL --json '{...}' b=2`: argparse takes a positional list in one run, so
+        # key=value pairs after an option come back unparsed; they are still pairs
+        if args.command in ("call", "prompt"):
+            pairs = [w for w in extra if "=" in w and not w.startswith("-")]
+            extra = [w for w in extra if w not in pairs]
+            args.arguments = [*args.arguments, *pairs]
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if tail is not None:
         args.command_tail = tail
     args.argv = argv
