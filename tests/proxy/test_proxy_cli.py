@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -45,6 +46,21 @@ async def test_read_only_hides_and_refuses_write_tools_and_audits_every_call(tmp
         assert (await client.call_tool("echo", {"text": "hi"}))["content"][0]["text"] == "hi"
     lines = [json.loads(line) for line in audit.read_text().splitlines()]
     assert [(line["tool"], line["outcome"]) for line in lines] == [("test_simple_text", "denied"), ("echo", "ok")]
+
+
+@aio
+async def test_the_proxys_gate_messages_name_its_own_flags_not_the_servers_code() -> None:
+    # they said "declare read_only=True or turn read-only mode off in the server's code" and
+    # "(set in the server's code)": a proxy has no code of ours and the upstream's is not ours
+    async with Client([*PROXY, "--read-only", "--deny-destructive", "--", *SERVE]) as client:
+        await client.list_tools()
+        refused = await client.call_tool("test_simple_text")
+        text = refused["content"][0]["text"]
+        assert "--read-only" in text and "server's code" not in text, text
+        await asyncio.sleep(0.2)
+        warned = [line for line in client.stderr.splitlines() if "test_simple_text: hidden" in line]
+    assert warned and "server's code" not in warned[0] and "declare read_only=True" not in warned[0], warned
+    assert "read_only = true" in warned[0] and "--tool-policy" in warned[0] and "drop --read-only" in warned[0]
 
 
 @aio

@@ -137,8 +137,11 @@ def build_policy(args: argparse.Namespace) -> Any:
         raise _fail(exc.strerror or str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise _fail(str(exc)) from None
+    # the messages name what would change the answer: the proxy's own flags, or the variable
+    switches = (("read_only", "--read-only" if args.read_only else "MCPKIT_READ_ONLY"),
+                ("allow_destructive", "--deny-destructive"), ("allow_open_world", "--deny-open-world"))
     gates = Gates(read_only=read_only, allow_destructive=not args.deny_destructive,
-                  allow_open_world=not args.deny_open_world)
+                  allow_open_world=not args.deny_open_world, switches=switches)
     return Policy(gates=gates, audit=audit, rate_limiter=limiter, redact_logs=True)
 
 
