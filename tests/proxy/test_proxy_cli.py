@@ -105,6 +105,11 @@ async def test_several_upstreams_from_an_mcpservers_config(tmp_path: Path) -> No
     # on every call
     (["--audit", f"{PY}/audit.log", "--", PY], f"cannot open the audit log {PY}/audit.log"),
     (["--http", "127.0.0.1:1", "--auth", "tokens:/nonexistent/tokens.txt", "--", PY], "/nonexistent/tokens.txt"),
+    # --timeout -1 and --connect-timeout 0 used to wait and then blame the upstream ("no answer
+    # within 0.0 s"); --probe-interval 0 named the Bridge's parameters (backoff_initial, jitter ...)
+    (["--timeout", "-1", "--", PY], "argument --timeout: must be a positive number of seconds, got '-1'"),
+    (["--connect-timeout", "0", "--", PY], "argument --connect-timeout: must be a positive number of seconds"),
+    (["--probe-interval", "0", "--", PY], "argument --probe-interval: must be a positive number of seconds"),
 ])
 def test_a_configuration_mistake_is_one_line_without_a_traceback(args: list[str], message: str) -> None:
     done = subprocess.run([*PROXY, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)

@@ -51,12 +51,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "OpenAI and Gemini APIs) as a flat copy; calls are still validated against the original")
     upstream.add_argument("--protocol-version", metavar="V",
                           help="the revision to speak upstream (default: the newest handshake revision)")
-    upstream.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+    upstream.add_argument("--timeout", type=_seconds, default=300.0, metavar="SECONDS",
                           help="longest wait for one upstream answer (default 300)")
-    upstream.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
+    upstream.add_argument("--connect-timeout", type=_seconds, default=30.0, metavar="SECONDS",
                           help="longest wait for one connection attempt (default 30)")
-    upstream.add_argument("--probe-interval", type=float, default=5.0, metavar="SECONDS",
+    upstream.add_argument("--probe-interval", type=_seconds, default=5.0, metavar="SECONDS",
                           help="how often each upstream is pinged (default 5)")
+
+
+def _seconds(value: str) -> float:
+    """A positive number of seconds (argparse type): 0 or less would fail every connection."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
+    return seconds
 
 
 def _fail(message: str) -> SystemExit:
