@@ -208,3 +208,21 @@ def test_serve_refuses_a_policy_flag_for_a_server_without_a_policy(tmp_path, fla
     assert "serving" not in done.stderr
     served = run("serve", str(server), *flag, "--policy", cwd=tmp_path)  # EOF on stdin: serves, then exits
     assert served.returncode == 0 and "policy: " in served.stderr, served.stderr
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--max-sessions", "-1"),            # served, and refused every session with 503
+    ("--max-sessions", "0"),             # silently the default 1000
+    ("--session-idle-timeout", "-1"),    # served, and every session expired at once (404)
+    ("--max-message-bytes", "0"),        # silently the default
+    ("--max-sessions-per-client", "0"),  # silently the default
+    ("--workers", "0"),                  # silently one process
+    ("--shutdown-timeout", "-5"),        # uvicorn's "Cancel 0 running task(s)" at exit
+])
+def test_serve_refuses_a_count_or_duration_that_is_not_positive(option, value):
+    done = subprocess.run(mcpkit_command("serve", "--http", "127.0.0.1:0", option, value), capture_output=True,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr
+    assert f"argument {option}: must be a positive" in done.stderr or \
+        f"argument {option}: must be 0 or more" in done.stderr, done.stderr
+    assert "serving" not in done.stderr

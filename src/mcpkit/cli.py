@@ -38,6 +38,37 @@ def _host_port(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _positive_int(value: str) -> int:
+    """A count (argparse type): 0 or less would be ignored, or refuse every session."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
+    return number
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def _seconds_or_zero(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {value!r}")
+    return seconds
+
+
 def _policy_env(args: argparse.Namespace) -> None:
     """Policy switches on the command line are the environment switches the policy reads
     (mcpkit.policy), set before the user's module builds its server."""
@@ -375,7 +406,7 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve an MCP server (default: the bundled reference server)")
     serve.add_argument("target", nargs="?", help="path/to/server.py[:ATTR], package.module[:ATTR], or a command "
                        "line running one, e.g. \"python server.py\" (default: the bundled reference server)")
-    serve.add_argument("--workers", type=int, default=None, metavar="N",
+    serve.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                        help="HTTP: N worker processes on one port (needs MCPKIT_STORE=redis://...)")
     serve.add_argument("--root", action="append", metavar="DIR",
                        help="policy: a sandbox root for path parameters (repeatable; sets MCPKIT_ROOT)")
@@ -409,7 +440,7 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
     """The options of how a server is served (stdio or HTTP, and HTTP authorization), shared by
     ``mcpkit serve`` and ``mcpkit proxy``."""
     serve = parser
-    serve.add_argument("--max-message-bytes", type=int, default=None, help="largest accepted message (bytes)")
+    serve.add_argument("--max-message-bytes", type=_positive_int, default=None, help="largest accepted message (bytes)")
     serve.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="serve Streamable HTTP (and legacy SSE) instead of stdio")
     serve.add_argument("--json", action="store_true", help="HTTP: answer POSTs with one JSON body instead of an SSE stream")
     serve.add_argument("--stateless", action="store_true", help="HTTP: no sessions; every POST stands alone")
@@ -419,8 +450,8 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
                        help="HTTP: let browser pages from this origin call the server (CORS; repeatable; '*' for any)")
     serve.add_argument("--root-path", metavar="PREFIX",
                        help="HTTP: the path prefix a reverse proxy serves this app under, e.g. /api")
-    serve.add_argument("--max-sessions", type=int, default=None, help="HTTP: most sessions kept (default 1000)")
-    serve.add_argument("--max-sessions-per-client", type=int, default=None, metavar="N",
+    serve.add_argument("--max-sessions", type=_positive_int, default=None, help="HTTP: most sessions kept (default 1000)")
+    serve.add_argument("--max-sessions-per-client", type=_positive_int, default=None, metavar="N",
                        help="HTTP: most sessions of one principal, or one address without auth (default: a tenth "
                        "of --max-sessions); past it the client's own idle sessions end first, then 429")
     limits = serve.add_argument_group("connection limits (HTTP only; docs/deployment.md)")
@@ -434,9 +465,9 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
                         help="most connections served at once; past it requests get 503 (default 1000)")
     limits.add_argument("--max-header-bytes", type=int, default=None, metavar="BYTES",
                         help="largest request head accepted (default 65536)")
-    serve.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
+    serve.add_argument("--shutdown-timeout", type=_seconds_or_zero, default=30.0, metavar="SECONDS",
                        help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
-    serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
+    serve.add_argument("--session-idle-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
                        help="HTTP: end sessions idle this long (default 1800)")
     serve.add_argument("--metrics", action="store_true",
                        help="HTTP: serve Prometheus metrics at /metrics (needs prometheus-client: mcpkit[metrics])")
