@@ -167,6 +167,18 @@ def test_doctor_finds_a_server_that_prints_on_stdout(tmp_path):
 # ------------------------------------------------------------------------------------------ serve
 
 
+@pytest.mark.parametrize(("command", "value"), [
+    (["dev", "--port"], "99999"),  # served on 34463 too
+    (["dev", "--port"], "-3"),     # "cannot resolve host '127.0.0.1' (Servname not supported ...)"
+])
+def test_dev_refuses_a_port_out_of_range(command, value):
+    done = subprocess.run(mcpkit_command(*command, value), capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "inspector at" not in done.stderr
+    assert "argument --port: port must be 0-65535" in done.stderr, done.stderr[-2000:]
+
+
 @pytest.mark.parametrize("value", ["127.0.0.1:99999", "65536", "[::1]:70000"])
 def test_serve_refuses_a_port_out_of_range_instead_of_binding_another(value):
     # 99999 used to reach the socket layer, which took it modulo 65536 and served on port 34463
