@@ -156,6 +156,8 @@ def test_tool_policy_rules_apply_in_file_order_and_exact_names_last(tmp_path: Pa
     ("[tools.x]\nread_only = 1\n", "read_only must be true or false"),
     ("[tools.x]\nwrite = true\n", "unknown key(s) write"),
     ("[tools.x]\nrate_limit = \"lots\"\n", "rate_limit"),
+    # a number used to get "a rate must be a Rate, a string like '100/min' or None, got int"
+    ("[tools.x]\nrate_limit = 10\n", "rate_limit must be a string such as \"10/min\" (or false), got 10"),
     ("[tools.x]\ntimeout = -1\n", "timeout must be a positive number"),
     ("[tools.x]\nscopes = \"a\"\n", "scopes must be a list"),
     ("[other]\n", "unknown section"),
