@@ -96,6 +96,30 @@ def test_call_parses_values_as_json_and_reports_tool_errors_in_the_exit_code():
     assert unknown.returncode == 1 and "Unknown tool: nope" in unknown.stderr
 
 
+def test_call_takes_key_value_pairs_after_its_options():
+    # `--json OBJECT key=value` ("key=value pairs add to it") and `--raw key=value` used to stop
+    # at argparse's "unrecognized arguments: key=value"
+    added = run("call", REFERENCE, "add", "--json", '{"a": 2}', "b=40")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout) == {"result": 42}
+    raw = run("call", REFERENCE, "add", "--raw", "a=1", "b=2")
+    assert raw.returncode == 0, raw.stderr
+    assert json.loads(raw.stdout)["structuredContent"] == {"result": 3}
+    prompt = run("prompt", REFERENCE, "test_prompt_with_arguments", "--json", "arg1=x", "arg2=y")
+    assert prompt.returncode == 0, prompt.stderr
+    assert json.loads(prompt.stdout)["messages"]
+    stray = run("call", REFERENCE, "add", "--raw", "a=1", "--nope")
+    assert stray.returncode == 2 and "unrecognized arguments: --nope" in stray.stderr
+
+
+def test_read_output_writes_a_text_resource_too(tmp_path):
+    # --output used to be ignored for a text resource: printed on stdout, no file written
+    out = tmp_path / "r.txt"
+    done = run("read", REFERENCE, "test://static-text", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() != "" and done.stdout == ""
+
+
 # ------------------------------------------------------------------------------------------ docs
 
 
@@ -138,3 +162,79 @@ def test_doctor_finds_a_server_that_prints_on_stdout(tmp_path):
     done = run("doctor", f"{sys.executable} {noisy}")
     assert done.returncode == 1
     assert "non-protocol line(s) on stdout" in done.stderr and "Starting my server" in done.stderr
+
+
+# ------------------------------------------------------------------------------------------ serve
+
+
+@pytest.mark.parametrize(("command", "value"), [
+    (["dev", "--port"], "99999"),  # served on 34463 too
+    (["dev", "--port"], "-3"),     # "cannot resolve host '127.0.0.1' (Servname not supported ...)"
+])
+def test_dev_refuses_a_port_out_of_range(command, value):
+    done = subprocess.run(mcpkit_command(*command, value), capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "inspector at" not in done.stderr
+    assert "argument --port: port must be 0-65535" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1:99999", "65536", "[::1]:70000"])
+def test_serve_refuses_a_port_out_of_range_instead_of_binding_another(value):
+    # 99999 used to reach the socket layer, which took it modulo 65536 and served on port 34463
+    done = subprocess.run(mcpkit_command("serve", "--http", value), capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "serving" not in done.stderr
+    assert "port must be 0-65535" in done.stderr, done.stderr[-2000:]
+
+
+def test_a_target_that_exits_at_once_is_one_line_with_its_exit_code_and_stderr():
+    # used to be "mcpkit: the server's stdin is closed" (and an asyncio "Future exception was
+    # never retrieved" report with a traceback once the exit was known)
+    done = run("list", "sh -c \"echo 'Error: missing API key FOO' >&2; exit 3\"")
+    assert done.returncode == 1
+    assert done.stderr.strip() == "mcpkit: the server exited with code 3; stderr: Error: missing API key FOO"
+
+
+def test_serve_refuses_an_audit_log_it_cannot_write(tmp_path):
+    # MCPKIT_AUDIT_LOG under a regular file: the server used to start and lose every audit line
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = run("serve", "--policy", env={**__import__("os").environ, "MCPKIT_AUDIT_LOG": str(blocker / "a.log")})
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"mcpkit: cannot open the audit log {blocker / 'a.log'}: "), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("flag", [["--read-only"], ["--root", "."]])
+def test_serve_refuses_a_policy_flag_for_a_server_without_a_policy(tmp_path, flag):
+    # `mcpkit serve rw.py --read-only` used to say "policy off" and run every tool, writers included
+    server = tmp_path / "rw.py"
+    server.write_text("from mcpkit import Server\nserver = Server('rw')\n\n@server.tool\ndef wipe() -> str:\n"
+                      "    return 'wiped'\n")
+    done = run("serve", str(server), *flag, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"mcpkit: {flag[0]} needs a policy, and the server 'rw' has none, so it would "
+                                   "change nothing; add --policy (or build the Server with policy=...)")
+    assert "serving" not in done.stderr
+    served = run("serve", str(server), *flag, "--policy", cwd=tmp_path)  # EOF on stdin: serves, then exits
+    assert served.returncode == 0 and "policy: " in served.stderr, served.stderr
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--max-sessions", "-1"),            # served, and refused every session with 503
+    ("--max-sessions", "0"),             # silently the default 1000
+    ("--session-idle-timeout", "-1"),    # served, and every session expired at once (404)
+    ("--max-message-bytes", "0"),        # silently the default
+    ("--max-sessions-per-client", "0"),  # silently the default
+    ("--workers", "0"),                  # silently one process
+    ("--shutdown-timeout", "-5"),        # uvicorn's "Cancel 0 running task(s)" at exit
+])
+def test_serve_refuses_a_count_or_duration_that_is_not_positive(option, value):
+    done = subprocess.run(mcpkit_command("serve", "--http", "127.0.0.1:0", option, value), capture_output=True,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr
+    assert f"argument {option}: must be a positive" in done.stderr or \
+        f"argument {option}: must be 0 or more" in done.stderr, done.stderr
+    assert "serving" not in done.stderr

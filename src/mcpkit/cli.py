@@ -33,7 +33,40 @@ def _host_port(value: str) -> tuple[str, int]:
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT or PORT, got {value!r}")
+    if int(port) > 65535:  # the socket layer would take it modulo 65536 and bind another port
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {value!r}")
     return host, int(port)
+
+
+def _positive_int(value: str) -> int:
+    """A count (argparse type): 0 or less would be ignored, or refuse every session."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
+    return number
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def _seconds_or_zero(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {value!r}")
+    return seconds
 
 
 def _policy_env(args: argparse.Namespace) -> None:
@@ -184,9 +217,29 @@ def _limits(args: argparse.Namespace) -> Any:
         raise SystemExit(f"mcpkit: --{str(exc).replace('_', '-')}") from None
 
 
+def _policy_flags_apply(server: Any, args: argparse.Namespace) -> None:
+    """--read-only and --root set the policy's switches; a server without a policy reads none
+    of them, so it would serve every tool as if they had not been given: refused, not ignored."""
+    if getattr(server, "policy", None) is not None:
+        return
+    for flag, given in (("--read-only", getattr(args, "read_only", False)), ("--root", getattr(args, "root", None))):
+        if given:
+            raise SystemExit(f"mcpkit: {flag} needs a policy, and the server {server.name!r} has none, so it "
+                             "would change nothing; add --policy (or build the Server with policy=...)")
+
+
 def _observed(server: Any, args: argparse.Namespace) -> Any:
     """--otel: OpenTelemetry spans and metrics to the providers configured globally (by the
-    OpenTelemetry SDK or auto-instrumentation)."""
+    OpenTelemetry SDK or auto-instrumentation). And the policy's audit file is opened now: one
+    that cannot be written is a mistake at start-up, not a lost line on every call."""
+    _policy_flags_apply(server, args)
+    policy = getattr(server, "policy", None)
+    open_audit = getattr(getattr(policy, "audit", None), "open", None)
+    if callable(open_audit):
+        try:
+            open_audit()
+        except OSError as exc:
+            raise SystemExit(f"mcpkit: {exc.strerror or exc}") from None
     if args.otel:
         try:
             from .observe.otel import OpenTelemetry
@@ -292,7 +345,16 @@ def main(argv: list[str] | None = None) -> int:
     if words and words[0] == "proxy" and "--" in words:  # `mcpkit proxy [OPTIONS] -- COMMAND ...`
         cut = words.index("--")
         words, tail = words[:cut], words[cut + 1:]
-    args = parser.parse_args(words)
+    args, extra = parser.parse_known_args(words)
+    if extra:
+        # `call TOOL --json '{...}' b=2`: argparse takes a positional list in one run, so
+        # key=value pairs after an option come back unparsed; they are still pairs
+        if args.command in ("call", "prompt"):
+            pairs = [w for w in extra if "=" in w and not w.startswith("-")]
+            extra = [w for w in extra if w not in pairs]
+            args.arguments = [*args.arguments, *pairs]
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if tail is not None:
         args.command_tail = tail
     args.argv = argv
@@ -344,7 +406,7 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve an MCP server (default: the bundled reference server)")
     serve.add_argument("target", nargs="?", help="path/to/server.py[:ATTR], package.module[:ATTR], or a command "
                        "line running one, e.g. \"python server.py\" (default: the bundled reference server)")
-    serve.add_argument("--workers", type=int, default=None, metavar="N",
+    serve.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                        help="HTTP: N worker processes on one port (needs MCPKIT_STORE=redis://...)")
     serve.add_argument("--root", action="append", metavar="DIR",
                        help="policy: a sandbox root for path parameters (repeatable; sets MCPKIT_ROOT)")
@@ -378,7 +440,7 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
     """The options of how a server is served (stdio or HTTP, and HTTP authorization), shared by
     ``mcpkit serve`` and ``mcpkit proxy``."""
     serve = parser
-    serve.add_argument("--max-message-bytes", type=int, default=None, help="largest accepted message (bytes)")
+    serve.add_argument("--max-message-bytes", type=_positive_int, default=None, help="largest accepted message (bytes)")
     serve.add_argument("--http", type=_host_port, metavar="HOST:PORT", help="serve Streamable HTTP (and legacy SSE) instead of stdio")
     serve.add_argument("--json", action="store_true", help="HTTP: answer POSTs with one JSON body instead of an SSE stream")
     serve.add_argument("--stateless", action="store_true", help="HTTP: no sessions; every POST stands alone")
@@ -388,8 +450,8 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
                        help="HTTP: let browser pages from this origin call the server (CORS; repeatable; '*' for any)")
     serve.add_argument("--root-path", metavar="PREFIX",
                        help="HTTP: the path prefix a reverse proxy serves this app under, e.g. /api")
-    serve.add_argument("--max-sessions", type=int, default=None, help="HTTP: most sessions kept (default 1000)")
-    serve.add_argument("--max-sessions-per-client", type=int, default=None, metavar="N",
+    serve.add_argument("--max-sessions", type=_positive_int, default=None, help="HTTP: most sessions kept (default 1000)")
+    serve.add_argument("--max-sessions-per-client", type=_positive_int, default=None, metavar="N",
                        help="HTTP: most sessions of one principal, or one address without auth (default: a tenth "
                        "of --max-sessions); past it the client's own idle sessions end first, then 429")
     limits = serve.add_argument_group("connection limits (HTTP only; docs/deployment.md)")
@@ -403,9 +465,9 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
                         help="most connections served at once; past it requests get 503 (default 1000)")
     limits.add_argument("--max-header-bytes", type=int, default=None, metavar="BYTES",
                         help="largest request head accepted (default 65536)")
-    serve.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
+    serve.add_argument("--shutdown-timeout", type=_seconds_or_zero, default=30.0, metavar="SECONDS",
                        help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
-    serve.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
+    serve.add_argument("--session-idle-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
                        help="HTTP: end sessions idle this long (default 1800)")
     serve.add_argument("--metrics", action="store_true",
                        help="HTTP: serve Prometheus metrics at /metrics (needs prometheus-client: mcpkit[metrics])")

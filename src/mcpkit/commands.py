@@ -328,7 +328,10 @@ async def _read(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return 0
     for item in result.get("contents") or ():
-        if "text" in item:
+        if "text" in item and args.output:
+            Path(args.output).write_text(item["text"], encoding="utf-8")
+            print(f"wrote {item.get('uri')} ({item.get('mimeType', 'text')}) to {args.output}", file=sys.stderr)
+        elif "text" in item:
             sys.stdout.write(item["text"] if item["text"].endswith("\n") else item["text"] + "\n")
         elif args.output:
             import base64
@@ -521,7 +524,7 @@ def register(sub: Any) -> None:
     _add_target(p)
     p.add_argument("uri", help="the resource's URI")
     p.add_argument("--json", action="store_true", help="print the whole ReadResourceResult as JSON")
-    p.add_argument("--output", metavar="FILE", help="write a binary resource's bytes to FILE")
+    p.add_argument("--output", metavar="FILE", help="write the resource (text, or a binary resource's bytes) to FILE")
     p.set_defaults(func=lambda a: _run(_read(a)))
 
     p = sub.add_parser("prompt", help="get a prompt: mcpkit prompt TARGET NAME key=value ...")

@@ -261,3 +261,18 @@ def test_a_quoted_command_line_is_split() -> None:
     assert _target(["python server.py --flag"]) == ["python", "server.py", "--flag"]
     assert _target(["python", "server.py"]) == ["python", "server.py"]
     assert _target(["http://127.0.0.1:8000/mcp"]) == "http://127.0.0.1:8000/mcp"
+
+
+def test_table_shows_the_skip_reason_most_revisions_share() -> None:
+    # `mcpkit check weather.py` showed "no tool annotated readOnlyHint: true has required
+    # properties" (true only of 2024-11-05, which has no annotations) for a read-only tool, and
+    # hid the reason of the four other revisions: "pass --call-tools"
+    from mcpkit.check.model import Finding
+
+    report = Report(target="weather.py", transport="stdio")
+    report.findings = [Finding("tools.input-validated", "error", "skip", "no tool annotated readOnlyHint",
+                               "2024-11-05")]
+    report.findings += [Finding("tools.input-validated", "error", "skip", "calling tools is off (pass --call-tools)",
+                                rev) for rev in ("2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")]
+    line = next(x for x in render_table(report).splitlines() if "tools.input-validated" in x)
+    assert line.endswith("calling tools is off (pass --call-tools) (4 revisions)"), line

@@ -257,6 +257,20 @@ async def test_a_crashing_server_fails_the_pending_request_with_its_exit_code_an
 
 
 @aio
+async def test_a_server_that_exits_before_the_handshake_is_reported_with_its_exit_code_and_stderr() -> None:
+    # A process that exits at once closes its stdin before initialize is written: the client
+    # said only "the server's stdin is closed", or "cannot write to the server: [Errno 32] Broken
+    # pipe", without the exit code or what the server printed on stderr.
+    for _ in range(5):  # the race goes either way from one run to the next
+        with pytest.raises(ClientError) as err:
+            async with Client(["sh", "-c", "echo 'Error: missing API key FOO' >&2; exit 3"]):
+                pass
+        assert "exited with code 3" in str(err.value), str(err.value)
+        assert "missing API key FOO" in str(err.value)
+        assert "stdin is closed" not in str(err.value)
+
+
+@aio
 async def test_a_command_string_env_and_cwd(tmp_path) -> None:
     code = "import os, sys; sys.stderr.write(os.environ['MCPKIT_TEST_VAR'] + ' ' + os.getcwd()); " \
            "from mcpkit.reference import server; server.run()"

@@ -248,6 +248,22 @@ async def test_mount_lists_and_forwards_tools_resources_templates_prompts_and_co
         assert done["completion"]["values"] == ["Oslo"]
 
 
+def test_mounting_a_second_child_under_a_prefix_already_mounted_is_refused(parent: Server) -> None:
+    # it used to connect the second child and mirror none of its items, with one warning per
+    # item saying "(use a prefix)" although a prefix was given
+    parent.mount(weather(), prefix="weather")
+    with pytest.raises(ValueError, match="prefix 'weather' is already mounted .*choose another prefix"):
+        parent.mount(weather(), prefix="weather")
+    assert len(upstreams_of(parent)) == 1
+    parent.mount(weather(), prefix="weather", separator="-")  # other names: no clash
+    assert len(upstreams_of(parent)) == 2
+
+
+def test_a_prefix_that_makes_invalid_tool_names_is_refused_naming_the_prefix() -> None:
+    with pytest.raises(ValueError, match=r"^prefix 'bad prefix!' would make invalid tool names"):
+        Names("bad prefix!")
+
+
 @aio
 async def test_a_mounted_child_changing_at_run_time_reaches_the_parents_clients(parent: Server) -> None:
     child = weather()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -48,6 +49,21 @@ async def test_read_only_hides_and_refuses_write_tools_and_audits_every_call(tmp
 
 
 @aio
+async def test_the_proxys_gate_messages_name_its_own_flags_not_the_servers_code() -> None:
+    # they said "declare read_only=True or turn read-only mode off in the server's code" and
+    # "(set in the server's code)": a proxy has no code of ours and the upstream's is not ours
+    async with Client([*PROXY, "--read-only", "--deny-destructive", "--", *SERVE]) as client:
+        await client.list_tools()
+        refused = await client.call_tool("test_simple_text")
+        text = refused["content"][0]["text"]
+        assert "--read-only" in text and "server's code" not in text, text
+        await asyncio.sleep(0.2)
+        warned = [line for line in client.stderr.splitlines() if "test_simple_text: hidden" in line]
+    assert warned and "server's code" not in warned[0] and "declare read_only=True" not in warned[0], warned
+    assert "read_only = true" in warned[0] and "--tool-policy" in warned[0] and "drop --read-only" in warned[0]
+
+
+@aio
 async def test_a_tool_policy_file_overrides_what_the_upstream_claims(tmp_path: Path) -> None:
     policy = tmp_path / "tools.toml"
     policy.write_text('[tools.add]\nread_only = false\ndestructive = true\n\n'
@@ -85,13 +101,39 @@ async def test_several_upstreams_from_an_mcpservers_config(tmp_path: Path) -> No
     ([f"a={PY} -V", f"{PY} -V"], "several upstreams need a name"),
     (["--tool-policy", "/nonexistent/tools.toml", "--", PY], "cannot read the tool policy"),
     (["--", PY, "-c", "raise SystemExit(3)"], "exited"),
+    # an audit file that cannot be written: refused at start, not a traceback and a lost line
+    # on every call
+    (["--audit", f"{PY}/audit.log", "--", PY], f"cannot open the audit log {PY}/audit.log"),
     (["--http", "127.0.0.1:1", "--auth", "tokens:/nonexistent/tokens.txt", "--", PY], "/nonexistent/tokens.txt"),
+    # --timeout -1 and --connect-timeout 0 used to wait and then blame the upstream ("no answer
+    # within 0.0 s"); --probe-interval 0 named the Bridge's parameters (backoff_initial, jitter ...)
+    (["--timeout", "-1", "--", PY], "argument --timeout: must be a positive number of seconds, got '-1'"),
+    (["--connect-timeout", "0", "--", PY], "argument --connect-timeout: must be a positive number of seconds"),
+    (["--probe-interval", "0", "--", PY], "argument --probe-interval: must be a positive number of seconds"),
 ])
 def test_a_configuration_mistake_is_one_line_without_a_traceback(args: list[str], message: str) -> None:
     done = subprocess.run([*PROXY, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode != 0
     assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("command", [
+    ["sh", "-c", "echo 'Error: missing API key' >&2; exit 3"],  # exits before initialize is written
+    [PY, "-c", "import sys; sys.stderr.write('Error: missing API key'); sys.exit(3)"],
+])
+def test_an_upstream_that_exits_at_once_is_one_line_with_its_exit_code_and_stderr(command: list[str]) -> None:
+    # used to be three lines (two WARNINGs and the failure, each repeating the same text wrapped
+    # in "ConnectionError: upstream ...: ClientError: "), and for a fast exit only "the server's
+    # stdin is closed"
+    done = subprocess.run([*PROXY, "--", *command], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("mcpkit proxy: upstream ") and "did not start: the server exited with code 3; " \
+        "stderr: Error: missing API key" in lines[0], lines[0]
+    assert "ConnectionError" not in lines[0] and "ClientError" not in lines[0]
 
 
 # ------------------------------------------------------------------------------ tool policy files
@@ -114,6 +156,8 @@ def test_tool_policy_rules_apply_in_file_order_and_exact_names_last(tmp_path: Pa
     ("[tools.x]\nread_only = 1\n", "read_only must be true or false"),
     ("[tools.x]\nwrite = true\n", "unknown key(s) write"),
     ("[tools.x]\nrate_limit = \"lots\"\n", "rate_limit"),
+    # a number used to get "a rate must be a Rate, a string like '100/min' or None, got int"
+    ("[tools.x]\nrate_limit = 10\n", "rate_limit must be a string such as \"10/min\" (or false), got 10"),
     ("[tools.x]\ntimeout = -1\n", "timeout must be a positive number"),
     ("[tools.x]\nscopes = \"a\"\n", "scopes must be a list"),
     ("[tools.x]\nread_only = true\ndestructive = true\n", "both read_only and destructive"),

@@ -67,8 +67,13 @@ def render_table(report: Report, color: bool = False) -> str:
             failing = [f for f in findings if f.status == "fail"]
             severity = min((f.severity for f in failing), key=SEVERITIES.index) if failing else findings[0].severity
             shown = [f for f in findings if f.status == status]
-            revisions = sorted({f.revision for f in shown if f.revision})
             message = shown[0].message
+            if status != "fail":  # one line: the message most revisions share, and how many
+                counts: dict[str, int] = {}
+                for f in shown:
+                    counts[f.message] = counts.get(f.message, 0) + 1
+                message = max(counts, key=counts.__getitem__)  # ties: the first revision's
+            revisions = sorted({f.revision for f in shown if f.revision and f.message == message})
             if status != "fail" and revisions and len(revisions) > 1:
                 message += f" ({len(revisions)} revisions)"
             sev = _paint(f"{severity:<8}", severity if status == "fail" else "dim", color)

@@ -298,6 +298,8 @@ class Client:
         finally:
             self._pending.pop(rid, None)
             self._progress.pop(rid, None)
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # a send that failed leaves the answer (the same loss) unawaited
 
     async def _cancel_on_server(self, rid: Any, reason: str) -> None:
         self._pending.pop(rid, None)

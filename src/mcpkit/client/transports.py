@@ -149,30 +149,37 @@ class StdioTransport(Transport):
             await self._ended(reason)
 
     async def _ended(self, reason: str) -> None:
-        proc = self.proc
-        assert proc is not None
         if self._closing:
             return
+        self._lost(ClientError(await self._gone(f"the server {reason}")))
+
+    async def _gone(self, otherwise: str) -> str:
+        """Why the server stopped talking: its exit code and the end of its stderr, once it
+        has exited (waited for briefly), else ``otherwise``."""
+        proc = self.proc
+        assert proc is not None
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(proc.wait(), 2.0)  # EOF on stdout usually means it exited
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
-        if proc.returncode is not None:
-            what = f"the server exited with code {proc.returncode}"
-        else:
-            what = f"the server {reason}"
+        what = f"the server exited with code {proc.returncode}" if proc.returncode is not None else otherwise
         tail = self.stderr[-STDERR_TAIL:].strip()
-        self._lost(ClientError(what + (f"; stderr: {tail}" if tail else "; no stderr output")))
+        return what + (f"; stderr: {tail}" if tail else "; no stderr output")
 
     async def send_raw(self, data: bytes) -> None:
         proc = self.proc
         if proc is None or proc.stdin is None or proc.stdin.is_closing():
-            raise ClientError("the server's stdin is closed")
+            if proc is None or self._closing:
+                raise ClientError("the server's stdin is closed")
+            # a server that exited at once (before the handshake): say how it ended
+            raise ClientError(await self._gone("the server's stdin is closed"))
         try:
             proc.stdin.write(data)
             await proc.stdin.drain()
         except (BrokenPipeError, ConnectionResetError) as exc:
-            raise ClientError(f"cannot write to the server: {exc}") from exc
+            if self._closing:
+                raise ClientError(f"cannot write to the server: {exc}") from exc
+            raise ClientError(await self._gone(f"cannot write to the server: {exc}")) from exc
 
     async def close(self) -> None:
         """Close stdin, give the child 5 s to exit, then SIGTERM, then SIGKILL."""

@@ -16,13 +16,20 @@ __all__ = ["add_parser", "DEFAULT_PORT"]
 DEFAULT_PORT = 6280
 
 
+def _port_number(value: str) -> int:
+    """A TCP port (argparse type); the socket layer would take 99999 modulo 65536."""
+    if not value.isdigit() or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {value!r}")
+    return int(value)
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("dev", help="serve a server on loopback HTTP with a browser inspector (--reload to restart "
                        "on changes)")
     p.add_argument("target", nargs="?", metavar="TARGET",
                    help="server.py, package.module:ATTR, or a command line running one (default: the reference "
                    "server)")
-    p.add_argument("--port", type=int, default=None, help=f"the port on 127.0.0.1 (default {DEFAULT_PORT}, or a free "
+    p.add_argument("--port", type=_port_number, default=None, help=f"the port on 127.0.0.1 (default {DEFAULT_PORT}, or a free "
                    "one when that is taken)")
     p.add_argument("--reload", action="store_true", help="restart the server when a .py file under its folder changes")
     p.add_argument("--open", action="store_true", help="open the inspector in the default web browser")

@@ -166,6 +166,22 @@ class AuditLog:
         if _is_stdout(st, self._wire_fds):
             raise _refusal(path)
 
+    def open(self) -> None:
+        """Open the file now (creating its directory) rather than at the first line, so a path
+        that cannot be written is an error at start-up, not a lost line on every call.
+        Raises OSError naming the file."""
+        with self._lock:
+            if self._fd is not None:
+                return
+            try:
+                self._open()
+            except OSError as exc:
+                why = exc.strerror or str(exc)
+                if isinstance(exc, FileExistsError):  # makedirs met a file where a folder should be
+                    why = f"{exc.filename} is not a directory"
+                raise OSError(exc.errno, f"cannot open the audit log {self.path}: {why}; "
+                              "give a file in a writable directory") from None
+
     # -- writing --------------------------------------------------------------------------
 
     def record(self, entry: Mapping[str, Any]) -> None:

@@ -62,7 +62,9 @@ class Gates:
     server keeps its documented ``READ_ONLY_MODE`` / ``ALLOW_DANGEROUS_OPS``.
 
     ``switches`` records where each switch was set: field -> the environment variable that
-    sets it, or None when the server's code does; refusals name what would change the answer.
+    sets it, a command-line flag (``--read-only``, ``--deny-destructive``: mcpkit proxy, where
+    the tools' declarations come from ``--tool-policy``), or None when the server's code does;
+    refusals name what would change the answer.
     """
 
     read_only: bool = False
@@ -102,8 +104,15 @@ class Gates:
         """The environment variable that sets ``field``, or None when it is set in code."""
         return dict(self.switches).get(field)
 
+    def _flag(self, field: str) -> str | None:
+        """The command-line flag that set ``field`` (mcpkit proxy), or None."""
+        name = self.switch(field)
+        return name if name is not None and name.startswith("--") else None
+
     def _enable(self, field: str, what: str) -> str:
         name = self.switch(field)
+        if name is not None and name.startswith("--"):
+            return f"drop {name} to enable {what}"
         if name is not None:
             return f"set {name}=1 to enable them"
         return f"the server's code sets {field}=False (Gates / Policy.secure); change it there to enable {what}"
@@ -113,7 +122,8 @@ class Gates:
         read_only, destructive, open_world = tool_kinds(annotations)
         if self.read_only and not read_only:
             name = self.switch("read_only")
-            how = f"{name} is set" if name is not None else "set in the server's code"
+            how = (f"{name} is given" if self._flag("read_only") else f"{name} is set" if name is not None
+                   else "set in the server's code")
             return f"the server is in read-only mode ({how}) and this tool is not declared read-only"
         if destructive and not self.allow_destructive:
             return (
@@ -134,16 +144,28 @@ class Gates:
         read_only, destructive, open_world = tool_kinds(annotations)
         ann = annotations or {}
         if self.read_only and not read_only:
+            flag = self._flag("read_only")
+            if flag is not None:
+                return (f"hidden, not declared read-only under {flag}; set read_only = true for it in "
+                        f"--tool-policy, or drop {flag}")
             name = self.switch("read_only")
             switch = f"unset {name}" if name is not None else "turn read-only mode off in the server's code"
             return f"hidden, not declared read-only in read-only mode; declare read_only=True or {switch}"
         if destructive and not self.allow_destructive:
+            flag = self._flag("allow_destructive")
+            if flag is not None:
+                return (f"hidden, {'destructive' if 'destructiveHint' in ann else 'destructive undeclared'}; "
+                        f"set destructive = false for it in --tool-policy, or drop {flag}")
             name = self.switch("allow_destructive")
             switch = f"set {name}=1" if name is not None else "allow destructive tools in the server's code"
             why = "destructive" if "destructiveHint" in ann else "destructive undeclared"
             fix = "declare destructive=False or " if "destructiveHint" not in ann else ""
             return f"hidden, {why}; {fix}{switch}"
         if open_world and not self.allow_open_world:
+            flag = self._flag("allow_open_world")
+            if flag is not None:
+                return (f"hidden, {'open-world' if 'openWorldHint' in ann else 'open_world undeclared'}; "
+                        f"set open_world = false for it in --tool-policy, or drop {flag}")
             name = self.switch("allow_open_world")
             switch = f"set {name}=1" if name is not None else "allow open-world tools in the server's code"
             why = "open-world" if "openWorldHint" in ann else "open_world undeclared"

@@ -15,8 +15,11 @@ that fails is hidden while down without taking the others with it. The serving o
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["add_arguments", "run"]
@@ -48,16 +51,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "OpenAI and Gemini APIs) as a flat copy; calls are still validated against the original")
     upstream.add_argument("--protocol-version", metavar="V",
                           help="the revision to speak upstream (default: the newest handshake revision)")
-    upstream.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+    upstream.add_argument("--timeout", type=_seconds, default=300.0, metavar="SECONDS",
                           help="longest wait for one upstream answer (default 300)")
-    upstream.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
+    upstream.add_argument("--connect-timeout", type=_seconds, default=30.0, metavar="SECONDS",
                           help="longest wait for one connection attempt (default 30)")
-    upstream.add_argument("--probe-interval", type=float, default=5.0, metavar="SECONDS",
+    upstream.add_argument("--probe-interval", type=_seconds, default=5.0, metavar="SECONDS",
                           help="how often each upstream is pinged (default 5)")
+
+
+def _seconds(value: str) -> float:
+    """A positive number of seconds (argparse type): 0 or less would fail every connection."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
+    return seconds
 
 
 def _fail(message: str) -> SystemExit:
     return SystemExit(f"mcpkit proxy: {message}")
+
+
+@contextlib.contextmanager
+def _quiet_start(quiet: bool) -> Iterator[None]:
+    """A single upstream that does not start is the proxy's one line of failure: the bridge's
+    and the upstream's warnings about it (which a proxy of several keeps) would repeat it."""
+    if not quiet:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in ("mcpkit.bridge", "mcpkit.proxy")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
 
 
 def _specs(args: argparse.Namespace) -> list[Any]:
@@ -109,11 +141,18 @@ def build_policy(args: argparse.Namespace) -> Any:
 
     try:
         audit = AuditLog(args.audit) if args.audit else None
+        if audit is not None:
+            audit.open()
         limiter = RateLimiter(args.rate_limit) if args.rate_limit else None
-    except (ValueError, TypeError, OSError) as exc:
+    except OSError as exc:
+        raise _fail(exc.strerror or str(exc)) from None
+    except (ValueError, TypeError) as exc:
         raise _fail(str(exc)) from None
+    # the messages name what would change the answer: the proxy's own flags, or the variable
+    switches = (("read_only", "--read-only" if args.read_only else "MCPKIT_READ_ONLY"),
+                ("allow_destructive", "--deny-destructive"), ("allow_open_world", "--deny-open-world"))
     gates = Gates(read_only=read_only, allow_destructive=not args.deny_destructive,
-                  allow_open_world=not args.deny_open_world)
+                  allow_open_world=not args.deny_open_world, switches=switches)
     return Policy(gates=gates, audit=audit, rate_limiter=limiter, redact_logs=True)
 
 
@@ -145,13 +184,14 @@ def run(args: argparse.Namespace) -> int:
     for spec in specs:
         prefix = spec.name if len(specs) > 1 else args.prefix
         try:
-            upstream = server.mount(
-                spec.target, prefix=prefix, name=spec.name, separator=args.separator,
-                prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
-                timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
-                flatten_schemas=args.flatten_schemas,
-                **spec.options(),
-            )
+            with _quiet_start(len(specs) == 1 and not getattr(args, "verbose", False)):
+                upstream = server.mount(
+                    spec.target, prefix=prefix, name=spec.name, separator=args.separator,
+                    prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
+                    timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
+                    flatten_schemas=args.flatten_schemas,
+                    **spec.options(),
+                )
         except ValueError as exc:
             raise _fail(str(exc)) from None
         upstreams.append(upstream)
@@ -159,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
         if len(upstreams) == 1:
             only = upstreams[0]
             if not only.up:
-                raise _fail(str(only.last_error or "the upstream did not start"))
+                why = only.connect_error or only.last_error or "no reason given"
+                raise _fail(f"upstream {only.name!r} did not start: {why}")
             info = only.server_info
             if not args.name and isinstance(info.get("name"), str):
                 server.name = info["name"]

@@ -160,6 +160,10 @@ def _check(where: str, pattern: str, settings: Any) -> dict[str, Any]:
     if "rate_limit" in settings and settings["rate_limit"] is not False:
         from ..policy.ratelimit import Rate
 
+        if not isinstance(settings["rate_limit"], (str, Rate, type(None))):  # TOML: a number, true, a table
+            raise ToolPolicyError(f"{entry}: rate_limit must be a string such as \"10/min\" (or false), "
+                                  f"got {settings['rate_limit']!r}")
+
         try:
             Rate.coerce(settings["rate_limit"])
         except (TypeError, ValueError) as exc:

@@ -87,6 +87,12 @@ class Upstream:
         #: that every host accepts, still validating calls against the original (mcpkit.hosts)
         self.flatten_schemas = flatten_schemas
         self.names = Names(prefix, separator, prefix_uris)
+        if prefix is not None:
+            for other in upstreams_of(server):
+                if (other.names.prefix, other.names.separator) == (prefix, separator):
+                    # every name would clash with the first mount's: nothing would be mirrored
+                    raise ValueError(f"prefix {prefix!r} is already mounted (upstream {other.name}); "
+                                     "choose another prefix")
         self.name = name or prefix or _label(target)
         if tool_policy is None or isinstance(tool_policy, ToolPolicy):
             self.tool_policy = tool_policy
@@ -116,6 +122,7 @@ class Upstream:
         #: the upstream's serverInfo and instructions, from the last connection
         self.server_info: dict[str, Any] = {}
         self.instructions: str | None = None
+        self.connect_error: str | None = None
         self.bridge = Bridge(
             f"upstream {self.name}", self._connect, probe=self._probe, close=self._close,
             probe_interval=probe_interval, backoff_initial=0.5, backoff_max=10.0, failure_threshold=1,
@@ -188,10 +195,15 @@ class Upstream:
                 self._client = None
             with contextlib.suppress(Exception):
                 self._loop.run(client.close(), 5.0)
-            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if isinstance(exc, ClientError) and str(exc):
+                detail = str(exc)  # says it all: "the server exited with code 3; stderr: ..."
+            else:
+                detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             stderr = (client.stderr or "").strip()
-            if stderr:
+            if stderr and stderr[-100:] not in detail:
                 detail += f" (its stderr ends: {stderr[-300:]})"
+            #: why the last connection attempt failed, without the bridge's wrapping
+            self.connect_error = detail
             raise ConnectionError(f"upstream {self.name}: {detail}") from None
         return client
 
@@ -321,8 +333,8 @@ class Upstream:
     def _taken(self, name: str, mine: dict[str, Any], theirs: Any) -> bool:
         if name in mine or name not in theirs:
             return False
-        log.warning("upstream %s: %r is already served by something else; not mirrored (use a prefix)",
-                    self.name, name)
+        log.warning("upstream %s: %r is already served by something else; not mirrored (use %s prefix)",
+                    self.name, name, "a" if self.names.prefix is None else "another")
         return True
 
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:

@@ -43,7 +43,10 @@ class Names:
         if prefix is not None:
             if not isinstance(prefix, str) or not prefix:
                 raise ValueError("a prefix is a non-empty string (or None for none)")
-            validate_tool_name(prefix + separator + "x")  # the prefix must make valid tool names
+            try:
+                validate_tool_name(prefix + separator + "x")  # the prefix must make valid tool names
+            except ValueError as exc:
+                raise ValueError(f"prefix {prefix!r} would make invalid tool names ({exc})") from None
             if "/" in prefix or ":" in prefix:
                 raise ValueError(f"prefix {prefix!r}: '/' and ':' would make its URIs ambiguous")
         self.prefix = prefix
