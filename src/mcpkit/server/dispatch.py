@@ -36,7 +36,7 @@ from .tools import OutputSchemaError, Tool, shape_for_revision
 from .listen import listen
 from .pipeline import CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext, Pipe, any_async, chain, in_worker, steps_for
 from .rounds import InputRequired
-from .session import SyncCall, _is_cancelled, new_correlation_id
+from .session import OffloadedCall, SyncCall, _is_cancelled, new_correlation_id
 from .tasks import TASK_METHODS, missing_extension, wants_tasks
 from .validation import format_errors
 
@@ -471,9 +471,7 @@ def _as_task(pipe: Pipe, cc: CallContext) -> Any:
     cc.announce = True
     if pipe.is_async:
         return _as_task_async(pipe.run, cc)
-    call = SyncCall(partial(_as_task_sync, pipe.run, cc))
-    call.offload = True
-    return call
+    return OffloadedCall(partial(_as_task_sync, pipe.run, cc))
 
 
 def _as_task_sync(run: Callable[[CallContext], Any], cc: CallContext) -> Any:

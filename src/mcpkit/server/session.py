@@ -41,7 +41,7 @@ from .context import ClientRequestError, ClientTimeoutError, Context, level_rank
 if TYPE_CHECKING:
     from .server import Server
 
-__all__ = ["ServerSession", "SyncCall"]
+__all__ = ["OffloadedCall", "ServerSession", "SyncCall"]
 
 log = logging.getLogger("mcpkit")
 
@@ -76,12 +76,17 @@ _RUNNING_IN_WORKER = _InWorker()
 class SyncCall:
     """A sync handler invocation a dispatch function asks the session to run: ``fn()`` -> result dict."""
 
-    __slots__ = ("fn", "offload")
+    __slots__ = ("fn",)
 
     def __init__(self, fn: Callable[[], dict[str, Any]]) -> None:
         self.fn = fn
-        #: run on a worker even where sync calls run inline (a call that may become a task)
-        self.offload = False
+
+
+class OffloadedCall(SyncCall):
+    """A SyncCall run on a worker even where sync calls run inline (a call that may become a
+    task: its input comes by later requests, which the reader must stay free to read)."""
+
+    __slots__ = ()
 
 
 def partial_run(context: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -297,7 +302,9 @@ class ServerSession:
             if self._observed:
                 self._answered(rid, outcome, None)
         elif t is SyncCall:
-            self._run_sync(rid, ev.method, outcome.fn, outcome.offload)
+            self._run_sync(rid, ev.method, outcome.fn)
+        elif t is OffloadedCall:
+            self._run_sync(rid, ev.method, outcome.fn, True)
         else:
             self._run_async(rid, ev.method, outcome)
 
