@@ -268,6 +268,8 @@ def test_http_options_on_stdio_are_refused(weather, option):
     ("", ["list", "no_such_module_here"], {}, "is no file, command on PATH or importable module"),
     ("ok", ["serve", "weather.py:nothing"], {}, "has no attribute 'nothing'"),
     ("ok", ["serve", "weather.py", "--policy"], {"MCPKIT_TOOL_TIMEOUT": "soon"}, "MCPKIT_TOOL_TIMEOUT='soon' is not"),
+    ("ok", ["serve", "weather.py", "--policy"], {"MCPKIT_TOOL_TIMEOUT": "-1"}, "or 0 for no timeout"),
+    ("ok", ["serve", "weather.py", "--policy"], {"MCPKIT_TOOL_TIMEOUT": "nan"}, "give a positive number"),
     ("ok", ["serve", "weather.py", "--policy"], {"MCPKIT_READ_ONLY": "maybe"}, "MCPKIT_READ_ONLY"),
     ("tokens", ["serve", "weather.py", "--http", "127.0.0.1:0", "--auth", "tokens:tokens.txt"], {}, "tokens.txt"),
     ("ok", ["call", "weather.py", "forecast", "city"], {}, "arguments are key=value"),

@@ -162,7 +162,10 @@ class Policy:
                 timeout = float(timeout_raw)
             except ValueError:
                 raise ValueError(f"MCPKIT_TOOL_TIMEOUT={timeout_raw!r} is not a number of seconds") from None
-            timeout = None if timeout <= 0 else timeout
+            if timeout < 0 or timeout != timeout or timeout == float("inf"):  # -1, nan, inf: a mistake
+                raise ValueError(f"MCPKIT_TOOL_TIMEOUT={timeout_raw!r}: give a positive number of seconds, "
+                                 "or 0 for no timeout")
+            timeout = None if timeout == 0 else timeout
         limits = Limits(
             max_argument_bytes=_env_int(env, "MCPKIT_MAX_ARGUMENT_BYTES", defaults.max_argument_bytes),
             max_result_bytes=_env_int(env, "MCPKIT_MAX_RESULT_BYTES", defaults.max_result_bytes),
