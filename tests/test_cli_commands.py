@@ -143,6 +143,8 @@ def test_docs_writes_a_reference_and_check_catches_a_stale_one(tmp_path):
     server.write_text(server.read_text().replace("Find notes.", "Find notes by text."))
     stale = run("docs", str(server), "--check", str(out))
     assert stale.returncode == 1 and "stale" in stale.stderr
+    missing = run("docs", str(server), "--check", str(tmp_path / "NOSUCH.md"))
+    assert missing.returncode == 1 and "NOSUCH.md does not exist; write it with" in missing.stderr
 
 
 # ------------------------------------------------------------------------------------------ doctor

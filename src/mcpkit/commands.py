@@ -384,8 +384,10 @@ async def _docs(args: argparse.Namespace) -> int:
         _report_failures(failures)
     if args.check:
         path = Path(args.check)
-        current = path.read_text(encoding="utf-8") if path.exists() else None
-        if current != text:
+        if not path.is_file():
+            print(f"mcpkit: {path} does not exist; write it with: mcpkit docs ... --output {path}", file=sys.stderr)
+            return 1
+        if path.read_text(encoding="utf-8") != text:
             print(f"mcpkit: {path} is stale; regenerate it with: mcpkit docs ... --output {path}", file=sys.stderr)
             return 1
         return 0
