@@ -151,15 +151,10 @@ class _Audit:
         self.lines.append(dict(entry))
 
 
-@aio
-@pytest.mark.parametrize("meta", ["batch", "abatch", "ops"])
-async def test_an_included_tools_nested_calls_reach_the_prefixed_copies(meta: str) -> None:
-    """ctx.call_tool("status") in a tool copied under prefix "c" is the parent's nested call of
-    c_status (the child's names do not exist in the parent), through the parent's pipeline:
-    its read-only gate refuses c_reset by name, and its audit has the nested lines. A prompt's
-    or a resource's handler calling a tool is resolved the same way."""
+def _nesting_child(ran: list[str]) -> Server:
+    """A child whose ``batch`` (sync) and ``abatch`` (async) tools call others by name: a
+    destructive ``reset`` and a read-only ``status``."""
     child = Server("child")
-    ran: list[str] = []
 
     @child.tool(destructive=True, open_world=False)
     def reset() -> str:
@@ -177,6 +172,19 @@ async def test_an_included_tools_nested_calls_reach_the_prefixed_copies(meta: st
     @child.tool(read_only=True, open_world=False)
     async def abatch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
         return [await ctx.call_tool_async(c["name"], c.get("arguments")) for c in calls]
+
+    return child
+
+
+@aio
+@pytest.mark.parametrize("meta", ["batch", "abatch", "ops"])
+async def test_an_included_tools_nested_calls_reach_the_prefixed_copies(meta: str) -> None:
+    """ctx.call_tool("status") in a tool copied under prefix "c" is the parent's nested call of
+    c_status (the child's names do not exist in the parent), through the parent's pipeline:
+    its read-only gate refuses c_reset by name, and its audit has the nested lines. A prompt's
+    or a resource's handler calling a tool is resolved the same way."""
+    ran: list[str] = []
+    child = _nesting_child(ran)
 
     ops = child.manager("ops")
 
@@ -496,46 +504,21 @@ async def test_a_tool_policy_rule_naming_a_listed_tool_applies_to_that_tool_only
     assert tools["files_write"].annotations["destructiveHint"] is True
 
 
-class _Lines:
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def record(self, entry: dict[str, Any]) -> None:
-        self.lines.append(dict(entry))
-
-
 @aio
 @pytest.mark.parametrize("meta", ["batch", "abatch"])
 async def test_a_mounted_tools_nested_calls_take_the_parents_pipeline(parent: Server, meta: str) -> None:
     """ctx.call_tool inside a mounted child is the parent's nested call of the parent's name:
     the parent's read-only gate refuses the child's destructive tool, its tool policy's hidden
     tools do not exist, and its audit log has the nested lines."""
-    child = Server("child")
     ran: list[str] = []
-
-    @child.tool(destructive=True, open_world=False)
-    def reset() -> str:
-        ran.append("reset")
-        return "reset"
-
-    @child.tool(read_only=True, open_world=False)
-    def status() -> str:
-        return "fine"
+    child = _nesting_child(ran)
 
     @child.tool(read_only=True, open_world=False)
     def secret() -> str:
         ran.append("secret")
         return "s3cr3t"
 
-    @child.tool(read_only=True, open_world=False)
-    def batch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
-        return [ctx.call_tool(c["name"], c.get("arguments")) for c in calls]
-
-    @child.tool(read_only=True, open_world=False)
-    async def abatch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
-        return [await ctx.call_tool_async(c["name"], c.get("arguments")) for c in calls]
-
-    audit = _Lines()
+    audit = _Audit()
     parent.policy = Policy(gates=Gates(read_only=True), audit=audit)
     parent.mount(child, prefix="c", tool_policy={"tools": {"secret": {"hidden": True}}})
     async with Client(parent) as client:
