@@ -497,8 +497,6 @@ class RedactingFilter(logging.Filter):
         self._formatter = logging.Formatter()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.__dict__.get("_mcpkit_redacted") == id(self.redactor):
-            return True  # made clean when it was made (the record factory), or by this filter already
         redact = self.redactor.redact_text
         try:
             message = record.getMessage()
@@ -516,7 +514,6 @@ class RedactingFilter(logging.Filter):
             record.exc_text = redact(record.exc_text)
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
-        record._mcpkit_redacted = id(self.redactor)  # a plain int: records are pickled (QueueHandler)
         return True
 
 
@@ -527,11 +524,9 @@ def install_log_redaction(
 
     A filter on a logger does not see records propagated from its children, a filter on a
     handler does; so the filter goes on the logger and on every handler of the logger and of
-    the root logger present now, and on ``logging.lastResort``. Handlers added later are
-    covered too: every record is made clean when it is made, by a log record factory wrapped
-    around the one in place (a library that later sets a factory of its own without calling
-    the previous one leaves the handler filters). Idempotent: a second call reuses the
-    installed filter (switching it to ``redactor`` when one is given).
+    the root logger present now, and on ``logging.lastResort`` (handlers added later are not
+    covered: call this after configuring logging). Idempotent: a second
+    call reuses the installed filter (switching it to ``redactor`` when one is given).
     """
     target = logging.getLogger(logger) if isinstance(logger, str) else logger
     found = next((f for f in target.filters if isinstance(f, RedactingFilter)), None)
@@ -545,21 +540,4 @@ def install_log_redaction(
     for handler in (*target.handlers, *logging.getLogger().handlers, *last):
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(found)
-    factory = logging.getLogRecordFactory()
-    if getattr(factory, "redacting", None) is None:
-        logging.setLogRecordFactory(_RedactingFactory(factory, found))
     return found
-
-
-class _RedactingFactory:
-    """A log record factory whose records are redacted as they are made (see
-    install_log_redaction): a handler added after the filters were installed emits them clean."""
-
-    def __init__(self, previous: Callable[..., logging.LogRecord], redacting: RedactingFilter) -> None:
-        self.previous = previous
-        self.redacting = redacting
-
-    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.previous(*args, **kwargs)
-        self.redacting.filter(record)
-        return record
