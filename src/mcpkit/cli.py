@@ -19,6 +19,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .targets import load_server
@@ -49,24 +50,24 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def _positive_seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
-    return seconds
+def _seconds(zero: bool) -> Callable[[str], float]:
+    """A duration (argparse type): finite, and positive (or, with ``zero``, 0 as well)."""
+    wanted = "0 or more seconds" if zero else "a positive number of seconds"
+
+    def parse(value: str) -> float:
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = float("nan")
+        if not (0 <= seconds if zero else 0 < seconds) or not seconds < float("inf"):
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {value!r}")
+        return seconds
+
+    return parse
 
 
-def _seconds_or_zero(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 <= seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {value!r}")
-    return seconds
+_positive_seconds = _seconds(zero=False)
+_seconds_or_zero = _seconds(zero=True)
 
 
 def _policy_env(args: argparse.Namespace) -> None:
