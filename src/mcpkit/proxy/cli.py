@@ -26,6 +26,8 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..cli import _positive_seconds as _seconds  # 0 or less would fail every connection
+
     parser.add_argument("targets", nargs="*", metavar="TARGET",
                         help="[NAME=]URL or [NAME=]\"command line\"; or give one command after --")
     parser.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (Claude Desktop, Cursor)")
@@ -57,17 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="longest wait for one connection attempt (default 30)")
     upstream.add_argument("--probe-interval", type=_seconds, default=5.0, metavar="SECONDS",
                           help="how often each upstream is pinged (default 5)")
-
-
-def _seconds(value: str) -> float:
-    """A positive number of seconds (argparse type): 0 or less would fail every connection."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = float("nan")
-    if not seconds > 0 or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
-    return seconds
 
 
 def _fail(message: str) -> SystemExit:

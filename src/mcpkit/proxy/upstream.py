@@ -32,6 +32,7 @@ from ..protocol.revisions import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_L
 from ..server.compose import Names
 from ..server.context import Context
 from ..server.rounds import InputRequired
+from ..server.session import caller_of
 from .loop import upstream_loop
 from .relay import CURRENT_CALL, Call, ask_downstream, owner
 from .toolpolicy import ToolPolicy
@@ -553,11 +554,7 @@ class Upstream:
         call = CURRENT_CALL.get()
         if call is None or call not in self._calls:
             return None
-        session = call.ctx._session
-        principal: str | None = session.principal
-        if principal is None and getattr(session, "outer", None) is not None:
-            principal = session.outer.caller()  # the parent is itself mounted
-        return principal
+        return caller_of(call.ctx._session)  # the parent may itself be mounted
 
     def _action_scopes(self, upstream_name: str) -> dict[str, tuple[str, ...]] | None:
         """A mounted Server's manager tool is mirrored as a plain tool: the scopes each of its
@@ -573,23 +570,21 @@ class Upstream:
         needed = {name: act.scopes for name, act in settings_of(child, tool).actions.items() if act.scopes}
         return needed or None
 
-    def _scopes(self, kind: str, key: str, more: Any = ()) -> tuple[str, ...]:
-        """The OAuth scopes of a mirrored item: a mounted Server's own ``scopes=`` (the child is
-        driven in memory, without the caller's token, so it cannot check them: the parent's
-        pipeline does), and those the tool policy adds."""
-        own: Any = ()
+    def _scopes(self, kind: str, key: str) -> tuple[str, ...]:
+        """The OAuth scopes of a mounted Server's own item (``scopes=``): the child is driven in
+        memory, without the caller's token, so it cannot check them; the parent's pipeline does."""
         child = self.target
-        if _is_server(child):
-            if kind == "tool":
-                item = child._tools.get(key)
-            elif kind == "resource":
-                item = child._resources.get(key)
-            elif kind == "prompt":
-                item = child._prompts.get(key)
-            else:
-                item = next((t for t in child._templates if t.uri_template == key), None)
-            own = getattr(item, "scopes", ()) or ()
-        return tuple(dict.fromkeys([*own, *more]))
+        if not _is_server(child):
+            return ()
+        if kind == "tool":
+            item = child._tools.get(key)
+        elif kind == "resource":
+            item = child._resources.get(key)
+        elif kind == "prompt":
+            item = child._prompts.get(key)
+        else:
+            item = next((t for t in child._templates if t.uri_template == key), None)
+        return tuple(getattr(item, "scopes", ()) or ())
 
     # ------------------------------------------------------------------ forwarding
 
