@@ -110,9 +110,10 @@ class Gates:
         return name if name is not None and name.startswith("--") else None
 
     def _enable(self, field: str, what: str) -> str:
+        flag = self._flag(field)
+        if flag is not None:
+            return f"drop {flag} to enable {what}"
         name = self.switch(field)
-        if name is not None and name.startswith("--"):
-            return f"drop {name} to enable {what}"
         if name is not None:
             return f"set {name}=1 to enable them"
         return f"the server's code sets {field}=False (Gates / Policy.secure); change it there to enable {what}"
