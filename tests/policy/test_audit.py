@@ -334,3 +334,16 @@ def test_a_call_line_that_cannot_be_made_does_not_take_its_batch_along(tmp_path:
             log.record_call(f"c-{n}", "alice", "add", None, {"a": n}, "ok", None, float("nan"))
     ids = [line["correlationId"] for line in read_lines(path)]
     assert ids == ["c-0", "c-1", "c-2", "c-bad", "c-3", "c-4", "c-5"]
+
+
+def test_a_caller_chosen_name_of_megabytes_is_cut_in_the_line_and_not_cached(tmp_path: Path) -> None:
+    """An unknown tool's name is the caller's: a line keeps its start (redacted), not 500 KB, and
+    the names cache does not hold it (4,096 such names would be 2 GB)."""
+    log = AuditLog(tmp_path / "a.log")
+    name = "ghp_" + "A" * 36 + "z" * 500_000
+    log.record_call("c1", "anonymous", name, None, {}, "denied", "E_NOT_FOUND", 0.1)
+    log.flush()
+    (line,) = read_lines(tmp_path / "a.log")
+    assert line["tool"].endswith(f"…[{len(name)} characters]") and len(line["tool"]) < 400
+    assert "ghp_AAAA" not in line["tool"] and "[REDACTED]" in line["tool"]
+    assert name not in log._names and len((tmp_path / "a.log").read_bytes()) < 2_000

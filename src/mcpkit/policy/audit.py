@@ -330,6 +330,12 @@ class AuditLog:
         return line
 
     def _remember(self, name: str) -> str:
+        if len(name) > _NAME_CHARS:
+            # a caller-chosen name (an unknown tool's, a nested call's) is not a place for
+            # megabytes, in the line or in this cache: its start is kept, redacted with some text
+            # after it so that a secret cut in two is masked whole
+            clean = self.redactor.redact_text(name[:_NAME_CHARS + _PREVIEW_BYTES])[:_NAME_CHARS]
+            return f"{clean}…[{len(name)} characters]"
         clean = self.redactor.redact_text(name)
         if len(self._names) < 4096:  # names can be caller-chosen (a nested call's tool name)
             self._names[name] = clean
@@ -536,6 +542,8 @@ _MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 _LINE_OPTIONS = _json.OPTIONS | OPT_APPEND_NEWLINE
 #: how much of summarised arguments a line keeps, as a preview
 _PREVIEW_BYTES = 256
+#: the longest principal or tool name a line keeps whole (tool names are at most 128, SEP-986)
+_NAME_CHARS = 256
 
 _log = logging.getLogger("mcpkit.audit")
 
