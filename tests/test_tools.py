@@ -1031,3 +1031,42 @@ async def test_an_unencodable_result_still_gets_an_answer(wire):
         with pytest.raises(RpcError) as err:
             await call(h, "raw", timeout=2)
     assert err.value.code == -32603
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("policed", [False, True], ids=["plain", "policed"])
+async def test_an_unknown_name_of_megabytes_is_not_echoed_back_whole(wire, policed, tmp_path):
+    # a refusal is never larger than what it refuses: the name or URI is cut in the message and data
+    from mcpkit.policy import Policy
+
+    server = Server("t", policy=Policy() if policed else None)  # the refusal then runs the pipeline
+    server.add_tool("known", lambda args: "", input_schema={"type": "object"}, read_only=True, open_world=False)
+
+    @server.prompt()
+    def greet(who: str) -> str:
+        return f"hello {who}"
+
+    @server.resource("mem://a")
+    def a() -> str:
+        return "a"
+
+    huge = "x" * 1_000_000
+    async with connect(server, wire) as h:
+        refusals = []
+        for method, params in (
+            ("tools/call", {"name": huge, "arguments": {}}),
+            ("prompts/get", {"name": huge}),
+            ("resources/read", {"uri": "mem://" + huge}),
+            ("completion/complete", {"ref": {"type": "ref/prompt", "name": huge},
+                                     "argument": {"name": "who", "value": ""}}),
+            ("completion/complete", {"ref": {"type": "ref/resource", "uri": huge},
+                                     "argument": {"name": "x", "value": ""}}),
+            (huge, {}),
+        ):
+            with pytest.raises(RpcError) as err:
+                await h.request(method, params)
+            refusals.append(err.value)
+        for refused in refusals:
+            assert len(json.dumps([refused.message, refused.data])) < 2_000, refused.message[:80]
+            assert "(1000000 characters)" in refused.message or "(1000006 characters)" in refused.message
+        assert await h.request("ping") == {}

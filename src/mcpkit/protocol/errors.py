@@ -38,6 +38,7 @@ __all__ = [
     "ResourceNotFound",
     "PromptNotFound",
     "handler_error",
+    "clipped",
     "TOOL_ERROR_CODES",
     "E_SCHEMA_VALIDATION",
     "E_NOT_FOUND",
@@ -139,22 +140,34 @@ class ResourceNotFound(Exception):
     """
 
     def __init__(self, uri: str, message: str | None = None) -> None:
-        super().__init__(message or f"Resource not found: {uri}")
+        super().__init__(message or f"Resource not found: {clipped(uri)}")
         self.uri = uri
-        self.message = message or f"Resource not found: {uri}"
+        self.message = message or f"Resource not found: {clipped(uri)}"
 
 
 class PromptNotFound(Exception):
     """Raised by a prompt handler: there is no such prompt (or no such variant of it); -32602 (PM-05)."""
 
     def __init__(self, name: str, message: str | None = None) -> None:
-        super().__init__(message or f"Unknown prompt: {name}")
+        super().__init__(message or f"Unknown prompt: {clipped(name)}")
         self.name = name
-        self.message = message or f"Unknown prompt: {name}"
+        self.message = message or f"Unknown prompt: {clipped(name)}"
 
 
 #: ToolError codes that say the request itself cannot be served as asked: -32602, not -32603
 _INVALID_PARAMS_CODES = frozenset({E_SCHEMA_VALIDATION, E_NOT_FOUND, E_PERMISSION_DENIED, E_UNSUPPORTED})
+
+
+#: how much of a name or URI the client chose an error message repeats back
+_ECHO_CHARS = 256
+
+
+def clipped(text: Any) -> Any:
+    """``text`` as an error repeats it to the client: a name or URI of megabytes is cut to its
+    first 256 characters and its length, so a refusal is never larger than what it refuses."""
+    if type(text) is str and len(text) > _ECHO_CHARS:
+        return f"{text[:_ECHO_CHARS]}... ({len(text)} characters)"
+    return text
 
 
 def handler_error(exc: BaseException, resource_not_found: int, *, uri: str | None = None) -> McpError | None:
@@ -162,9 +175,9 @@ def handler_error(exc: BaseException, resource_not_found: int, *, uri: str | Non
     anything else (an internal error). ``resource_not_found``: the negotiated revision's code
     (RS-08); ``uri``: the resource being read, when it is one."""
     if isinstance(exc, ResourceNotFound):
-        return McpError(resource_not_found, exc.message, {"uri": exc.uri})
+        return McpError(resource_not_found, exc.message, {"uri": clipped(exc.uri)})
     if isinstance(exc, PromptNotFound):
-        return McpError(INVALID_PARAMS, exc.message, {"name": exc.name})  # PM-05
+        return McpError(INVALID_PARAMS, exc.message, {"name": clipped(exc.name)})  # PM-05
     if isinstance(exc, ToolError):
         data: dict[str, Any] = {"code": exc.code, "retryable": exc.retryable}
         if exc.details is not None:
@@ -174,6 +187,7 @@ def handler_error(exc: BaseException, resource_not_found: int, *, uri: str | Non
         message = exc.message or "The request failed."
         if exc.suggested_fix:
             message += f" Fix: {exc.suggested_fix}"
+        uri = clipped(uri)
         if uri is not None and exc.code == E_NOT_FOUND:
             return McpError(resource_not_found, message, {"uri": uri, **data})  # RS-08
         if uri is not None:

@@ -24,6 +24,7 @@ from ..protocol.errors import (
     PromptNotFound,
     ResourceNotFound,
     ToolError,
+    clipped,
     handler_error,
 )
 from ..protocol.engine import RequestReceived
@@ -118,6 +119,7 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     tool = server._tools.get(name)
     if tool is None:
         if server._policy is None and not server._middleware:
+            name = clipped(name)
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
         # refused in the pipeline, as a nested call of it is: audited, seen by middleware
         unknown = _Unknown(name)
@@ -404,9 +406,10 @@ TOOL_OUTCOME = ToolOutcome()
 
 
 def _raise_unknown(cc: CallContext, is_async: bool) -> Any:
+    name = clipped(cc.name)
     if not cc.nested:
-        raise McpError(INVALID_PARAMS, f"Unknown tool: {cc.name}", {"name": cc.name})  # TL-10
-    raise ToolError(f"Unknown tool: {cc.name}", code=E_NOT_FOUND)
+        raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
+    raise ToolError(f"Unknown tool: {name}", code=E_NOT_FOUND)
 
 
 def _announce_task(cc: CallContext, ctx: Context | None) -> None:
@@ -742,6 +745,7 @@ def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
     name = _str_param(params, "name", "prompts/get")
     prompt = session.server._prompts.get(name)
     if prompt is None:
+        name = clipped(name)
         raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
     return _run_kind(session, req, "get_prompt", prompt, name, params.get("arguments"))
 
@@ -891,7 +895,7 @@ def _completion(values: Any) -> dict[str, Any]:
 def set_level(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
     level = (req.params or {}).get("level")
     if level not in LOG_LEVELS:
-        raise McpError(INVALID_PARAMS, f"Unknown log level {level!r}; use one of: {', '.join(LOG_LEVELS)}.")  # LG-02
+        raise McpError(INVALID_PARAMS, f"Unknown log level {clipped(level)!r}; use one of: {', '.join(LOG_LEVELS)}.")  # LG-02
     session.log_level = level
     return {}
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar, Unpack
 
-from ..protocol.errors import INVALID_PARAMS, McpError
+from ..protocol.errors import INVALID_PARAMS, McpError, clipped
 from ..protocol.revisions import Revision
 from .context import Context
 from .pipeline import policy_layer
@@ -429,6 +429,7 @@ class Registrations:
 
     def not_found(self, uri: str, rev: Revision) -> McpError:
         """RS-08: the revision's resource-not-found code, with the URI in data."""
+        uri = clipped(uri)
         return McpError(rev.resource_not_found, f"Resource not found: {uri}", {"uri": uri})
 
     def notify_resource_updated(self, uri: str) -> None:
@@ -558,7 +559,7 @@ class Registrations:
         if kind == "ref/prompt":
             prompt = self._prompts.get(ref.get("name"))  # type: ignore[arg-type]
             if prompt is None:
-                raise McpError(INVALID_PARAMS, f"Unknown prompt: {ref.get('name')}")  # CP-03
+                raise McpError(INVALID_PARAMS, f"Unknown prompt: {clipped(ref.get('name'))}")  # CP-03
             return prompt
         if kind == "ref/resource":
             uri = ref.get("uri")
@@ -567,9 +568,9 @@ class Registrations:
                 return template
             resource = self._resources.get(uri)  # type: ignore[arg-type]
             if resource is None:
-                raise McpError(INVALID_PARAMS, f"Unknown resource or template: {uri}")
+                raise McpError(INVALID_PARAMS, f"Unknown resource or template: {clipped(uri)}")
             return resource
-        raise McpError(INVALID_PARAMS, f"Unknown completion reference type: {kind!r}")
+        raise McpError(INVALID_PARAMS, f"Unknown completion reference type: {clipped(kind)!r}")
 
     def completer_for(self, ref: dict[str, Any], argument: str) -> Callable[..., Any] | None:
         target = self.completion_target(ref)

@@ -33,7 +33,7 @@ from ..protocol.engine import (
     ResponseReceived,
     SessionStarted,
 )
-from ..protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
+from ..protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError, clipped
 from .features import FEATURE_OF_METHOD
 from ..protocol.revisions import Revision
 from .context import ClientRequestError, ClientTimeoutError, Context, level_rank
@@ -284,7 +284,7 @@ class ServerSession:
                 handler = None  # HM-13, LC-05: a method of a capability not declared is not found
         if handler is None:
             self._reply_error(
-                rid, McpError(METHOD_NOT_FOUND, f"Method not found: {ev.method}", {"method": ev.method}), flush=False
+                rid, McpError(METHOD_NOT_FOUND, f"Method not found: {clipped(ev.method)}", {"method": clipped(ev.method)}), flush=False
             )
             return
         try:

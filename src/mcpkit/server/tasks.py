@@ -20,7 +20,7 @@ import secrets
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError
+from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError, clipped
 from ..stores.tasks import MemoryTaskStore, TaskCancelled, TaskRecord
 
 if TYPE_CHECKING:
@@ -171,6 +171,7 @@ class TaskManager:
         if record is None or not _bound_to(record, session):
             # TX-07: another principal's (or session's) task is answered as if it did not exist,
             # so a leaked id reveals nothing, not even that the task exists
+            task_id = clipped(task_id)
             raise McpError(INVALID_PARAMS, f"Unknown task: {task_id}", {"taskId": task_id})
         return record
 
