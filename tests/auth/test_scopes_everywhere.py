@@ -110,11 +110,74 @@ async def test_a_scoped_tool_is_refused_through_a_manager_action(clients):
     server, ran = make_server()
     client = as_user(clients.asgi(clients.app(server, auth=auth_for(Tokens(user=USER)))), "user")
     await client.initialize()
-    result = await client.result("tools/call", {"name": "ops", "arguments": {"action": "reset", "target": "db"}})
-    assert _refused(result), result
+    # named in the request body: 403 before anything runs, with the challenge naming the
+    # action's scope, as for the tool itself, so a client can step up (AU-09, AU-10)
+    direct = await client.post(jsonrpc("tools/call", {"name": "ops", "arguments": {"action": "reset",
+                                                                                  "target": "db"}}, 5))
+    assert direct.status == 403
+    challenge = challenge_params(direct.headers["www-authenticate"])
+    assert challenge["error"] == "insufficient_scope" and "admin" in challenge["scope"].split(), challenge
+    # reached through a batch tool: refused in the call path
+    result = await client.result("tools/call", {"name": "batch", "arguments": {"calls": [
+        {"name": "ops", "arguments": {"action": "reset", "target": "db"}}]}})
+    assert _refused(result["structuredContent"]["result"][0]), result
     assert ran == []
     ok = await client.result("tools/call", {"name": "ops", "arguments": {"action": "status"}})
     assert ok["content"] == [{"type": "text", "text": "fine"}]
+    # an action named oddly is not a 403: the call path answers it
+    for odd in ({"action": ["reset"]}, {"action": "nope"}, {}):
+        answered = await client.post(jsonrpc("tools/call", {"name": "ops", "arguments": odd}, 6))
+        assert answered.status != 403, odd
+
+
+@pytest.mark.asyncio
+async def test_names_that_are_no_strings_get_invalid_params_not_a_crash(clients):
+    """The scope check reads names from the body before the session validates them: a list
+    or an object there is answered -32602 by the session, not an exception in the app."""
+    server, ran = make_server()
+    client = as_user(clients.asgi(clients.app(server, auth=auth_for(Tokens(user=USER)))), "user")
+    await client.initialize()
+    for method, params in (
+        ("tools/call", {"name": ["reset"]}),
+        ("tools/call", {"name": {"a": 1}}),
+        ("prompts/get", {"name": ["board"]}),
+        ("resources/read", {"uri": ["secret://index"]}),
+        ("completion/complete", {"ref": {"type": "ref/prompt", "name": ["board"]},
+                                 "argument": {"name": "topic", "value": ""}}),
+        ("completion/complete", {"ref": {"type": "ref/resource", "uri": ["secret://index"]},
+                                 "argument": {"name": "name", "value": ""}}),
+    ):
+        answer = await client.call(method, params)
+        assert answer["error"]["code"] == -32602, (method, params, answer)
+    assert ran == []
+    ok = await client.result("tools/call", {"name": "ops", "arguments": {"action": "status"}})
+    assert ok["content"][0]["text"] == "fine"
+
+
+@pytest.mark.req("AU-09")
+@pytest.mark.asyncio
+@pytest.mark.parametrize("how", ["mount", "include"])
+async def test_a_composed_managers_action_gets_403_when_named_in_the_body(clients, how):
+    """The parent's mirror of a mounted manager carries the actions' scopes: the HTTP layer
+    reads them from the body as it does a plain tool's."""
+    from mcpkit.proxy import upstreams_of
+
+    child, ran = make_server()
+    parent = Server("parent")
+    getattr(parent, how)(child, prefix="c")
+    try:
+        client = as_user(clients.asgi(clients.app(parent, auth=auth_for(Tokens(user=USER)))), "user")
+        await client.initialize()
+        direct = await client.post(jsonrpc("tools/call", {"name": "c_ops", "arguments": {"action": "reset",
+                                                                                        "target": "db"}}, 5))
+        assert direct.status == 403
+        assert "admin" in challenge_params(direct.headers["www-authenticate"])["scope"].split()
+        assert ran == []
+        ok = await client.result("tools/call", {"name": "c_ops", "arguments": {"action": "status"}})
+        assert ok["content"][0]["text"] == "fine"
+    finally:
+        for upstream in upstreams_of(parent):
+            upstream.close()
 
 
 @pytest.mark.req("CP-05", "AU-09")

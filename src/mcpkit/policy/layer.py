@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["advertise", "check_isolated", "fuse", "manager_tool", "redact", "resolve", "started", "steps", "tool_options", "visible",
+__all__ = ["action_scopes", "advertise", "check_isolated", "fuse", "manager_tool", "redact", "resolve", "started", "steps", "tool_options", "visible",
            "warm_up", "warn_secret_parameters"]
 
 
@@ -141,6 +141,19 @@ def visible(server: Any, tool: Any) -> bool:
     if tool.options is not None:
         return all(bridge.up for bridge in tool.options.requires)
     return True
+
+
+def action_scopes(server: Any, tool: Any, action: str) -> tuple[str, ...]:
+    """The scopes the action ``action`` of the manager tool ``tool`` needs beyond the tool's
+    own (those of the tool registered with the same function), as the call path checks them:
+    the HTTP layer asks, to answer 403 before anything runs (AU-09)."""
+    from .chain import settings_of
+
+    act = tool.actions.get(action)
+    if act is None:
+        return ()
+    settings = settings_of(server, tool).actions.get(act.name)
+    return settings.scopes if settings is not None else ()
 
 
 def started(server: Any) -> None:

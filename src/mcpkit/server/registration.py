@@ -557,7 +557,8 @@ class Registrations:
         for an unknown one); its rules (scopes) apply to the completion too (CP-05)."""
         kind = ref.get("type")
         if kind == "ref/prompt":
-            prompt = self._prompts.get(ref.get("name"))  # type: ignore[arg-type]
+            name = ref.get("name")
+            prompt = self._prompts.get(name) if isinstance(name, str) else None
             if prompt is None:
                 raise McpError(INVALID_PARAMS, f"Unknown prompt: {clipped(ref.get('name'))}")  # CP-03
             return prompt
@@ -566,7 +567,7 @@ class Registrations:
             template = next((t for t in self._templates if t.uri_template == uri), None)
             if template is not None:
                 return template
-            resource = self._resources.get(uri)  # type: ignore[arg-type]
+            resource = self._resources.get(uri) if isinstance(uri, str) else None
             if resource is None:
                 raise McpError(INVALID_PARAMS, f"Unknown resource or template: {clipped(uri)}")
             return resource

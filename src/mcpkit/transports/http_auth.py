@@ -27,9 +27,14 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
         return ()
     method = message.get("method")
     if method == "tools/call":
-        item: Any = server._tools.get(params.get("name"))
+        name = params.get("name")
+        # a name that is no string names nothing: the session answers it with -32602
+        item: Any = server._tools.get(name) if isinstance(name, str) else None
+        if item is not None and (item.actions is not None or item.action_scopes):
+            return _call_scopes(server, item, params.get("arguments"))
     elif method == "prompts/get":
-        item = server._prompts.get(params.get("name"))
+        name = params.get("name")
+        item = server._prompts.get(name) if isinstance(name, str) else None
     elif method in ("resources/read", "resources/subscribe"):
         uri = params.get("uri")
         found = server.find_resource(uri) if isinstance(uri, str) else None
@@ -43,6 +48,22 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
     else:
         return ()
     return tuple(getattr(item, "scopes", ()) or ())
+
+
+def _call_scopes(server: Any, tool: Any, arguments: Any) -> tuple[str, ...]:
+    """A manager tool's (or its mirror's) scopes for the action ``arguments`` name: the tool's
+    own, then the action's, as the call path checks them (CallContext.scopes, the action step)."""
+    own = tuple(tool.scopes or ())
+    action = arguments.get("action") if type(arguments) is dict else None
+    if type(action) is not str:
+        return own  # no action named: the call path refuses it, with nothing to run
+    if tool.action_scopes:
+        more = tool.action_scopes.get(action, ())
+    else:
+        from ..server.pipeline import policy_layer
+
+        more = policy_layer().action_scopes(server, tool, action)
+    return tuple(dict.fromkeys([*own, *more]))
 
 
 def scopes_needed(server: Any, payload: Any) -> tuple[str, ...]:
