@@ -71,18 +71,20 @@ async def test_actions_are_validated_dispatched_and_named_in_the_envelope(wire):
         missing = await call(c, "notes", {"action": "put", "key": "b"})
         unknown = await call(c, "notes", {"action": "zap"})
         absent = await call(c, "notes", {})
+        listed = await call(c, "notes", {"action": ["get"], "key": "a"})  # no string: selects nothing
+        shaped = await call(c, "notes", {"action": {"get": 1}, "key": "a"})
     assert got["structuredContent"]["result"] == "note a"
     assert got["structuredContent"]["meta"]["action"] == "get"
     assert put["structuredContent"]["result"] == {"key": "b", "text": "t"}
     assert put["structuredContent"]["meta"]["action"] == "put"
     assert ran == ["get a", "put b True"]
-    for bad in (extra, missing, unknown, absent):
+    for bad in (extra, missing, unknown, absent, listed, shaped):
         assert bad["isError"] is True and error_of(bad)["code"] == "E_SCHEMA_VALIDATION"
     # the message names the action and the field, not one error per branch
     assert "action 'get' does not take 'text' (it is a parameter of 'put')" in error_of(extra)["message"]
     assert "action 'put' requires 'text'" in error_of(missing)["message"]
     assert "'zap' is not one of ['get', 'put']" in error_of(unknown)["message"]
-    assert [a["action"] for a in audit.lines] == ["get", "put", "get", "put", None, None]
+    assert [a["action"] for a in audit.lines] == ["get", "put", "get", "put", None, None, None, None]
 
 
 @pytest.mark.req("TL-11")

@@ -30,6 +30,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.errors import clipped
 from ..server.tools import Tool, annotations_from_hints
 from ..server.validation import compile_schema, describe_errors
 
@@ -249,17 +250,19 @@ class ManagerTool(Tool):
         """The selector first, then the chosen action's closed branch (never the advertised union)."""
         if not isinstance(arguments, dict):
             return None, [{"path": "", "message": f"arguments must be an object, not {type(arguments).__name__}"}]
-        act = self.visible.get(arguments.get("action"))  # type: ignore[arg-type]
+        got = arguments.get("action")
+        act = self.visible.get(got) if isinstance(got, str) else None
         if act is None:
-            got = arguments.get("action")
             if got is None:
                 return None, [{"path": "/action", "message": f"'action' is required: one of {list(self.visible)}"}]
-            return None, [{"path": "/action", "message": f"{got!r} is not one of {list(self.visible)}"}]
+            return None, [{"path": "/action", "message": f"{clipped(repr(got))} is not one of {list(self.visible)}"}]
         errors = act.errors(arguments, self._defs, self._owners)
         return (arguments, None) if not errors else (None, errors)
 
     def target(self, arguments: dict[str, Any]) -> Action | None:
-        return self.actions.get(arguments.get("action"))  # type: ignore[arg-type]
+        action = arguments.get("action")
+        # an action that is no string selects nothing: the input schema then refuses it
+        return self.actions.get(action) if isinstance(action, str) else None
 
 
 def _union(actions: dict[str, Action]) -> dict[str, Any]:
