@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 import pytest
 
 from mcpkit import Context, Server
+from mcpkit.auth.tokens import AccessToken
 from mcpkit.client import Client, RpcError
 from mcpkit.policy import Gates, Policy
 from mcpkit.policy.config import INHERIT
@@ -679,3 +681,42 @@ async def test_flatten_schemas_lists_a_root_oneof_flat_and_still_enforces_it(par
         assert ok["content"] == [{"type": "text", "text": "did add"}]
         mixed = await client.call_tool("s_edit", {"op": "add", "path": "/root"})  # no branch takes it
         assert mixed.get("isError") is True
+
+
+@aio
+@pytest.mark.parametrize("how", ["mount", "include"])
+async def test_a_mounted_childs_tools_see_the_parents_caller_as_their_principal(parent: Server, how: str) -> None:
+    """A child tool that keys its data by ``ctx.principal`` must see the parent's caller: one
+    in-memory client drives the mounted child for every caller, and with no principal there
+    every caller would read and write everyone's notes. Concurrent callers, sync and async."""
+    child = Server("child")
+    notes: dict[Any, list[str]] = {}
+    entered = threading.Barrier(2, timeout=10)
+
+    @child.tool()
+    def note(text: str, ctx: Context) -> list[str]:
+        mine = notes.setdefault(ctx.principal, [])
+        mine.append(text)
+        entered.wait()  # both callers inside at once: neither may see the other's principal
+        assert ctx.principal == ctx.access_token.subject
+        return list(mine)
+
+    @child.tool()
+    async def whoami(ctx: Context) -> str:
+        return str(ctx.principal)
+
+    getattr(parent, how)(child, prefix="c")
+
+    async def as_caller(who: str) -> tuple[Any, Any]:
+        async with Client(parent) as client:
+            session = client.transport.session  # type: ignore[attr-defined]
+            session.principal = who
+            session.access_token = AccessToken(who, client_id="cli", scopes=frozenset())
+            written = await client.call_tool("c_note", {"text": f"{who}'s secret"})
+            return written["structuredContent"]["result"], (await client.call_tool("c_whoami"))["content"][0]["text"]
+
+    (alice, alice_is), (bob, bob_is) = await asyncio.gather(as_caller("alice"), as_caller("bob"))
+    assert (alice, alice_is) == (["alice's secret"], "alice")
+    assert (bob, bob_is) == (["bob's secret"], "bob")
+    async with Client(parent) as client:  # no principal on the parent's side: none in the child
+        assert (await client.call_tool("c_whoami"))["content"][0]["text"] == "None"

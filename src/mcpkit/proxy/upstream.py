@@ -547,14 +547,20 @@ class Upstream:
             return asyncio.wrap_future(future)
         return future.result()
 
+    def calling_session(self) -> Any:
+        """The parent's session whose call the mounted Server's current request serves; None
+        outside one."""
+        call = CURRENT_CALL.get()
+        if call is None or call not in self._calls:
+            return None
+        return call.ctx._session
+
     def caller(self) -> str | None:
         """The principal of the parent's caller whose call the mounted Server's current request
         serves (server/session.caller_of: the child's rate limits and audit lines are that
         caller's, not one "anonymous" for every caller of the parent); None outside one."""
-        call = CURRENT_CALL.get()
-        if call is None or call not in self._calls:
-            return None
-        return caller_of(call.ctx._session)  # the parent may itself be mounted
+        session = self.calling_session()
+        return None if session is None else caller_of(session)  # the parent may itself be mounted
 
     def _action_scopes(self, upstream_name: str) -> dict[str, tuple[str, ...]] | None:
         """A mounted Server's manager tool is mirrored as a plain tool: the scopes each of its

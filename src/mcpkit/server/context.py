@@ -24,6 +24,20 @@ __all__ = ["Context", "ClientCapabilityError", "ClientRequestError", "ClientTime
 _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 
 
+def calling_session(session: Any) -> Any:
+    """The session whose caller a request serves: ``session``, or for the session that drives a
+    mounted Server for its parent (``outer``), the parent's session of the call being served,
+    up through every mount. A mounted child's ``ctx.principal`` is its parent's caller, so a
+    tool that keys data by it keeps each caller's apart."""
+    while session.principal is None:
+        outer = getattr(session, "outer", None)
+        parent = outer.calling_session() if outer is not None else None
+        if parent is None:
+            break
+        session = parent
+    return session
+
+
 class ClientCapabilityError(RuntimeError):
     """The client did not declare the capability a request to it needs (SA-01, EL-01, RT-01)."""
 
@@ -127,14 +141,16 @@ class Context:
     @property
     def principal(self) -> str | None:
         """Who is calling: the subject of the verified bearer token on an authenticated HTTP
-        server (mcpkit.auth), else None (stdio, or HTTP without auth)."""
-        return self._session.principal
+        server (mcpkit.auth), else None (stdio, or HTTP without auth). In a mounted Server,
+        the parent's caller."""
+        return calling_session(self._session).principal
 
     @property
     def access_token(self) -> Any:
         """The caller's verified mcpkit.auth.AccessToken (subject, client_id, scopes, claims),
-        or None. Never a token to pass on to other services (AU-07)."""
-        return self._session.access_token
+        or None. Never a token to pass on to other services (AU-07). In a mounted Server, the
+        parent's caller's."""
+        return calling_session(self._session).access_token
 
     @property
     def progress_token(self) -> Any:
