@@ -52,6 +52,10 @@ def steps(server: Any, kind: str, item: Any) -> list[Any]:
             return [CompletionRateLimit(limiter)]
         return []
     out = []
+    if kind in ("read_resource", "get_prompt") and policy is not None and policy.audit is not None:
+        from .reads import READ_AUDIT
+
+        out.append(READ_AUDIT)  # one audit line per read or prompt, outermost
     if kind in ("read_resource", "subscribe") and policy is not None and policy.sandbox is not None:
         from .paths import FileResourceStep, is_file_resource
 

@@ -245,6 +245,30 @@ class _Unknown:
         self.name = name
 
 
+class _Missing:
+    """Stands in for a resource or prompt that does not exist, so under a policy or middleware
+    its refusal takes the pipeline (and is audited) like a read of one that does."""
+
+    uri = None
+    template = None
+    scopes = ()
+    is_async = False
+    context_param = None
+    handler = None
+    options = None
+    actions = None
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _raise_missing(cc: CallContext, mode: str) -> Any:
+    if cc.kind == "read_resource":
+        raise cc.session.server.not_found(cc.name, cc.request.revision)
+    name = clipped(cc.name)
+    raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
+
+
 def _start(pipe: Pipe, cc: CallContext) -> Any:
     """The session's way to run a pipeline: a coroutine, or a SyncCall run where sync handlers
     run (inline on the stdio reader thread, or on a worker)."""
@@ -693,11 +717,25 @@ def _run_kind(session: ServerSession, req: RequestReceived, kind: str, item: Any
 
 def read_resource(session: ServerSession, req: RequestReceived) -> Any:
     uri = _str_param(req.params or {}, "uri", "resources/read")
-    found = session.server.find_resource(uri)
+    server = session.server
+    found = server.find_resource(uri)
     if found is None:
-        raise session.server.not_found(uri, req.revision)
+        if server._policy is None and not server._middleware:
+            raise server.not_found(uri, req.revision)
+        return _run_missing(session, req, "read_resource", uri, None)
     item, variables = found
     return _run_kind(session, req, "read_resource", item, uri, variables)
+
+
+def _run_missing(session: ServerSession, req: RequestReceived, kind: str, name: str, arguments: Any) -> Any:
+    """A read or prompt of nothing registered, refused in a pipeline of its own (not kept:
+    the names are the caller's)."""
+    missing = _Missing(name)
+    pipe = build_pipe(session.server, kind, missing)
+    cc = CallContext(session, req, kind, missing, name, arguments)
+    if pipe.plain:
+        return _raise_missing(cc, "sync")
+    return _start(pipe, cc)
 
 
 def _read(cc: CallContext, mode: str) -> Any:
@@ -717,6 +755,7 @@ def _read(cc: CallContext, mode: str) -> Any:
             raise McpError(INTERNAL_ERROR, f"The resource handler for {uri} returned an unusable value.") from None
 
     rev = req.revision
+    cc.ran = True  # a failure from here on is the handler's, not a refusal
     return _invoke(item.handler, item.is_async, (), kwargs, finish, ctx, mode, session.server,
                    lambda exc: handler_error(exc, rev.resource_not_found, uri=uri))
 
@@ -743,10 +782,13 @@ def unsubscribe(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
 def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
     params = req.params or {}
     name = _str_param(params, "name", "prompts/get")
-    prompt = session.server._prompts.get(name)
+    server = session.server
+    prompt = server._prompts.get(name)
     if prompt is None:
-        name = clipped(name)
-        raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
+        if server._policy is None and not server._middleware:
+            name = clipped(name)
+            raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
+        return _run_missing(session, req, "get_prompt", name, params.get("arguments"))
     return _run_kind(session, req, "get_prompt", prompt, name, params.get("arguments"))
 
 
@@ -778,6 +820,7 @@ def _get_prompt(cc: CallContext, mode: str) -> Any:
             ]
         return result
 
+    cc.ran = True  # a failure from here on is the handler's, not a refusal
     return _invoke(prompt.handler, prompt.is_async, (), kwargs, finish, ctx, mode, session.server,
                    lambda exc: handler_error(exc, rev.resource_not_found))
 
@@ -845,7 +888,7 @@ def build_pipe(server: Any, kind: str, item: Any) -> Pipe:
     else:
         plain = not steps
         handler_async = _handler_async(server, kind, item)
-        run_handler = TERMINALS[kind]  # type: ignore[assignment]
+        run_handler = _raise_missing if isinstance(item, _Missing) else TERMINALS[kind]  # type: ignore[assignment]
     is_async = handler_async or any_async(steps, kind)
     if kind == "call_tool":
         terminal: Callable[[CallContext], Any] = partial(run_handler, is_async=is_async)
