@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +32,7 @@ from ..server.compose import Names
 from ..server.context import Context
 from ..server.rounds import InputRequired
 from ..server.session import caller_of
+from .hub import hub_of, upstreams_of
 from .loop import upstream_loop
 from .relay import CURRENT_CALL, Call, ask_downstream, owner
 from .toolpolicy import ToolPolicy
@@ -130,7 +130,7 @@ class Upstream:
             reset_timeout=1.0, call_errors=(ClientError,),
         )
         self.bridge.on_change(self._on_bridge)
-        _hub(server).upstreams.append(self)
+        hub_of(server).upstreams.append(self)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -158,7 +158,7 @@ class Upstream:
         """Stop supervising and close the connection; the mirrored items are withdrawn."""
         self.bridge.stop()
         self._withdraw(tools=True)
-        hub = _HUBS.get(self.server)
+        hub = hub_of(self.server)
         if hub is not None and self in hub.upstreams:
             hub.upstreams.remove(self)
 
@@ -801,57 +801,6 @@ def _label(target: Any) -> str:
     return getattr(target, "name", None) or type(target).__name__
 
 
-class _Hub:
-    """What the upstreams of one Server share: roots changes and subscriptions fan out to them."""
-
-    def __init__(self, server: Any) -> None:
-        self.upstreams: list[Upstream] = []
-        method = "notifications/roots/list_changed"
-        before = server._notification_handlers.get(method)
-
-        def roots_changed(params: dict[str, Any]) -> Any:
-            for upstream in list(self.upstreams):
-                upstream.roots_changed()
-            return before(params) if before is not None else None
-
-        server._notification_handlers[method] = roots_changed
-        subscribe = server._methods["resources/subscribe"]
-
-        def subscribe_upstream(session: Any, req: Any) -> Any:
-            result = subscribe(session, req)
-            uri = (req.params or {}).get("uri")
-            for upstream in list(self.upstreams):
-                upstream.subscribe(uri)
-            return result
-
-        server._methods["resources/subscribe"] = subscribe_upstream
-        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
-            if method in server._methods:
-                server._methods[method] = self._task_method(server._methods[method])
-
-    def _task_method(self, local: Callable[..., Any]) -> Callable[..., Any]:
-        """A task an upstream created is followed there; any other is this server's own."""
-
-        def handler(session: Any, req: Any) -> Any:
-            task_id = (req.params or {}).get("taskId")
-            for upstream in list(self.upstreams):
-                if task_id in upstream._tasks:
-                    return upstream.forward_task(session, req)
-            return local(session, req)
-
-        return handler
-
-
-_HUBS: weakref.WeakKeyDictionary[Any, _Hub] = weakref.WeakKeyDictionary()
-
-
-def _hub(server: Any) -> _Hub:
-    hub = _HUBS.get(server)
-    if hub is None:
-        hub = _HUBS[server] = _Hub(server)
-    return hub
-
-
 def proxy_server(cls: type, target: Any, *, name: str | None = None, policy: Any = None, **options: Any) -> Any:
     """``Server.proxy``: a Server mirroring one upstream, named after it unless ``name`` is given."""
     server = cls(name or "mcpkit-proxy", policy=policy)
@@ -866,12 +815,6 @@ def proxy_server(cls: type, target: Any, *, name: str | None = None, policy: Any
     if upstream.instructions:
         server.instructions = upstream.instructions
     return server
-
-
-def upstreams_of(server: Any) -> list[Upstream]:
-    """The upstreams mirrored into ``server`` (mounted or proxied), in the order they were added."""
-    hub = _HUBS.get(server)
-    return list(hub.upstreams) if hub is not None else []
 
 
 def _has_root_combinator(schema: Any) -> bool:
