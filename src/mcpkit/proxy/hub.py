@@ -1,9 +1,15 @@
 """What the upstreams mirrored into one Server share: roots changes, subscriptions and tasks fan
-out to them.
+out to them, and a tool policy given to several of them.
+
+Every upstream's tool names begin with its prefix and separator (its *head*), and an upstream
+chooses the rest. A tool policy shared by several upstreams reads its rules against the heads
+of the others (toolpolicy.py), so an upstream cannot pick up a rule written for another by
+naming a tool after it.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -15,10 +21,14 @@ __all__ = ["Hub", "hub_of", "upstreams_of"]
 
 
 class Hub:
-    """The upstreams of one Server, in the order they were added."""
+    """The upstreams of one Server, in the order they were added; see the module docstring."""
 
     def __init__(self, server: Any) -> None:
         self.upstreams: list[Upstream] = []
+        #: held while an upstream's tools or prompts are matched and registered: they are matched
+        #: against the other upstreams (a shared tool policy), which a mount or a close on
+        #: another thread may change meanwhile
+        self.lock = threading.RLock()
         method = "notifications/roots/list_changed"
         before = server._notification_handlers.get(method)
 
@@ -53,6 +63,14 @@ class Hub:
             return local(session, req)
 
         return handler
+
+    def sharing(self, upstream: Upstream) -> list[Upstream]:
+        """The other upstreams with the same tool policy as ``upstream`` (one object, or equal
+        rules: the same file or dict given to each)."""
+        if upstream.tool_policy is None:
+            return []
+        return [u for u in list(self.upstreams) if u is not upstream and u.tool_policy == upstream.tool_policy]
+
 
 _HUBS: weakref.WeakKeyDictionary[Any, Hub] = weakref.WeakKeyDictionary()
 

@@ -35,7 +35,7 @@ from ..server.session import caller_of
 from .hub import hub_of, upstreams_of
 from .loop import upstream_loop
 from .relay import CURRENT_CALL, Call, ask_downstream, owner
-from .toolpolicy import ToolPolicy
+from .toolpolicy import ToolPolicy, toml_key
 
 __all__ = ["Upstream", "proxy_server", "upstreams_of"]
 
@@ -118,6 +118,12 @@ class Upstream:
         self._calls: list[Call] = []
         self._tasks: set[str] = set()  # ids of the tasks this upstream created for a client
         self._dirty: set[str] = set()
+        #: the upstream's last tool and prompt lists, kept to match them again when another
+        #: upstream is mounted or closed (whose prefix a shared tool policy's rules may name)
+        self._tool_items: list[dict[str, Any]] = []
+        self._prompt_items: list[dict[str, Any]] = []
+        #: what was warned of, once each: ("rule", pattern NUL name) read as another upstream's
+        self._warned: set[tuple[str, str]] = set()
         self._syncing: asyncio.Task[Any] | None = None
         self._listening: asyncio.Task[Any] | None = None
         #: the upstream's serverInfo and instructions, from the last connection
@@ -130,7 +136,16 @@ class Upstream:
             reset_timeout=1.0, call_errors=(ClientError,),
         )
         self.bridge.on_change(self._on_bridge)
-        hub_of(server).upstreams.append(self)
+        hub = hub_of(server)
+        with hub.lock:
+            hub.upstreams.append(self)
+            for other in hub.upstreams[:-1]:
+                other._refresh()  # a shared tool policy's rules may name this upstream's tools now
+
+    @property
+    def head(self) -> str:
+        """What every name of this upstream begins with in the server: prefix and separator."""
+        return "" if self.names.prefix is None else self.names.prefix + self.names.separator
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -157,10 +172,13 @@ class Upstream:
     def close(self) -> None:
         """Stop supervising and close the connection; the mirrored items are withdrawn."""
         self.bridge.stop()
-        self._withdraw(tools=True)
         hub = hub_of(self.server)
-        if hub is not None and self in hub.upstreams:
-            hub.upstreams.remove(self)
+        with hub.lock:
+            self._withdraw(tools=True)
+            if self in hub.upstreams:
+                hub.upstreams.remove(self)
+                for other in hub.upstreams:
+                    other._refresh()  # what a shared tool policy's rules name changed
 
     @property
     def last_error(self) -> str | None:
@@ -263,7 +281,12 @@ class Upstream:
             self._withdraw(tools=False)
 
     def _withdraw(self, *, tools: bool) -> None:
+        with hub_of(self.server).lock:
+            self._withdraw_locked(tools)
+
+    def _withdraw_locked(self, tools: bool) -> None:
         server = self.server
+        self._prompt_items = []  # listed again when the upstream is back
         for uri in list(self._resources):
             self._resources.pop(uri, None)
             with contextlib.suppress(KeyError):
@@ -277,6 +300,7 @@ class Upstream:
             with contextlib.suppress(KeyError):
                 server.remove_prompt(name)
         if tools:
+            self._tool_items = []
             for name in list(self._tools):
                 self._tools.pop(name, None)
                 with contextlib.suppress(KeyError):
@@ -338,16 +362,43 @@ class Upstream:
                     self.name, name, "a" if self.names.prefix is None else "another")
         return True
 
+    def _refresh(self) -> None:
+        """Match the last lists again: another upstream was mounted or closed, which changes what
+        a shared tool policy's rules name."""
+        self._apply_tools(self._tool_items)
+        self._apply_prompts(self._prompt_items)
+
+    def _passed_over(self, patterns: list[str], name: str) -> None:
+        for pattern in patterns:
+            key = ("rule", f"{pattern}\0{name}")
+            if key not in self._warned:
+                self._warned.add(key)
+                log.warning("upstream %s: the tool policy's [tools.%s] is read as naming tools under another "
+                            "upstream's prefix, so it does not apply to this upstream's own %r; name that one "
+                            "[tools.%s]", self.name, toml_key(pattern), self.names.name_back(name) or name,
+                            toml_key(name))
+
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
+        with hub_of(self.server).lock:  # against the other upstreams, which a mount or close changes
+            self._apply_tools_locked(items)
+
+    def _apply_tools_locked(self, items: list[dict[str, Any]]) -> None:
         wanted: dict[str, tuple[str, dict[str, Any], dict[str, Any], Any, Any]] = {}
         items = [d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)]
-        # a rule naming a listed tool is that tool's only, never also an upstream name's
-        resolve = self.tool_policy.resolver([self.names.name(d["name"]) for d in items]) \
-            if self.tool_policy is not None else None
-        for desc in items:
+        self._tool_items = items
+        served = [(self.names.name(d["name"]), d) for d in items]
+        resolve = None
+        if self.tool_policy is not None:
+            # a rule naming a listed tool is that tool's only, never also an upstream's own name;
+            # nor is one that may name a tool under the prefix of another upstream sharing the
+            # policy (whatever that one lists, and while it lists nothing: toolpolicy.py)
+            others = [u.head for u in hub_of(self.server).sharing(self)]
+            resolve = self.tool_policy.resolver([name for name, _ in served], others)
+        for name, desc in served:
             upstream_name = desc["name"]
-            name = self.names.name(upstream_name)
             settings = resolve(name, upstream_name) if resolve is not None else {}
+            if resolve is not None:
+                self._passed_over(resolve.passed_over(name, upstream_name), name)
             if not settings.get("hidden"):
                 # a Server child's own scopes (the tool's, its actions') are part of what is
                 # mirrored: a tool registered again with other scopes is registered again here
@@ -474,7 +525,12 @@ class Upstream:
         return out
 
     def _apply_prompts(self, items: list[dict[str, Any]]) -> None:
+        with hub_of(self.server).lock:
+            self._apply_prompts_locked(items)
+
+    def _apply_prompts_locked(self, items: list[dict[str, Any]]) -> None:
         server = self.server
+        self._prompt_items = items
         wanted = {self.names.name(d["name"]): d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)}
         for name in [n for n in self._prompts if n not in wanted]:
             del self._prompts[name]
