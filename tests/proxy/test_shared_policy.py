@@ -208,3 +208,44 @@ def test_a_pattern_is_read_as_listed_names_when_it_can_match_a_name_under_anothe
     own = pattern.replace("*", "x").replace("?", "f").replace("[!x]", "s").replace("[]s]", "s") \
         .replace("[ft]", "f").replace("[!f]", "r").replace("[]]", "]")
     assert policy.resolve("zz_" + own, own, others=["files_"]) == ({} if reaches else {"timeout": 3})
+
+
+# ------------------------------------------------------------------------------------- names
+
+
+def nested() -> tuple[list[str], Server, Server]:
+    """Upstream a's b_c and upstream a_b's c both read a_b_c (and so do their prompts)."""
+    ran: list[str] = []
+    a, a_b = Server("a"), Server("a_b")
+    a.add_tool("b_c", lambda arguments: ran.append("a's b_c") or "a's b_c", input_schema={"type": "object"})
+    a_b.add_tool("c", lambda arguments: ran.append("a_b's c") or "a_b's c", input_schema={"type": "object"},
+                 read_only=True, open_world=False)
+    a.add_prompt("b_p", lambda: "a's prompt")
+    a_b.add_prompt("p", lambda: "a_b's prompt")
+    return ran, a, a_b
+
+
+@aio
+@pytest.mark.parametrize("a_first", [True, False])
+async def test_a_name_under_a_longer_prefix_is_that_upstreams_whoever_lists_it_first(
+        parent: Server, a_first: bool, caplog: Any) -> None:
+    """The first to list a_b_c used to serve it and take its rules: upstream a, mounted first,
+    served its b_c as a_b_c with a_b's read_only = true, and a_b's c was not mirrored."""
+    ran, a, a_b = nested()
+    policy = {"tools": {"a_b_c": {"read_only": True}}}
+    with caplog.at_level(logging.WARNING, logger="mcpkit.proxy"):
+        if a_first:
+            parent.mount(a, prefix="a", tool_policy=policy)
+        parent.mount(a_b, prefix="a_b", tool_policy=policy)
+        if not a_first:
+            parent.mount(a, prefix="a", tool_policy=policy)
+    assert sorted(parent.tools) == ["a_b_c"] and sorted(parent._prompts) == ["a_b_p"]
+    async with Client(parent) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["a_b_c"]
+        assert (await client.call_tool("a_b_c"))["content"][0]["text"] == "a_b's c"
+        got = await client.get_prompt("a_b_p")
+        assert got["messages"][0]["content"]["text"] == "a_b's prompt"
+    assert ran == ["a_b's c"]
+    said = [r.getMessage() for r in caplog.records if "is not mirrored" in r.getMessage()]
+    assert any("tool 'b_c'" in m and "'a_b_c'" in m and "upstream a_b" in m for m in said), said
+    assert any("prompt 'b_p'" in m for m in said), said

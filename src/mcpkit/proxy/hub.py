@@ -1,10 +1,13 @@
 """What the upstreams mirrored into one Server share: roots changes, subscriptions and tasks fan
-out to them, and a tool policy given to several of them.
+out to them, and which of them a name belongs to.
 
-Every upstream's tool names begin with its prefix and separator (its *head*), and an upstream
-chooses the rest. A tool policy shared by several upstreams reads its rules against the heads
-of the others (toolpolicy.py), so an upstream cannot pick up a rule written for another by
-naming a tool after it.
+Names are shared too. Every upstream's tool and prompt names begin with its prefix and
+separator (its *head*), and an upstream chooses the rest. When one head begins with another
+(upstream keys ``a`` and ``a_b``), the two upstreams can list the same name (``a``'s ``b_c`` and
+``a_b``'s ``c`` are both ``a_b_c``); such a name is the upstream's with the longer head, whoever
+lists it first (:meth:`Hub.owner`). A tool policy shared by several upstreams reads its rules
+against the heads of the others (toolpolicy.py), so an upstream cannot pick up a rule written for
+another by naming a tool after it.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ class Hub:
     def __init__(self, server: Any) -> None:
         self.upstreams: list[Upstream] = []
         #: held while an upstream's tools or prompts are matched and registered: they are matched
-        #: against the other upstreams (a shared tool policy), which a mount or a close on
-        #: another thread may change meanwhile
+        #: against the other upstreams (their heads, a shared tool policy), which a mount or a
+        #: close on another thread may change meanwhile
         self.lock = threading.RLock()
         method = "notifications/roots/list_changed"
         before = server._notification_handlers.get(method)
@@ -63,6 +66,13 @@ class Hub:
             return local(session, req)
 
         return handler
+
+    def owner(self, upstream: Upstream, name: str) -> Upstream | None:
+        """The other upstream whose head begins ``name`` and is longer than ``upstream``'s: the
+        name is that one's, not ``upstream``'s (None: it is ``upstream``'s to list)."""
+        mine = len(upstream.head)
+        return next((u for u in list(self.upstreams) if u is not upstream and u.names.prefix is not None
+                     and len(u.head) > mine and name.startswith(u.head)), None)
 
     def sharing(self, upstream: Upstream) -> list[Upstream]:
         """The other upstreams with the same tool policy as ``upstream`` (one object, or equal

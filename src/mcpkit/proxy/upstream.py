@@ -122,7 +122,8 @@ class Upstream:
         #: upstream is mounted or closed (whose prefix a shared tool policy's rules may name)
         self._tool_items: list[dict[str, Any]] = []
         self._prompt_items: list[dict[str, Any]] = []
-        #: what was warned of, once each: ("rule", pattern NUL name) read as another upstream's
+        #: what was warned of, once each: (kind, name) under another upstream's prefix, and
+        #: ("rule", pattern NUL name) read as another upstream's names
         self._warned: set[tuple[str, str]] = set()
         self._syncing: asyncio.Task[Any] | None = None
         self._listening: asyncio.Task[Any] | None = None
@@ -140,7 +141,7 @@ class Upstream:
         with hub.lock:
             hub.upstreams.append(self)
             for other in hub.upstreams[:-1]:
-                other._refresh()  # a shared tool policy's rules may name this upstream's tools now
+                other._refresh()  # its names under this prefix are this upstream's now
 
     @property
     def head(self) -> str:
@@ -178,7 +179,7 @@ class Upstream:
             if self in hub.upstreams:
                 hub.upstreams.remove(self)
                 for other in hub.upstreams:
-                    other._refresh()  # what a shared tool policy's rules name changed
+                    other._refresh()  # a shared policy's rules, and which names are whose, may read otherwise now
 
     @property
     def last_error(self) -> str | None:
@@ -364,9 +365,26 @@ class Upstream:
 
     def _refresh(self) -> None:
         """Match the last lists again: another upstream was mounted or closed, which changes what
-        a shared tool policy's rules name."""
+        a shared tool policy's rules name and which names are this upstream's."""
         self._apply_tools(self._tool_items)
         self._apply_prompts(self._prompt_items)
+
+    def _refuse(self, kind: str, name: str) -> bool:
+        """Whether ``name`` lies under the prefix of another upstream that is longer than this
+        one's (upstream ``a``'s ``b_c`` and upstream ``a_b``'s ``c`` both read ``a_b_c``): it
+        is that upstream's name, whoever lists it first, so this upstream's tool or prompt is
+        not mirrored. Otherwise an upstream could shadow another's tool, and take its rules."""
+        owner = hub_of(self.server).owner(self, name)
+        key = (kind, name)
+        if owner is None:
+            self._warned.discard(key)
+            return False
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("upstream %s: %s %r is not mirrored: %r is a name under the prefix %r of upstream %s; "
+                        "give one of them a prefix that does not begin with the other's", self.name, kind,
+                        self.names.name_back(name) or name, name, owner.names.prefix, owner.name)
+        return True
 
     def _passed_over(self, patterns: list[str], name: str) -> None:
         for pattern in patterns:
@@ -387,6 +405,7 @@ class Upstream:
         items = [d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)]
         self._tool_items = items
         served = [(self.names.name(d["name"]), d) for d in items]
+        served = [(name, d) for name, d in served if not self._refuse("tool", name)]
         resolve = None
         if self.tool_policy is not None:
             # a rule naming a listed tool is that tool's only, never also an upstream's own name;
@@ -532,6 +551,7 @@ class Upstream:
         server = self.server
         self._prompt_items = items
         wanted = {self.names.name(d["name"]): d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)}
+        wanted = {name: d for name, d in wanted.items() if not self._refuse("prompt", name)}
         for name in [n for n in self._prompts if n not in wanted]:
             del self._prompts[name]
             with contextlib.suppress(KeyError):
