@@ -28,6 +28,12 @@ matched against the upstream's own names instead. So with prefix ``files``, ``fi
 the upstream's ``read`` and never also an upstream tool named ``files_read`` (listed
 ``files_files_read``). Every matching entry applies, in file order, so later entries override
 earlier ones; entries naming a tool exactly apply last.
+
+Several upstreams sharing one policy: an upstream chooses its names, not its prefix, so a pattern
+that could match a name under another such upstream's prefix (``files_read``, ``files_*``, ``f*``
+next to upstream ``files``) is matched against listed names only, in every upstream, whatever
+that upstream lists: upstream ``tickets``'s own ``files_read`` is reached as ``tickets_files_read``
+only. That takes in every pattern matching a name another upstream lists.
 """
 
 from __future__ import annotations
