@@ -391,9 +391,9 @@ class Upstream:
             key = ("rule", f"{pattern}\0{name}")
             if key not in self._warned:
                 self._warned.add(key)
-                log.warning("upstream %s: the tool policy's [tools.%s] is read as naming tools under another "
-                            "upstream's prefix, so it does not apply to this upstream's own %r; name that one "
-                            "[tools.%s]", self.name, toml_key(pattern), self.names.name_back(name) or name,
+                log.warning("upstream %s: the tool policy's [tools.%s] could name another upstream's tools, so "
+                            "it is read as listed names and does not apply to this upstream's own %r; name that "
+                            "one [tools.%s]", self.name, toml_key(pattern), self.names.name_back(name) or name,
                             toml_key(name))
 
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
