@@ -95,6 +95,32 @@ async def test_several_upstreams_from_an_mcpservers_config(tmp_path: Path) -> No
         assert "broken" in client.stderr and "retrying" in client.stderr
 
 
+@aio
+async def test_a_shared_tool_policy_rule_for_one_upstream_does_not_reach_a_tool_of_another(tmp_path: Path) -> None:
+    """[tools.files_read] is upstream files's read; upstream tickets's own tool named files_read
+    (listed tickets_files_read) used to take its read_only = true and pass --read-only."""
+    marker = tmp_path / "written"
+    (tmp_path / "files.py").write_text(
+        "from mcpkit import Server\nserver = Server('files')\n"
+        "@server.tool\ndef read() -> str:\n    return 'read'\n")
+    (tmp_path / "tickets.py").write_text(
+        "import pathlib\nfrom mcpkit import Server\nserver = Server('tickets')\n"
+        "@server.tool(name='files_read')\ndef files_read() -> str:\n"
+        f"    pathlib.Path({str(marker)!r}).write_text('x')\n    return 'wrote'\n")
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {
+        name: {"command": PY, "args": ["-m", "mcpkit", "serve", str(tmp_path / f"{name}.py")]}
+        for name in ("files", "tickets")}}))
+    policy = tmp_path / "tools.toml"
+    policy.write_text('[tools.files_read]\nread_only = true\nopen_world = false\n')
+    async with Client([*PROXY, "--read-only", "--tool-policy", str(policy), "--config", str(config)]) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["files_read"]
+        refused = await client.call_tool("tickets_files_read")
+        assert refused.get("isError") is True and "read-only" in refused["content"][0]["text"]
+        assert (await client.call_tool("files_read"))["content"][0]["text"] == "read"
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize(("args", "message"), [
     ([], "give a TARGET"),
     (["--config", "/nonexistent/mcp.json"], "cannot read /nonexistent/mcp.json"),

@@ -28,12 +28,19 @@ matched against the upstream's own names instead. So with prefix ``files``, ``fi
 the upstream's ``read`` and never also an upstream tool named ``files_read`` (listed
 ``files_files_read``). Every matching entry applies, in file order, so later entries override
 earlier ones; entries naming a tool exactly apply last.
+
+Several upstreams sharing one policy: an upstream chooses its names, not its prefix, so a pattern
+that could match a name under another such upstream's prefix (``files_read``, ``files_*``, ``f*``
+next to upstream ``files``) is matched against listed names only, in every upstream, whatever
+that upstream lists: upstream ``tickets``'s own ``files_read`` is reached as ``tickets_files_read``
+only. That takes in every pattern matching a name another upstream lists.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,26 +101,44 @@ class ToolPolicy:
             rules.append(ToolRule(pattern, _check(where, pattern, settings)))
         return cls(tuple(rules))
 
-    def resolve(self, name: str, upstream_name: str, listed: Any = None) -> dict[str, Any]:
+    def resolve(self, name: str, upstream_name: str, listed: Any = None, others: Any = ()) -> dict[str, Any]:
         """The settings for one tool: every matching rule, globs in file order, then exact names.
 
-        ``listed``: every name the proxy lists for this upstream's tools (default: ``name``). A
-        rule matching one of them names listed tools, and matches ``name`` only; a rule matching
-        none names upstream tools, and matches ``upstream_name``. For many tools, use
+        ``listed``: every name the proxy lists for this upstream's tools (default: ``name``);
+        ``others``: the heads (prefix and separator, "" for none) of the other upstreams that
+        share this policy. A rule matching a listed name, or able to match a name beginning
+        with one of ``others``, names listed tools and matches ``name`` only; any other rule
+        names upstream tools and matches ``upstream_name``. For many tools, use
         :meth:`resolver` (the rules are classified once)."""
-        return self.resolver([name] if listed is None else listed)(name, upstream_name)
+        return self.resolver([name] if listed is None else listed, others)(name, upstream_name)
 
-    def resolver(self, listed: Any) -> Any:
+    def resolver(self, listed: Any, others: Any = ()) -> Any:
         """``resolve`` for the tools of one upstream listing: ``listed`` is every name the proxy
-        lists for them (hidden ones included); returns ``f(name, upstream_name) -> settings``."""
+        lists for them (hidden ones included), ``others`` as for :meth:`resolve`; returns
+        ``f(name, upstream_name) -> settings``."""
         listed = list(listed)
+        heads = list(others)
         ordered = [r for r in self.rules if not r.exact] + [r for r in self.rules if r.exact]
-        by_listed = [(rule, rule.matches(*listed)) for rule in ordered]
+        # an upstream chooses its own names but not its prefix: a rule that may be meant for a
+        # tool under another upstream's prefix must not reach one of this upstream's own names
+        # that merely looks like it (a tool named files_read here, next to upstream files), even
+        # while that upstream lists nothing yet
+        # (a rule matching another such upstream's listed name can match a name under its
+        # prefix: what the others list, or whether they are up, does not change the reading)
+        own = [rule.matches(*listed) for rule in ordered]
+        by_listed = [(rule, on or any(_reaches(rule.pattern, h) for h in heads)) for rule, on in zip(ordered, own)]
 
         def resolve(name: str, upstream_name: str) -> dict[str, Any]:
             return self._settings(rule for rule, on_listed in by_listed
                                   if rule.matches(name if on_listed else upstream_name))
 
+        def passed_over(name: str, upstream_name: str) -> list[str]:
+            """The patterns that would have matched ``upstream_name`` but for another upstream's
+            prefix: worth a word to whoever wrote them for this upstream's own name."""
+            return [rule.pattern for (rule, on_listed), on in zip(by_listed, own)
+                    if on_listed and not on and rule.matches(upstream_name) and not rule.matches(name)]
+
+        resolve.passed_over = passed_over  # type: ignore[attr-defined]
         return resolve
 
     @staticmethod
@@ -139,6 +164,39 @@ class ToolPolicy:
             # read-only tool), so the upstream's readOnlyHint must not outlive "destructive"
             out["readOnlyHint"] = False
         return out or None
+
+
+def toml_key(text: str) -> str:
+    """``text`` as a key of ``[tools.KEY]``: bare when it can be (tool names can), quoted
+    otherwise (globs)."""
+    return text if re.fullmatch(r"[A-Za-z0-9_-]+", text) else '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _reaches(pattern: str, head: str) -> bool:
+    """Whether the glob ``pattern`` matches some name that begins with ``head``: its tokens are
+    walked along ``head``; a ``*`` (or ``head`` used up) means yes. An unclosed ``[`` is a
+    literal, as in fnmatch."""
+    i = 0
+    for ch in head:
+        if i >= len(pattern):
+            return False
+        token = pattern[i]
+        if token == "*":
+            return True
+        if token == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            j = pattern.find("]", j)
+            if j >= 0:
+                token = pattern[i:j + 1]
+                i = j
+        if not fnmatch.fnmatchcase(ch, token):  # "?" matches any one; a literal only itself
+            return False
+        i += 1
+    return True
 
 
 def _check(where: str, pattern: str, settings: Any) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -33,9 +32,10 @@ from ..server.compose import Names
 from ..server.context import Context
 from ..server.rounds import InputRequired
 from ..server.session import caller_of
+from .hub import hub_of, upstreams_of
 from .loop import upstream_loop
 from .relay import CURRENT_CALL, Call, ask_downstream, owner
-from .toolpolicy import ToolPolicy
+from .toolpolicy import ToolPolicy, toml_key
 
 __all__ = ["Upstream", "proxy_server", "upstreams_of"]
 
@@ -118,6 +118,13 @@ class Upstream:
         self._calls: list[Call] = []
         self._tasks: set[str] = set()  # ids of the tasks this upstream created for a client
         self._dirty: set[str] = set()
+        #: the upstream's last tool and prompt lists, kept to match them again when another
+        #: upstream is mounted or closed (whose prefix a shared tool policy's rules may name)
+        self._tool_items: list[dict[str, Any]] = []
+        self._prompt_items: list[dict[str, Any]] = []
+        #: what was warned of, once each: (kind, name) under another upstream's prefix, and
+        #: ("rule", pattern NUL name) read as another upstream's names
+        self._warned: set[tuple[str, str]] = set()
         self._syncing: asyncio.Task[Any] | None = None
         self._listening: asyncio.Task[Any] | None = None
         #: the upstream's serverInfo and instructions, from the last connection
@@ -130,7 +137,16 @@ class Upstream:
             reset_timeout=1.0, call_errors=(ClientError,),
         )
         self.bridge.on_change(self._on_bridge)
-        _hub(server).upstreams.append(self)
+        hub = hub_of(server)
+        with hub.lock:
+            hub.upstreams.append(self)
+            for other in hub.upstreams[:-1]:
+                other._refresh()  # its names under this prefix are this upstream's now
+
+    @property
+    def head(self) -> str:
+        """What every name of this upstream begins with in the server: prefix and separator."""
+        return "" if self.names.prefix is None else self.names.prefix + self.names.separator
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -157,10 +173,13 @@ class Upstream:
     def close(self) -> None:
         """Stop supervising and close the connection; the mirrored items are withdrawn."""
         self.bridge.stop()
-        self._withdraw(tools=True)
-        hub = _HUBS.get(self.server)
-        if hub is not None and self in hub.upstreams:
-            hub.upstreams.remove(self)
+        hub = hub_of(self.server)
+        with hub.lock:
+            self._withdraw(tools=True)
+            if self in hub.upstreams:
+                hub.upstreams.remove(self)
+                for other in hub.upstreams:
+                    other._refresh()  # a shared policy's rules, and which names are whose, may read otherwise now
 
     @property
     def last_error(self) -> str | None:
@@ -263,7 +282,12 @@ class Upstream:
             self._withdraw(tools=False)
 
     def _withdraw(self, *, tools: bool) -> None:
+        with hub_of(self.server).lock:
+            self._withdraw_locked(tools)
+
+    def _withdraw_locked(self, tools: bool) -> None:
         server = self.server
+        self._prompt_items = []  # listed again when the upstream is back
         for uri in list(self._resources):
             self._resources.pop(uri, None)
             with contextlib.suppress(KeyError):
@@ -277,6 +301,7 @@ class Upstream:
             with contextlib.suppress(KeyError):
                 server.remove_prompt(name)
         if tools:
+            self._tool_items = []
             for name in list(self._tools):
                 self._tools.pop(name, None)
                 with contextlib.suppress(KeyError):
@@ -338,16 +363,61 @@ class Upstream:
                     self.name, name, "a" if self.names.prefix is None else "another")
         return True
 
+    def _refresh(self) -> None:
+        """Match the last lists again: another upstream was mounted or closed, which changes what
+        a shared tool policy's rules name and which names are this upstream's."""
+        self._apply_tools(self._tool_items)
+        self._apply_prompts(self._prompt_items)
+
+    def _refuse(self, kind: str, name: str) -> bool:
+        """Whether ``name`` lies under the prefix of another upstream that is longer than this
+        one's (upstream ``a``'s ``b_c`` and upstream ``a_b``'s ``c`` both read ``a_b_c``): it
+        is that upstream's name, whoever lists it first, so this upstream's tool or prompt is
+        not mirrored. Otherwise an upstream could shadow another's tool, and take its rules."""
+        owner = hub_of(self.server).owner(self, name)
+        key = (kind, name)
+        if owner is None:
+            self._warned.discard(key)
+            return False
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("upstream %s: %s %r is not mirrored: %r is a name under the prefix %r of upstream %s; "
+                        "give one of them a prefix that does not begin with the other's", self.name, kind,
+                        self.names.name_back(name) or name, name, owner.names.prefix, owner.name)
+        return True
+
+    def _passed_over(self, patterns: list[str], name: str) -> None:
+        for pattern in patterns:
+            key = ("rule", f"{pattern}\0{name}")
+            if key not in self._warned:
+                self._warned.add(key)
+                log.warning("upstream %s: the tool policy's [tools.%s] could name another upstream's tools, so "
+                            "it is read as listed names and does not apply to this upstream's own %r; name that "
+                            "one [tools.%s]", self.name, toml_key(pattern), self.names.name_back(name) or name,
+                            toml_key(name))
+
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
+        with hub_of(self.server).lock:  # against the other upstreams, which a mount or close changes
+            self._apply_tools_locked(items)
+
+    def _apply_tools_locked(self, items: list[dict[str, Any]]) -> None:
         wanted: dict[str, tuple[str, dict[str, Any], dict[str, Any], Any, Any]] = {}
         items = [d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)]
-        # a rule naming a listed tool is that tool's only, never also an upstream name's
-        resolve = self.tool_policy.resolver([self.names.name(d["name"]) for d in items]) \
-            if self.tool_policy is not None else None
-        for desc in items:
+        self._tool_items = items
+        served = [(self.names.name(d["name"]), d) for d in items]
+        served = [(name, d) for name, d in served if not self._refuse("tool", name)]
+        resolve = None
+        if self.tool_policy is not None:
+            # a rule naming a listed tool is that tool's only, never also an upstream's own name;
+            # nor is one that may name a tool under the prefix of another upstream sharing the
+            # policy (whatever that one lists, and while it lists nothing: toolpolicy.py)
+            others = [u.head for u in hub_of(self.server).sharing(self)]
+            resolve = self.tool_policy.resolver([name for name, _ in served], others)
+        for name, desc in served:
             upstream_name = desc["name"]
-            name = self.names.name(upstream_name)
             settings = resolve(name, upstream_name) if resolve is not None else {}
+            if resolve is not None:
+                self._passed_over(resolve.passed_over(name, upstream_name), name)
             if not settings.get("hidden"):
                 # a Server child's own scopes (the tool's, its actions') are part of what is
                 # mirrored: a tool registered again with other scopes is registered again here
@@ -474,8 +544,14 @@ class Upstream:
         return out
 
     def _apply_prompts(self, items: list[dict[str, Any]]) -> None:
+        with hub_of(self.server).lock:
+            self._apply_prompts_locked(items)
+
+    def _apply_prompts_locked(self, items: list[dict[str, Any]]) -> None:
         server = self.server
+        self._prompt_items = items
         wanted = {self.names.name(d["name"]): d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)}
+        wanted = {name: d for name, d in wanted.items() if not self._refuse("prompt", name)}
         for name in [n for n in self._prompts if n not in wanted]:
             del self._prompts[name]
             with contextlib.suppress(KeyError):
@@ -807,57 +883,6 @@ def _label(target: Any) -> str:
     return getattr(target, "name", None) or type(target).__name__
 
 
-class _Hub:
-    """What the upstreams of one Server share: roots changes and subscriptions fan out to them."""
-
-    def __init__(self, server: Any) -> None:
-        self.upstreams: list[Upstream] = []
-        method = "notifications/roots/list_changed"
-        before = server._notification_handlers.get(method)
-
-        def roots_changed(params: dict[str, Any]) -> Any:
-            for upstream in list(self.upstreams):
-                upstream.roots_changed()
-            return before(params) if before is not None else None
-
-        server._notification_handlers[method] = roots_changed
-        subscribe = server._methods["resources/subscribe"]
-
-        def subscribe_upstream(session: Any, req: Any) -> Any:
-            result = subscribe(session, req)
-            uri = (req.params or {}).get("uri")
-            for upstream in list(self.upstreams):
-                upstream.subscribe(uri)
-            return result
-
-        server._methods["resources/subscribe"] = subscribe_upstream
-        for method in ("tasks/get", "tasks/update", "tasks/cancel"):
-            if method in server._methods:
-                server._methods[method] = self._task_method(server._methods[method])
-
-    def _task_method(self, local: Callable[..., Any]) -> Callable[..., Any]:
-        """A task an upstream created is followed there; any other is this server's own."""
-
-        def handler(session: Any, req: Any) -> Any:
-            task_id = (req.params or {}).get("taskId")
-            for upstream in list(self.upstreams):
-                if task_id in upstream._tasks:
-                    return upstream.forward_task(session, req)
-            return local(session, req)
-
-        return handler
-
-
-_HUBS: weakref.WeakKeyDictionary[Any, _Hub] = weakref.WeakKeyDictionary()
-
-
-def _hub(server: Any) -> _Hub:
-    hub = _HUBS.get(server)
-    if hub is None:
-        hub = _HUBS[server] = _Hub(server)
-    return hub
-
-
 def proxy_server(cls: type, target: Any, *, name: str | None = None, policy: Any = None, **options: Any) -> Any:
     """``Server.proxy``: a Server mirroring one upstream, named after it unless ``name`` is given."""
     server = cls(name or "mcpkit-proxy", policy=policy)
@@ -872,12 +897,6 @@ def proxy_server(cls: type, target: Any, *, name: str | None = None, policy: Any
     if upstream.instructions:
         server.instructions = upstream.instructions
     return server
-
-
-def upstreams_of(server: Any) -> list[Upstream]:
-    """The upstreams mirrored into ``server`` (mounted or proxied), in the order they were added."""
-    hub = _HUBS.get(server)
-    return list(hub.upstreams) if hub is not None else []
 
 
 def _has_root_combinator(schema: Any) -> bool:
