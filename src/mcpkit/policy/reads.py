@@ -2,17 +2,17 @@
 
 Tools are audited by the policy's outcome step (policy/chain.py). A resource or a prompt
 reaches data too (a template over files or records, a prompt that embeds them), so under a
-policy with an audit log each ``resources/read`` and ``prompts/get`` of a registered item
-writes one line as well, whatever route it took and however it ended:
+policy with an audit log each ``resources/read`` and ``prompts/get`` writes one line as well,
+whatever route it took and however it ended:
 
     {"time": ..., "correlationId": ..., "principal": ..., "resource": "notes://2026/q3",
      "arguments": {"year": "2026", "name": "q3"}, "outcome": "ok", "code": null, "durationMs": 0.4}
 
 ``prompt`` instead of ``resource`` for a prompt; ``arguments`` are the template's variables or
 the prompt's arguments, redacted as a tool's are. ``outcome`` is ``ok``, ``denied`` (refused
-before the handler ran: a scope, a confined path), ``error`` or ``cancelled``; ``code`` is the JSON-RPC error
-code of a refusal or failure. The step runs outermost, so a refusal by any other step is
-recorded too. Reads are not rate-limited here: hosts read resources in bulk (a listing, then
+before the handler ran: a scope, a confined path, nothing registered under that URI or name),
+``error`` or ``cancelled``; ``code`` is the JSON-RPC error code of a refusal or failure. The
+step runs outermost, so a refusal by any other step is recorded too. Reads are not rate-limited here: hosts read resources in bulk (a listing, then
 each item), and a bucket per template would refuse that; a middleware can limit them.
 """
 
