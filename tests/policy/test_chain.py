@@ -143,19 +143,23 @@ async def test_a_batch_tool_cannot_reach_a_gated_tool(wire, tool):
     async with connect(server, wire, LATEST_HANDSHAKE) as c:
         result = await call(c, tool, {"calls": [{"name": "wipe", "arguments": {"item": "x"}},
                                                 {"name": "look", "arguments": {"item": "y"}},
-                                                {"name": "nope", "arguments": {}}]})
+                                                {"name": "nope", "arguments": {}},
+                                                {"name": ["look"], "arguments": {"item": "z"}}]})
     assert ran == ["look y"]
     inner = result["structuredContent"]["result"] if "structuredContent" in result else None
     assert inner is not None
     assert inner[0]["isError"] is True and inner[0]["_meta"][ERROR_META_KEY]["code"] == "E_PERMISSION_DENIED"
     assert inner[1]["content"] == [{"type": "text", "text": "saw y"}]
     assert inner[2]["_meta"][ERROR_META_KEY]["code"] == "E_NOT_FOUND"
+    # a name passed on from the batch's caller that is no string names no tool: refused alike
+    assert inner[3]["_meta"][ERROR_META_KEY]["code"] == "E_NOT_FOUND", inner[3]
     outer = audit.lines[-1]
     assert outer["tool"] == tool and outer["outcome"] == "ok"
     nested = audit.lines[:-1]
-    assert [(a["tool"], a["outcome"]) for a in nested] == [("wipe", "denied"), ("look", "ok"), ("nope", "denied")]
+    assert [(a["tool"], a["outcome"]) for a in nested] == [("wipe", "denied"), ("look", "ok"), ("nope", "denied"),
+                                                           ("['look']", "denied")]
     assert {a["parentCorrelationId"] for a in nested} == {outer["correlationId"]}
-    assert len({a["correlationId"] for a in audit.lines}) == 4
+    assert len({a["correlationId"] for a in audit.lines}) == 5
 
 
 # ---------------------------------------------------------------------------------------------- contract

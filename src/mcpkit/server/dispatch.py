@@ -180,6 +180,10 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
     """``ctx.call_tool``: a tool called from inside another takes the same pipeline as a call
     from the client (scopes, gates, limits, middleware, audit); a refusal is its result."""
     session, req = ctx._session, ctx._request
+    if not isinstance(name, str):
+        # a name a batch tool passed on from its caller may be anything: it names no tool, and
+        # is refused as an unknown one (audited, a result with isError), not a TypeError
+        name = clipped(repr(name))
     if ctx._names is not None:
         # a tool copied by include calls its child's tools by the child's names: here they
         # are the prefixed copies
