@@ -111,10 +111,12 @@ class _Settings:
 
     __slots__ = ("policy", "contract", "sanitize", "max_argument_bytes", "max_result_bytes", "timeout",
                  "limiter", "rate", "rate_key", "gate_refusal", "bridges", "scopes", "audit", "record_call",
-                 "isolated", "actions")
+                 "isolated", "actions", "generation")
 
     def __init__(self, server: Any, tool: Any, action: Any = None, parent: _Settings | None = None) -> None:
         policy = self.policy = server._policy
+        #: the registry as it was: an action takes its twin's options, scopes and isolation
+        self.generation = server._generation
         opts = tool.options
         self.rate_key = tool.name
         self.scopes: tuple[str, ...] = ()
@@ -197,8 +199,12 @@ def tool_limiter(server: Any) -> Any:
 
 def settings_of(server: Any, tool: Tool) -> _Settings:
     resolved = tool.resolved
+    # a manager tool's actions read other tools (their twins: options, scopes, isolation), so a
+    # change of the registry (a twin added, replaced or removed, an action added) resolves it
+    # again, as does an action added to the child of an include (its copy shares the actions)
     if resolved is None or resolved.policy is not server._policy or (
-            tool.actions is not None and len(resolved.actions) != len(tool.actions)):
+            tool.actions is not None and (resolved.generation != server._generation
+                                          or len(resolved.actions) != len(tool.actions))):
         resolved = tool.resolved = _Settings(server, tool)
     return resolved  # type: ignore[no-any-return]
 

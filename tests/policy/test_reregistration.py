@@ -1,0 +1,65 @@
+"""Items registered, replaced or removed while the server serves keep their rules.
+
+A manager tool's action takes the options, scopes and isolation of the plain tool registered
+with the same function (its twin). What a manager enforces is resolved once, so a twin
+registered, replaced or removed after the manager's first call must resolve it again: else the
+action keeps running under the rules of the registry as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpkit import Server
+from mcpkit.auth.tokens import AccessToken
+from mcpkit.policy import Gates, Policy, RateLimiter
+from mcpkit.policy.chain import ERROR_META_KEY
+from mcpkit.policy.scopes import ScopeStep
+from tests.harness import connect
+
+LATEST = "2025-11-25"
+USER = AccessToken("mallory", client_id="cli", scopes=frozenset({"mcp"}))
+
+
+class _Auth:
+    def missing(self, access: Any, required: Any) -> list[str]:
+        return sorted(set(required) - set(access.scopes))
+
+
+def _code(result: dict[str, Any]) -> str | None:
+    return result["_meta"][ERROR_META_KEY]["code"] if result.get("isError") else None
+
+
+def _move(source: str) -> str:
+    return f"moved {source}"
+
+
+def _manager_server() -> Server:
+    server = Server("t", policy=Policy(gates=Gates(), rate_limiter=RateLimiter("600/min")))
+    server._install_step("scopes", ScopeStep(_Auth()))
+    files = server.manager("files", description="Files.")
+    files.action(_move, name="move", destructive=False, open_world=False)
+    return server
+
+
+@pytest.mark.req("TL-11", "AU-09")
+@pytest.mark.asyncio
+async def test_a_twin_registered_after_the_managers_first_call_scopes_and_limits_the_action(wire):
+    server = _manager_server()
+    move = {"name": "files", "arguments": {"action": "move", "source": "a"}}
+    async with connect(server, wire, LATEST) as c:
+        c.session.access_token, c.session.principal = USER, USER.subject
+        assert _code(await c.request("tools/call", move)) is None  # no twin yet: the manager's rules
+        server.tool(name="move", destructive=False, open_world=False, scopes=["admin"])(_move)
+        refused = await c.request("tools/call", move)
+        assert _code(refused) == "E_PERMISSION_DENIED", refused  # was: moved a, without scope admin
+        assert "admin" in refused["content"][0]["text"]
+        # replaced by a twin without scopes but with a rate limit of its own: that limit holds
+        server.tool(name="move", destructive=False, open_world=False, rate_limit="1/min", replace=True)(_move)
+        assert _code(await c.request("tools/call", move)) is None
+        assert _code(await c.request("tools/call", move)) == "E_RATE_LIMITED"
+        # the twin removed: the action is the manager's again (its 600/min)
+        server.remove_tool("move")
+        assert _code(await c.request("tools/call", move)) is None
