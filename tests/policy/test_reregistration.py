@@ -63,3 +63,24 @@ async def test_a_twin_registered_after_the_managers_first_call_scopes_and_limits
         # the twin removed: the action is the manager's again (its 600/min)
         server.remove_tool("move")
         assert _code(await c.request("tools/call", move)) is None
+
+
+@pytest.mark.req("AU-09")
+def test_a_resource_or_app_is_published_with_its_scopes_and_a_refused_one_not_at_all():
+    """Scopes were set after the item was in the registry and announced: a read racing the
+    registration found it unscoped, and its pipeline was chained (and kept) without the check."""
+    server = Server("t")
+    published: list[tuple[str, tuple[str, ...]]] = []
+    announce = server._changed
+
+    def spy(kind: str) -> None:
+        published.extend((uri, tuple(item.scopes)) for uri, item in server._resources.items())
+        announce(kind)
+
+    server._changed = spy  # type: ignore[method-assign]
+    server.resource("secret://payroll", scopes=["admin"])(lambda: "payroll")
+    server.app("ui://board/view", html="<p>board</p>", scopes=["admin"])
+    assert published and all(scopes == ("admin",) for _, scopes in published), published
+    with pytest.raises(ValueError):
+        server.resource("secret://ledger", scopes=["admin"], ttl_ms=-1)(lambda: "ledger")
+    assert "secret://ledger" not in server._resources  # was: registered, unscoped, then the error
