@@ -84,3 +84,46 @@ def test_a_resource_or_app_is_published_with_its_scopes_and_a_refused_one_not_at
     with pytest.raises(ValueError):
         server.resource("secret://ledger", scopes=["admin"], ttl_ms=-1)(lambda: "ledger")
     assert "secret://ledger" not in server._resources  # was: registered, unscoped, then the error
+
+
+class _ChangedMidBuild:
+    """Middleware whose applicability is asked while an item's steps are chosen: the first time,
+    another thread puts the server into read-only mode then (the operator's switch)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.switched = False
+
+    def applies(self, kind: str, item: Any) -> bool:
+        if kind == "call_tool" and not self.switched:
+            import threading
+
+            self.switched = True
+            switch = threading.Thread(target=setattr, args=(self.server, "policy", Policy(gates=Gates(read_only=True))))
+            switch.start()
+            switch.join()
+        return False
+
+    def on_call_tool(self, cc: Any, call_next: Any) -> Any:
+        return call_next(cc)
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+async def test_a_policy_set_while_a_tool_s_steps_are_chosen_is_enforced(wire):
+    """The steps were chosen under the old policy and kept in the cache the change had just
+    made: the gates of the new one never applied to the tool (it wrote in read-only mode)."""
+    server = Server("t")
+    ran: list[str] = []
+
+    @server.tool(destructive=False, open_world=False)
+    def write(text: str) -> str:
+        ran.append(text)
+        return "written"
+
+    server.add_middleware(_ChangedMidBuild(server))
+    async with connect(server, wire, LATEST) as c:
+        for text in ("a", "b"):
+            refused = await c.request("tools/call", {"name": "write", "arguments": {"text": text}})
+            assert _code(refused) == "E_PERMISSION_DENIED", refused
+    assert ran == []
