@@ -127,3 +127,33 @@ async def test_a_policy_set_while_a_tool_s_steps_are_chosen_is_enforced(wire):
             refused = await c.request("tools/call", {"name": "write", "arguments": {"text": text}})
             assert _code(refused) == "E_PERMISSION_DENIED", refused
     assert ran == []
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+async def test_an_action_s_rate_limit_is_not_refilled_by_a_tool_named_like_it(wire):
+    """Action "move" of "files" (1/min of its own) and a plain tool named "files.move" (the
+    policy's 600/min) shared one bucket: each call of the plain tool refilled it at 600/min, so
+    the action ran every 0.2 s instead of once a minute."""
+    clock = _Clock()
+    server = Server("t", policy=Policy(gates=Gates(), rate_limiter=RateLimiter("600/min", clock=clock)))
+    server.tool(name="files.move", read_only=True, open_world=False)(lambda: "listed")
+    files = server.manager("files", description="Files.")
+    files.action(_move, name="move", destructive=False, open_world=False, rate_limit="1/min")
+    move = {"name": "files", "arguments": {"action": "move", "source": "a"}}
+    async with connect(server, wire, LATEST) as c:
+        assert _code(await c.request("tools/call", move)) is None
+        for _ in range(3):
+            clock.now += 0.2
+            assert _code(await c.request("tools/call", {"name": "files.move", "arguments": {}})) is None
+            refused = await c.request("tools/call", move)
+            assert _code(refused) == "E_RATE_LIMITED", refused  # was: moved a, three more times
+            assert "'files.move'" in refused["content"][0]["text"]
