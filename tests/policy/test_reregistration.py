@@ -157,3 +157,37 @@ async def test_an_action_s_rate_limit_is_not_refilled_by_a_tool_named_like_it(wi
             refused = await c.request("tools/call", move)
             assert _code(refused) == "E_RATE_LIMITED", refused  # was: moved a, three more times
             assert "'files.move'" in refused["content"][0]["text"]
+
+
+@pytest.mark.req("AU-09", "TL-11")
+@pytest.mark.asyncio
+async def test_a_twin_registered_in_a_mounted_child_scopes_the_mirrored_action(wire):
+    """A mounted child's manager is mirrored as a plain tool with the scopes of its actions, read
+    from the child's resolved settings: those were kept from before the twin existed."""
+    import asyncio
+
+    from mcpkit.proxy import upstreams_of
+
+    child = Server("child")
+    ops = child.manager("ops", description="Operations.")
+    ops.action(_move, name="move", destructive=False, open_world=False)
+    parent = Server("parent")
+    parent.mount(child, prefix="c")
+    parent._install_step("scopes", ScopeStep(_Auth()))
+    move = {"name": "c_ops", "arguments": {"action": "move", "source": "a"}}
+    try:
+        async with connect(parent, wire, LATEST) as c:
+            c.session.access_token, c.session.principal = USER, USER.subject
+            assert (await c.request("tools/call", move))["content"][0]["text"] == "moved a"
+            child.tool(name="move", destructive=False, open_world=False, scopes=["admin"])(_move)
+            for _ in range(100):  # the parent mirrors the child's change (a hang guard of 5 s)
+                mirrored = parent._tools.get("c_ops")
+                if mirrored is not None and getattr(mirrored, "action_scopes", None):
+                    break
+                await asyncio.sleep(0.05)
+            refused = await c.request("tools/call", move)
+            assert refused.get("isError") is True, refused  # was: moved a, without scope admin
+            assert "admin" in refused["content"][0]["text"]
+    finally:
+        for upstream in upstreams_of(parent):
+            upstream.close()
