@@ -110,8 +110,8 @@ class _Settings:
     (tool, policy) rather than on every call: the steps read attributes instead of merging options."""
 
     __slots__ = ("policy", "contract", "sanitize", "max_argument_bytes", "max_result_bytes", "timeout",
-                 "limiter", "rate", "rate_key", "rate_name", "gate_refusal", "bridges", "scopes", "audit", "record_call",
-                 "isolated", "actions", "generation")
+                 "limiter", "rate", "rate_key", "rate_name", "gate_refusal", "bridges", "scopes", "audit",
+                 "record_call", "isolated", "actions", "generation")
 
     def __init__(self, server: Any, tool: Any, action: Any = None, parent: _Settings | None = None) -> None:
         policy = self.policy = server._policy

@@ -827,11 +827,8 @@ TERMINALS: dict[str, Callable[[CallContext, str], Any]] = {
 
 
 def kept_pipe(server: Any, kind: str, item: Any) -> Pipe:
-    """Build the pipe of ``item`` and keep it until something changes (Server._rebuild).
-
-    It is kept in the cache that was current when the build began: a change meanwhile (a
-    policy, middleware or step set by another thread) replaced that cache, so steps chosen
-    before the change are never kept behind it; and the pipe is built again for this call."""
+    """Build the pipe of ``item`` and keep it in the cache current when the build began: a change
+    meanwhile (policy, middleware, a step) replaced that cache, so the pipe is built again."""
     for _ in range(3):  # a change per build, three times over: this call takes the last one
         pipes = server._tool_pipes if kind == "call_tool" else server._pipes
         pipe = build_pipe(server, kind, item)
