@@ -110,13 +110,16 @@ class _Settings:
     (tool, policy) rather than on every call: the steps read attributes instead of merging options."""
 
     __slots__ = ("policy", "contract", "sanitize", "max_argument_bytes", "max_result_bytes", "timeout",
-                 "limiter", "rate", "rate_key", "gate_refusal", "bridges", "scopes", "audit", "record_call",
-                 "isolated", "actions")
+                 "limiter", "rate", "rate_key", "rate_name", "gate_refusal", "bridges", "scopes", "audit",
+                 "record_call", "isolated", "actions", "generation")
 
     def __init__(self, server: Any, tool: Any, action: Any = None, parent: _Settings | None = None) -> None:
         policy = self.policy = server._policy
+        #: the registry as it was: an action takes its twin's options, scopes and isolation
+        self.generation = server._generation
         opts = tool.options
-        self.rate_key = tool.name
+        #: the bucket's key, and the name a refusal gives
+        self.rate_key = self.rate_name = tool.name
         self.scopes: tuple[str, ...] = ()
         if action is not None:
             # 13.12: an action is limited, timed out and size-capped as itself: its own options,
@@ -125,9 +128,13 @@ class _Settings:
             own = getattr(action, "options", None)
             twin = _twin(server, action)
             if own is not None:
-                opts, self.rate_key = own, f"{tool.name}.{action.name}"
+                # a bucket of its own, under a key no tool can have: tool names never hold "/"
+                # (TL-06), while a tool named "files.move" would share the bucket of action
+                # "move" of "files", and refill it at its own (higher) rate
+                opts, self.rate_key, self.rate_name = own, f"{tool.name}/{action.name}", f"{tool.name}.{action.name}"
             elif twin is not None and twin.options is not None:
                 opts, self.rate_key = twin.options, twin.name
+                self.rate_name = twin.name
             if twin is not None:
                 self.scopes = tuple(twin.scopes)
         limits_ = policy.limits if policy is not None else None
@@ -152,7 +159,7 @@ class _Settings:
         if own_rate is INHERIT:
             self.limiter = policy.rate_limiter if policy is not None else None
             if action is not None and parent is not None:
-                self.rate_key = parent.rate_key  # metered as the manager tool
+                self.rate_key, self.rate_name = parent.rate_key, parent.rate_name  # metered as the manager tool
         elif own_rate not in (None, False):
             self.limiter = policy.rate_limiter if policy is not None and policy.rate_limiter is not None \
                 else tool_limiter(server)
@@ -197,8 +204,12 @@ def tool_limiter(server: Any) -> Any:
 
 def settings_of(server: Any, tool: Tool) -> _Settings:
     resolved = tool.resolved
+    # a manager tool's actions read other tools (their twins: options, scopes, isolation), so a
+    # change of the registry (a twin added, replaced or removed, an action added) resolves it
+    # again, as does an action added to the child of an include (its copy shares the actions)
     if resolved is None or resolved.policy is not server._policy or (
-            tool.actions is not None and len(resolved.actions) != len(tool.actions)):
+            tool.actions is not None and (resolved.generation != server._generation
+                                          or len(resolved.actions) != len(tool.actions))):
         resolved = tool.resolved = _Settings(server, tool)
     return resolved  # type: ignore[no-any-return]
 
@@ -477,12 +488,13 @@ def _metered(cc: CallContext, settings: _Settings, limiter: Any) -> None:
     try:
         wait = limiter.check(cc.caller, name, settings.rate)
     except Exception as exc:  # noqa: BLE001 - a shared store that is down (StoreUnavailable)
+        name = settings.rate_name
         log.warning("rate limit of tool %r not checked: %s [correlation id %s]", name, exc, cc.correlation_id)
         raise ToolError(f"Tool {name!r} cannot run now: its rate limit cannot be checked.",
                         code=E_NOT_CONNECTED, retryable=True,
                         suggested_fix="Retry in a few seconds.") from None
     if wait is not None:
-        raise limiter.limit_error(name, wait, settings.rate or limiter.default)
+        raise limiter.limit_error(settings.rate_name, wait, settings.rate or limiter.default)
 
 
 class ArgumentSizeStep:

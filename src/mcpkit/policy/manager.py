@@ -310,10 +310,9 @@ def admit_action(act: Action, call: Any) -> float | None:
         policy = call.policy
         limiter = policy.rate_limiter if policy is not None and policy.rate_limiter is not None \
             else call.session.server.tool_limiter()
-        key = f"{call.tool.name}.{act.name}"
-        wait = limiter.check(call.principal, key, rate)
+        wait = limiter.check(call.principal, f"{call.tool.name}/{act.name}", rate)  # as policy/chain.py keys it
         if wait is not None:
-            raise limiter.limit_error(key, wait, rate)
+            raise limiter.limit_error(f"{call.tool.name}.{act.name}", wait, rate)
     timeout = options.timeout
     if timeout is INHERIT:
         return call.settings.timeout  # type: ignore[no-any-return]

@@ -127,7 +127,7 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
         return _start(pipe, CallContext(session, req, "call_tool", unknown, name, params.get("arguments")))
     pipe = server._tool_pipes.get(tool)
     if pipe is None:
-        pipe = server._tool_pipes[tool] = build_pipe(server, "call_tool", tool)
+        pipe = kept_pipe(server, "call_tool", tool)
     if not pipe.plain:
         cc = CallContext(session, req, "call_tool", tool, name, params.get("arguments"))
         if tool.task is not None and req.revision.era == "modern" and wants_tasks(req.capabilities):
@@ -203,7 +203,7 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
     else:
         pipe = server._tool_pipes.get(tool)
         if pipe is None:
-            pipe = server._tool_pipes[tool] = build_pipe(server, "call_tool", tool)
+            pipe = kept_pipe(server, "call_tool", tool)
         cc = CallContext(session, req, "call_tool", tool, name, arguments, nested=True, parent=ctx.correlation_id)
     cc.outer_context = ctx
     outcome = pipe.run(cc)
@@ -709,10 +709,9 @@ def _bind_item(item: Any, kwargs: dict[str, Any], what: str) -> dict[str, Any]:
 def _run_kind(session: ServerSession, req: RequestReceived, kind: str, item: Any, name: str | None,
               arguments: Any) -> Any:
     server = session.server
-    key = (kind, item)
-    pipe = server._pipes.get(key)
+    pipe = server._pipes.get((kind, item))
     if pipe is None:
-        pipe = server._pipes[key] = build_pipe(server, kind, item)
+        pipe = kept_pipe(server, kind, item)
     cc = CallContext(session, req, kind, item, name, arguments)
     if pipe.plain:
         return TERMINALS[kind](cc, "outer")
@@ -876,6 +875,18 @@ TERMINALS: dict[str, Callable[[CallContext, str], Any]] = {
     "list_resource_templates": _lists("resourceTemplates"),
     "list_prompts": _lists("prompts"),
 }
+
+
+def kept_pipe(server: Any, kind: str, item: Any) -> Pipe:
+    """Build the pipe of ``item`` and keep it in the cache current when the build began: a change
+    meanwhile (policy, middleware, a step) replaced that cache, so the pipe is built again."""
+    for _ in range(3):  # a change per build, three times over: this call takes the last one
+        pipes = server._tool_pipes if kind == "call_tool" else server._pipes
+        pipe = build_pipe(server, kind, item)
+        pipes[item if kind == "call_tool" else (kind, item)] = pipe
+        if pipes is (server._tool_pipes if kind == "call_tool" else server._pipes):
+            break
+    return pipe
 
 
 def build_pipe(server: Any, kind: str, item: Any) -> Pipe:

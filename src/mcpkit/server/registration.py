@@ -269,14 +269,15 @@ class Registrations:
         """
 
         def deco(func: F) -> F:
+            _check_cache(ttl_ms, cache_scope)  # before registering: a refusal leaves nothing behind
+            # the scopes go in with the item: a read racing the registration never finds it unscoped
             item = self.add_resource(
                 uri, func, name=name or func.__name__, title=title,
                 description=description if description is not None else function_description(func),
                 mime_type=mime_type, size=size, annotations=annotations, icons=icons, meta=meta, replace=replace,
+                scopes=scopes,
             )
-            _check_cache(ttl_ms, cache_scope)
             item.ttl_ms, item.cache_scope = ttl_ms, cache_scope
-            item.scopes = _scopes(scopes)
             return func
 
         return deco
@@ -337,10 +338,9 @@ class Registrations:
             item = self.add_resource(
                 uri, app_reader(source, ui_meta), name=name or default_name, title=title,
                 description=description if description is not None else doc,
-                mime_type=APP_MIME_TYPE, meta={"ui": ui_meta} if ui_meta else None,
+                mime_type=APP_MIME_TYPE, meta={"ui": ui_meta} if ui_meta else None, scopes=scopes,
             )
             item.context_param = None if isinstance(source, str) else _context_param(source)
-            item.scopes = _scopes(scopes)
             self._apps.add(uri)
 
         if html is not None:

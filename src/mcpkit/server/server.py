@@ -151,6 +151,9 @@ class Server(Registrations):
         self._rewriters = False
         self._tool_pipes: dict[Any, Any] = {}
         self._pipes: dict[tuple[str, Any], Any] = {}
+        #: counts the changes of the registry, middleware and installed steps: a manager tool's
+        #: settings read other tools (an action's twin), so they are resolved again after one
+        self._generation = 0
         self._batch: tuple[int, set[str]] | None = None  # (thread, kinds) of batch_changes
         self._batch_lock = threading.RLock()
         self.policy = policy
@@ -191,6 +194,7 @@ class Server(Registrations):
         """Each item's steps are chosen again on its next use."""
         self._tool_pipes = {}
         self._pipes = {}
+        self._generation += 1
         # whether a step outside the policy may change a result on its way out (user middleware,
         # or an installed step that is more than a guard): then the policy checks what comes
         # back as it is, never what it built
