@@ -350,7 +350,7 @@ def _done(cc: CallContext, result: Any) -> Any:
             _audit(cc, "cancelled", None)  # the client forgot the request: no answer goes out
         return None  # or the deadline answered the call already (Timeout)
     if state:
-        # a task's call ends here too (server/dispatch.py _as_task): audited and shaped as any
+        # a task's call ends here too (server/tool_tasks.py run_as_task): audited and shaped as any
         if state.get("answered"):
             return result  # 2026-07-28 InputRequiredResult: the call goes on in a later round
     if result.get("isError") is True:  # a ToolResult(is_error=True) or a raw isError dict

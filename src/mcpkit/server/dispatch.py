@@ -37,7 +37,7 @@ from .tools import OutputSchemaError, Tool, shape_for_revision
 from .listen import listen
 from .pipeline import CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext, Pipe, any_async, chain, in_worker, steps_for
 from .rounds import InputRequired
-from .session import OffloadedCall, SyncCall, _is_cancelled, new_correlation_id
+from .session import SyncCall, new_correlation_id
 from .tasks import TASK_METHODS, missing_extension, wants_tasks
 from .validation import format_errors
 
@@ -131,7 +131,9 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     if not pipe.plain:
         cc = CallContext(session, req, "call_tool", tool, name, params.get("arguments"))
         if tool.task is not None and req.revision.era == "modern" and wants_tasks(req.capabilities):
-            return _as_task(pipe, cc)  # TX-01: the whole pipeline runs as the task (TL-11)
+            from .tool_tasks import run_as_task  # a task tool only: the plain path imports nothing
+
+            return run_as_task(pipe, cc)  # TX-01: the whole pipeline runs as the task (TL-11)
         return _start(pipe, cc)
     # the plain fast path: no step applies to this tool (no policy, scope or middleware)
     arguments = params.get("arguments")
@@ -168,9 +170,11 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
             return {"content": [{"type": "text", "text": message}], "isError": True}
         raise McpError(INVALID_PARAMS, message) from None
     if as_task:
+        from .tool_tasks import start_task, task_after_input
+
         if tool.task_after_input:
-            return _task_after_input(session, req, tool, args, kwargs, cid, ctx)  # type: ignore[arg-type]
-        return _start_task(session, req, tool, args, kwargs, cid, ctx)
+            return task_after_input(session, req, tool, args, kwargs, cid, ctx)  # type: ignore[arg-type]
+        return start_task(session, req, tool, args, kwargs, cid, ctx)
     if tool.is_async:
         return _run_async(tool, args, kwargs, rev, cid, ctx)
     return SyncCall(lambda: _run_sync(tool, args, kwargs, rev, cid, ctx))
@@ -335,13 +339,15 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
         raise ToolError(f"Invalid arguments for tool {tool.name!r}: {exc}", code=E_SCHEMA_VALIDATION) from None
     if as_task:
         announce = cc.announce
-        if not announce:  # not started by _as_task: cannot happen from a tools/call
+        if not announce:  # not started by run_as_task: cannot happen from a tools/call
             raise McpError(INTERNAL_ERROR, f"Tool {tool.name!r} cannot run as a task on this route.")
         cc.state["task"] = True
+        from .tool_tasks import Announcement, announce_task
+
         if tool.task_after_input:
-            ctx._announce = _Announcement(cc)  # type: ignore[union-attr]  # ctx.start_task() announces
+            ctx._announce = Announcement(cc)  # type: ignore[union-attr]  # ctx.start_task() announces
         else:
-            _announce_task(cc, ctx)
+            announce_task(cc, ctx)
     cc.ran = True
     # The one place a tool's handler is started under the pipeline (the direct request, a
     # nested call, a manager's action): how it runs (inline, a worker thread, the loop) is
@@ -438,211 +444,6 @@ def _raise_unknown(cc: CallContext, is_async: bool) -> Any:
     if not cc.nested:
         raise McpError(INVALID_PARAMS, f"Unknown tool: {name}", {"name": name})  # TL-10
     raise ToolError(f"Unknown tool: {name}", code=E_NOT_FOUND)
-
-
-def _announce_task(cc: CallContext, ctx: Context | None) -> None:
-    """TX-03: the task is stored, then the call is answered with its CreateTaskResult (TX-02);
-    the handler runs on, here, in this pipeline, whose answer settles the task (_as_task)."""
-    session = cc.session
-    manager = session.server.tasks
-    record = manager.create(session)
-    if ctx is not None:
-        ctx._task = (manager, record)
-        ctx.cancelled = record.cancel_event
-    _answer_with_task(cc, manager, record)
-
-
-def _answer_with_task(cc: CallContext, manager: Any, record: Any) -> None:
-    session, rid = cc.session, cc.request.id
-    import asyncio
-    import concurrent.futures
-
-    with session._lock:
-        running = session._tasks.get(rid)
-    if not isinstance(running, (asyncio.Future, concurrent.futures.Future)):
-        try:
-            running = asyncio.current_task()  # an async pipeline, on the session's loop
-        except RuntimeError:
-            running = None  # a sync one on a worker: tasks/cancel sets ctx.cancelled only
-    if running is not None:
-        with manager._lock:
-            record.future, record.loop = running, session._loop  # tasks/cancel stops the pipeline
-    cc.task = (manager, record)
-    session._finish(rid, record.created(), None, "tools/call", flush=True)
-
-
-class _Announcement:
-    """``ctx.start_task()`` of a ``task_after_input`` tool under the pipeline: the call is
-    answered with the task, and the pipeline goes on as the task."""
-
-    __slots__ = ("cc", "_done")
-
-    def __init__(self, cc: CallContext) -> None:
-        self.cc = cc
-        self._done = False
-
-    def done(self) -> bool:
-        return self._done
-
-    def set_result(self, created: Any) -> None:
-        self._done = True
-        manager, record = self.cc.handler_context._task
-        self.cc.task = (manager, record)
-        self.cc.session._finish(self.cc.request.id, created, None, "tools/call", flush=True)
-
-
-def _as_task(pipe: Pipe, cc: CallContext) -> Any:
-    """A tools/call that may become a task (TX-01) takes its whole pipeline (refusals, limits,
-    middleware, timeout, the handler, shaping, the audit line). Until the task is announced
-    (run_tool) it is an ordinary call: a refusal or an input round answers it. Once announced,
-    the call was answered with the CreateTaskResult and what the pipeline answers in the end
-    settles the task (TX-05): a task's result is limited, sanitized and audited as any call's.
-    A sync pipeline runs on a worker thread, never on a transport's reader (TX-04: its input
-    comes by later requests)."""
-    cc.announce = True
-    if pipe.is_async:
-        return _as_task_async(pipe.run, cc)
-    return OffloadedCall(partial(_as_task_sync, pipe.run, cc))
-
-
-def _as_task_sync(run: Callable[[CallContext], Any], cc: CallContext) -> Any:
-    try:
-        result = run(cc)
-    except BaseException as exc:
-        if cc.task is None:
-            raise
-        _task_ended(cc.task, None, exc)
-        return None
-    if cc.task is None:
-        return result
-    _task_ended(cc.task, result, None)
-    return None  # the request was answered with the task
-
-
-async def _as_task_async(run: Callable[[CallContext], Any], cc: CallContext) -> Any:
-    try:
-        result = run(cc)
-        if inspect.isawaitable(result):
-            result = await result
-    except BaseException as exc:
-        if cc.task is None:
-            raise
-        _task_ended(cc.task, None, exc)
-        if not isinstance(exc, Exception):
-            raise
-        return None
-    if cc.task is None:
-        return result
-    _task_ended(cc.task, result, None)
-    return None
-
-
-def _task_ended(task: Any, result: Any, exc: BaseException | None) -> None:
-    """The pipeline of a task's call answered: that answer is the task's outcome."""
-    manager, record = task
-    if exc is not None:
-        if _is_cancelled(exc):
-            manager.cancel(record)
-        else:
-            manager.settle(record, None, exc)  # a JSON-RPC error fails the task (TX-05)
-    elif result is None:  # a deadline settled it already, or it was cancelled
-        if not record.terminal:
-            manager.cancel(record)
-    else:
-        manager.settle(record, result, None)
-
-
-def _start_task(
-    session: ServerSession, req: RequestReceived, tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any],
-    cid: str | None, ctx: Context | None,
-) -> dict[str, Any]:
-    """Store the task (TX-03), start the handler in the background, answer CreateTaskResult (TX-02)."""
-    manager = session.server.tasks
-    record = manager.create(session)
-    rev = req.revision
-    if ctx is not None:
-        session._contexts.pop(req.id, None)  # the request is answered now; the task owns the context
-        ctx._task = (manager, record)
-        ctx.cancelled = record.cancel_event
-    if tool.is_async:
-        import asyncio
-
-        async def run() -> None:
-            try:
-                result = await _run_async(tool, args, kwargs, rev, cid, ctx)
-            except asyncio.CancelledError:
-                manager.cancel(record)
-                raise
-            except BaseException as exc:  # noqa: BLE001 - McpError: failed (TX-05)
-                manager.settle(record, None, exc)
-                return
-            manager.settle(record, result, None)
-
-        loop = session.loop
-        with manager._lock:
-            if session._on_loop_thread():
-                record.future = loop.create_task(run())
-            else:
-                record.future = asyncio.run_coroutine_threadsafe(run(), loop)
-            record.loop = loop
-    else:
-
-        def done(result: Any, exc: BaseException | None) -> None:
-            if exc is not None and _is_cancelled(exc):
-                manager.cancel(record)
-            else:
-                manager.settle(record, result, exc)
-
-        session.server.workers.submit(lambda: _run_sync(tool, args, kwargs, rev, cid, ctx), done)
-    return record.created()
-
-
-def _task_after_input(
-    session: ServerSession, req: RequestReceived, tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any],
-    cid: str | None, ctx: Context,
-) -> Any:
-    """TX-03: the inputs asked before ``ctx.start_task()`` are MRTR rounds answered synchronously;
-    the call is answered with the CreateTaskResult when the handler starts its task, or with the
-    handler's own answer (InputRequiredResult, result) when it ends first."""
-    import asyncio
-
-    rev = req.revision
-
-    async def run() -> Any:
-        try:
-            result = await _run_async(tool, args, kwargs, rev, cid, ctx)
-        except asyncio.CancelledError:
-            if ctx._task is not None:
-                ctx._task[0].cancel(ctx._task[1])
-            raise
-        except BaseException as exc:  # noqa: BLE001
-            if ctx._task is None:
-                raise
-            ctx._task[0].settle(ctx._task[1], None, exc)
-            return None
-        if ctx._task is None:
-            return result
-        ctx._task[0].settle(ctx._task[1], result, None)
-        return None
-
-    async def answer() -> Any:
-        loop = asyncio.get_running_loop()
-        ctx._announce = loop.create_future()
-        handler = loop.create_task(run())
-        try:
-            await asyncio.wait({handler, ctx._announce}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            if ctx._task is None:  # the request was cancelled before any task existed
-                handler.cancel()
-            raise
-        if ctx._announce.done():
-            session._contexts.pop(req.id, None)
-            return ctx._announce.result()
-        return handler.result()
-
-    return answer()
-
-
 
 
 # ---------------------------------------------------------------------- resources, prompts, completions

@@ -90,7 +90,7 @@ class CallContext:
     #: how the handler runs when not in this thread or loop: ``runner(ctx, handler, args,
     #: kwargs, is_async)``, set by a step (process isolation); None: here
     runner: Any = None
-    #: a tools/call that may become a task (server/dispatch.py _as_task): the future its
+    #: a tools/call that may become a task (server/tool_tasks.py run_as_task): the future its
     #: announcement resolves, and once announced the (TaskManager, TaskRecord) it settles
     announce: Any = None
     task: Any = None
