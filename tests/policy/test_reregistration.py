@@ -18,6 +18,7 @@ from mcpkit.policy import Gates, Policy, RateLimiter
 from mcpkit.policy.chain import ERROR_META_KEY
 from mcpkit.policy.scopes import ScopeStep
 from tests.harness import connect
+from tests.policy.test_chain import FakeClock
 
 LATEST = "2025-11-25"
 USER = AccessToken("mallory", client_id="cli", scopes=frozenset({"mcp"}))
@@ -129,21 +130,13 @@ async def test_a_policy_set_while_a_tool_s_steps_are_chosen_is_enforced(wire):
     assert ran == []
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.mark.req("TL-11")
 @pytest.mark.asyncio
 async def test_an_action_s_rate_limit_is_not_refilled_by_a_tool_named_like_it(wire):
     """Action "move" of "files" (1/min of its own) and a plain tool named "files.move" (the
     policy's 600/min) shared one bucket: each call of the plain tool refilled it at 600/min, so
     the action ran every 0.2 s instead of once a minute."""
-    clock = _Clock()
+    clock = FakeClock()
     server = Server("t", policy=Policy(gates=Gates(), rate_limiter=RateLimiter("600/min", clock=clock)))
     server.tool(name="files.move", read_only=True, open_world=False)(lambda: "listed")
     files = server.manager("files", description="Files.")

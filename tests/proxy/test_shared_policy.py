@@ -3,7 +3,6 @@ upstream's prefix that another upstream's tools would also read as."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from mcpkit.client import Client
 from mcpkit.policy import Gates, Policy
 from mcpkit.policy.config import INHERIT
 from mcpkit.proxy import ToolPolicy, upstreams_of
+from tests.proxy.test_compose import until
 
 aio = pytest.mark.asyncio
 EXITS = [sys.executable, "-c", "raise SystemExit(3)"]  # an upstream that never comes up
@@ -52,14 +52,6 @@ def tickets(ran: list[str], *names: str) -> Server:
         child.add_tool(name, lambda arguments, name=name: ran.append(name) or "wrote",
                        input_schema={"type": "object"}, description="Writes.")
     return child
-
-
-async def until(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
 
 
 def untouched(tool: Any) -> bool:
