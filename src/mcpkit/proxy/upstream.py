@@ -30,11 +30,10 @@ from ..protocol.errors import INTERNAL_ERROR, McpError, ToolError
 from ..protocol.revisions import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, LOG_LEVELS
 from ..server.compose import Names
 from ..server.context import Context
-from ..server.rounds import InputRequired
 from ..server.session import caller_of
 from .hub import hub_of, upstreams_of
 from .loop import upstream_loop
-from .relay import CURRENT_CALL, Call, ask_downstream, owner
+from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner
 from .toolpolicy import ToolPolicy, toml_key
 
 __all__ = ["Upstream", "proxy_server", "upstreams_of"]
@@ -607,7 +606,7 @@ class Upstream:
         from ..server.dispatch import call_nested
 
         call = CURRENT_CALL.get()
-        if call is None or call not in self._calls:
+        if call is None or call.ctx is None or call not in self._calls:
             refusal = {"content": [{"type": "text", "text": f"Tool {name!r} cannot be called here: this server is "
                                     "mounted, and no call of the parent's is in flight to call it for."}],
                        "isError": True}
@@ -627,7 +626,7 @@ class Upstream:
         """The parent's session whose call the mounted Server's current request serves; None
         outside one."""
         call = CURRENT_CALL.get()
-        if call is None or call not in self._calls:
+        if call is None or call.ctx is None or call not in self._calls:
             return None
         return call.ctx._session
 
@@ -677,12 +676,13 @@ class Upstream:
             if tool:
                 raise self.bridge.not_connected_error()
             raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not connected ({self.bridge.last_error})")
-        call = Call(ctx) if ctx is not None else None
+        # a request without a context (a completion) is in flight too, as an unnamed client's:
+        # what the upstream sends meanwhile must not go to a client whose call happens to be
+        call = Call(ctx)
         progress = None
         if ctx is not None and ctx.progress_token is not None:
             progress = ctx.report_progress
-        if call is not None:
-            self._calls.append(call)
+        self._calls.append(call)
         try:
             if client.modern and ctx is not None:
                 return await self._exchange_modern(client, ctx, method, params, progress, tool)
@@ -700,10 +700,9 @@ class Upstream:
                 raise self.bridge.not_connected_error() from None
             raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not reachable: {exc}") from None
         finally:
-            if call is not None:
-                self._calls.remove(call)
+            self._calls.remove(call)
 
-    async def _exchange(self, client: Client, call: Call | None, method: str, params: dict[str, Any],
+    async def _exchange(self, client: Client, call: Call, method: str, params: dict[str, Any],
                         progress: Any) -> Any:
         """One request to a handshake-era upstream; what it asks meanwhile is relayed (relay.py)."""
         async def send() -> Any:
@@ -712,8 +711,6 @@ class Upstream:
 
         task = asyncio.ensure_future(self._loop.run_here(send()))
         try:
-            if call is None:
-                return await task
             await asyncio.wait({task, call.abort}, return_when=asyncio.FIRST_COMPLETED)
             if task.done():
                 return task.result()
@@ -748,7 +745,7 @@ class Upstream:
                     if isinstance(task_id, str):
                         self._tasks.add(task_id)
                 return result
-            answers = await _inputs(ctx, result.get("inputRequests") or {})
+            answers = await inputs_of(ctx, result.get("inputRequests") or {})
             params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
             params["inputResponses"] = answers
             if "requestState" in result:
@@ -784,9 +781,7 @@ class Upstream:
         level = params.get("level")
         logger = params.get("logger") if isinstance(params.get("logger"), str) else None
         call = owner(self._calls)  # the call it belongs to, where that is known (relay.py)
-        if call is not None and level in LOG_LEVELS:
-            call.log(level, params.get("data"), logger)
-        else:
+        if not (call is not None and level in LOG_LEVELS and call.log(level, params.get("data"), logger)):
             log.log(_PY_LEVELS.get(str(level), logging.INFO), "upstream %s%s: %s", self.name,
                     f" ({logger})" if logger else "", params.get("data"))
 
@@ -804,11 +799,16 @@ class Upstream:
         self._subscribed.add(uri)
 
         async def send() -> None:
+            call = Call(None)  # no client's call (relay.py): what the upstream sends meanwhile is nobody's
+            CURRENT_CALL.set(call)
+            self._calls.append(call)
             try:
                 await client.subscribe(upstream_uri)
             except (ClientError, RpcError) as exc:
                 self._subscribed.discard(uri)
                 log.warning("upstream %s: could not subscribe to %s: %s", self.name, upstream_uri, exc)
+            finally:
+                self._calls.remove(call)
 
         self._loop.submit(send())
 
@@ -825,28 +825,6 @@ class Upstream:
 
 _MAX_INPUT_ROUNDS = 16
 _FOREVER = 10.0**9  # seconds: a listen stream has no answer to wait for
-
-
-async def _inputs(ctx: Context, requests: dict[str, Any]) -> dict[str, Any]:
-    """The client's answers to a 2026-07-28 upstream's input requests, keyed as the upstream keyed
-    them. A 2026-07-28 client has not answered yet: every request is recorded first, so the
-    InputRequiredResult lists all of them, and then this downstream request stops (MR-01)."""
-    answers: dict[str, Any] = {}
-    missing = False
-    for key, request in requests.items():
-        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-            raise McpError(INTERNAL_ERROR, f"the upstream sent a malformed input request {key!r}")
-        got = ctx._ask(request["method"], request.get("params"), None, key)
-        if hasattr(got, "ok") and hasattr(got, "answer"):  # a 2026-07-28 input (server/context.py)
-            if got.ok:
-                answers[key] = got.answer
-            else:
-                missing = True
-        else:
-            answers[key] = await got
-    if missing:
-        raise InputRequired()
-    return answers
 
 
 #: what the proxy declares upstream: it can ask the real client for all of these
