@@ -60,3 +60,35 @@ async def test_what_an_upstream_says_while_completing_for_one_client_never_reach
         assert asked == []
     finally:
         close_all(proxy)
+
+
+@aio
+async def test_a_task_an_upstream_created_for_one_principal_is_unknown_to_another() -> None:
+    # upstream, every task is the proxy's: the proxy forwarded tasks/get, tasks/update and
+    # tasks/cancel of any task id it had seen, for whoever sent it (TX-07 held for its own tasks)
+    from mcpkit.auth import StaticTokens
+    from mcpkit.auth.resource import ResourceServer
+    from tests.auth.test_task_binding import ALICE, MALLORY, post
+    from tests.proxy.test_modern_upstream import MODERN, child
+
+    parent = Server("parent")
+    parent.mount(child(), protocol_version=MODERN)
+    tokens = StaticTokens.from_lines(f"{ALICE} alice; {MALLORY} mallory")
+    app = parent.http_app(auth=ResourceServer(tokens, resource="http://127.0.0.1:8000/mcp"), json_response=True)
+    try:
+        created = await post(app, ALICE, "tools/call", {"name": "slow", "arguments": {}}, "slow")
+        task_id = created["result"]["taskId"]
+        unknown = await post(app, MALLORY, "tasks/get", {"taskId": "no-such-task"}, "no-such-task")
+        for method, extra in (("tasks/get", {}), ("tasks/cancel", {}), ("tasks/update", {"inputResponses": {}})):
+            refused = await post(app, MALLORY, method, {"taskId": task_id, **extra}, task_id)
+            assert refused["error"]["code"] == unknown["error"]["code"] == -32602, refused
+            assert refused["error"]["message"] == unknown["error"]["message"].replace("no-such-task", task_id)
+        for _ in range(200):
+            mine = await post(app, ALICE, "tasks/get", {"taskId": task_id}, task_id)
+            if mine["result"]["status"] != "working":
+                break
+            await asyncio.sleep(0.02)
+        assert mine["result"]["status"] == "completed", mine  # mallory's cancel did nothing
+    finally:
+        app.close_all()
+        close_all(parent)

@@ -56,12 +56,13 @@ class Hub:
                 server._methods[method] = self._task_method(server._methods[method])
 
     def _task_method(self, local: Callable[..., Any]) -> Callable[..., Any]:
-        """A task an upstream created is followed there; any other is this server's own."""
+        """A task an upstream created for this client is followed there; any other is this
+        server's own, or unknown: another client's is answered as an unknown id (TX-07, tasks.py)."""
 
         def handler(session: Any, req: Any) -> Any:
             task_id = (req.params or {}).get("taskId")
             for upstream in list(self.upstreams):
-                if task_id in upstream._tasks:
+                if upstream._tasks.owns(task_id, session):
                     return upstream.forward_task(session, req)
             return local(session, req)
 

@@ -34,6 +34,7 @@ from ..server.session import caller_of
 from .hub import hub_of, upstreams_of
 from .loop import upstream_loop
 from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner
+from .tasks import TaskOwners
 from .toolpolicy import ToolPolicy, toml_key
 
 __all__ = ["Upstream", "proxy_server", "upstreams_of"]
@@ -115,7 +116,7 @@ class Upstream:
         self._owned: set[int] = set()  # ids of the Resource/ResourceTemplate objects registered here
         self._subscribed: set[str] = set()
         self._calls: list[Call] = []
-        self._tasks: set[str] = set()  # ids of the tasks this upstream created for a client
+        self._tasks = TaskOwners()  # the tasks this upstream created, and for whom (tasks.py)
         self._dirty: set[str] = set()
         #: the upstream's last tool and prompt lists, kept to match them again when another
         #: upstream is mounted or closed (whose prefix a shared tool policy's rules may name)
@@ -743,7 +744,7 @@ class Upstream:
                 if tool and isinstance(result, dict) and result.get("resultType") == "task":
                     task_id = result.get("taskId")
                     if isinstance(task_id, str):
-                        self._tasks.add(task_id)
+                        self._tasks.add(task_id, ctx._session)
                 return result
             answers = await inputs_of(ctx, result.get("inputRequests") or {})
             params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
