@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Server
+from mcpkit import Context, Server
 from mcpkit.client import Client
 from mcpkit.proxy import upstreams_of
 
@@ -92,3 +92,45 @@ async def test_a_task_an_upstream_created_for_one_principal_is_unknown_to_anothe
     finally:
         app.close_all()
         close_all(parent)
+
+
+@aio
+async def test_an_upstreams_stray_answers_and_notifications_do_not_pile_up_in_the_proxy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the upstream's Client kept every notification, server request and answer to an id never
+    # asked, for as long as the proxy ran: a flood of them grew the proxy by hundreds of MB
+    monkeypatch.setenv("HOSTILE", "stray")
+    monkeypatch.setenv("FLOOD", "5000")
+    proxy = Server.proxy([sys.executable, HOSTILE])
+    upstream = upstreams_of(proxy)[0]
+    logs: list[Any] = []
+    try:
+        async with Client(proxy, on_log=logs.append) as client:
+            assert (await client.call_tool("flood"))["content"][0]["text"] == "flooded"
+            await until(lambda: any(line.get("data") == "flood done" for line in logs))
+            assert len(logs) == 5001  # the caller's call was in flight: its log lines are its own
+            kept = upstream._client
+            assert kept is not None
+            assert (len(kept.notifications), len(kept.unmatched), len(kept.server_requests)) == (0, 0, 0)
+            assert (await client.call_tool("read"))["content"][0]["text"] == "ran read"
+    finally:
+        close_all(proxy)
+
+
+@aio
+async def test_a_client_keeps_the_newest_messages_it_is_told_to() -> None:
+    server = Server("chatty")
+
+    @server.tool
+    async def chat(n: int, ctx: Context) -> str:
+        for i in range(n):
+            await ctx.log("info", f"line {i}")
+        return "done"
+
+    async with Client(server, keep_messages=10) as client:
+        await client.call_tool("chat", {"n": 100})
+        kept = [n["params"]["data"] for n in client.notifications if n["method"] == "notifications/message"]
+        assert 10 <= len(kept) <= 20 and kept[-1] == "line 99"
+    async with Client(server) as client:  # by default every one is kept, as before
+        await client.call_tool("chat", {"n": 100})
+        assert sum(n["method"] == "notifications/message" for n in client.notifications) == 100

@@ -196,13 +196,14 @@ class Upstream:
             client.on_notification = self._on_notification
             client.on_log = self._on_log
             client.capabilities.update(_CLIENT_CAPS)
+            client.keep_messages = 0  # what it receives is relayed, not kept: memory stays flat
             return client
         options = {k: v for k, v in self._client_options.items() if v is not None}
         return Client(
             self.target, timeout=self.timeout, capabilities=dict(_CLIENT_CAPS),
             sampling_handler=self._relay("sampling/createMessage"),
             elicitation_handler=self._relay("elicitation/create"), roots=self._roots,
-            on_notification=self._on_notification, on_log=self._on_log, **options,
+            on_notification=self._on_notification, on_log=self._on_log, keep_messages=0, **options,
         )
 
     def _connect(self) -> Client:

@@ -46,10 +46,10 @@ TOOLS = [
 def flood():
     for n in range(int(os.environ.get("FLOOD", "20000"))):
         send({"jsonrpc": "2.0", "id": 10**6 + n, "result": {"stray": "x" * 200}})
-        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "debug", "data": "x" * 200}})
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x" * 200}})
         send({"jsonrpc": "2.0", "method": "notifications/progress",
               "params": {"progressToken": f"nobody-{n}", "progress": n}})
-    send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "debug", "data": "flood done"}})
+    send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "flood done"}})
 
 
 def handle(msg):
