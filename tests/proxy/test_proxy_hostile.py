@@ -134,3 +134,33 @@ async def test_a_client_keeps_the_newest_messages_it_is_told_to() -> None:
     async with Client(server) as client:  # by default every one is kept, as before
         await client.call_tool("chat", {"n": 100})
         assert sum(n["method"] == "notifications/message" for n in client.notifications) == 100
+
+
+@aio
+async def test_one_upstream_list_change_is_one_list_changed_for_the_clients() -> None:
+    # every tool registered or withdrawn was its own list_changed (TL-13): an upstream adding 30
+    # tools made each client re-list 30 times, on every change and every reconnection
+    source = Server("source")
+    source.add_tool("first", lambda a: "x", input_schema={"type": "object"})
+    parent = Server("parent")
+    upstream = parent.mount(source, prefix="s")
+    try:
+        async with Client(parent) as client:
+            await client.list_tools()
+            client.notifications.clear()
+            with source.batch_changes():
+                for i in range(30):
+                    source.add_tool(f"t{i}", lambda a: "x", input_schema={"type": "object"})
+            changed = "notifications/tools/list_changed"
+            await until(lambda: "s_t29" in parent.tools and any(n["method"] == changed for n in client.notifications))
+            await asyncio.sleep(0.3)  # anything else on its way
+            assert sum(n["method"] == changed for n in client.notifications) == 1
+            assert len(await client.list_tools()) == 31
+            client.notifications.clear()
+            upstream.close()
+            await until(lambda: any(n["method"] == changed for n in client.notifications))
+            await asyncio.sleep(0.3)
+            assert sum(n["method"] == changed for n in client.notifications) == 1
+            assert await client.list_tools() == []
+    finally:
+        close_all(parent)

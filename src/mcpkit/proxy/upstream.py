@@ -31,7 +31,7 @@ from ..protocol.revisions import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_L
 from ..server.compose import Names
 from ..server.context import Context
 from ..server.session import caller_of
-from .hub import hub_of, upstreams_of
+from .hub import batched, hub_of, upstreams_of
 from .loop import upstream_loop
 from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner
 from .tasks import TaskOwners
@@ -138,7 +138,7 @@ class Upstream:
         )
         self.bridge.on_change(self._on_bridge)
         hub = hub_of(server)
-        with hub.lock:
+        with batched(server), hub.lock:
             hub.upstreams.append(self)
             for other in hub.upstreams[:-1]:
                 other._refresh()  # its names under this prefix are this upstream's now
@@ -172,14 +172,15 @@ class Upstream:
 
     def close(self) -> None:
         """Stop supervising and close the connection; the mirrored items are withdrawn."""
-        self.bridge.stop()
         hub = hub_of(self.server)
-        with hub.lock:
-            self._withdraw(tools=True)
-            if self in hub.upstreams:
-                hub.upstreams.remove(self)
-                for other in hub.upstreams:
-                    other._refresh()  # a shared policy's rules, and which names are whose, may read otherwise now
+        with batched(self.server):  # down, then withdrawn: one list_changed per kind
+            self.bridge.stop()
+            with hub.lock:
+                self._withdraw(tools=True)
+                if self in hub.upstreams:
+                    hub.upstreams.remove(self)
+                    for other in hub.upstreams:
+                        other._refresh()  # a shared policy's rules, and which names are whose, may read otherwise now
 
     @property
     def last_error(self) -> str | None:
@@ -283,7 +284,7 @@ class Upstream:
             self._withdraw(tools=False)
 
     def _withdraw(self, *, tools: bool) -> None:
-        with hub_of(self.server).lock:
+        with batched(self.server), hub_of(self.server).lock:  # in this order everywhere (hub.py)
             self._withdraw_locked(tools)
 
     def _withdraw_locked(self, tools: bool) -> None:
@@ -353,7 +354,8 @@ class Upstream:
         elif kind == "resources":
             resources = await client.list_resources() if "resources" in caps else []
             templates = await client.list_resource_templates() if "resources" in caps else []
-            self._apply_resources(resources, templates)
+            with batched(self.server):
+                self._apply_resources(resources, templates)
         else:
             self._apply_prompts(await client.list_prompts() if "prompts" in caps else [])
 
@@ -398,7 +400,7 @@ class Upstream:
                             toml_key(name))
 
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
-        with hub_of(self.server).lock:  # against the other upstreams, which a mount or close changes
+        with batched(self.server), hub_of(self.server).lock:  # the other upstreams: a mount or close changes them
             self._apply_tools_locked(items)
 
     def _apply_tools_locked(self, items: list[dict[str, Any]]) -> None:
@@ -545,7 +547,7 @@ class Upstream:
         return out
 
     def _apply_prompts(self, items: list[dict[str, Any]]) -> None:
-        with hub_of(self.server).lock:
+        with batched(self.server), hub_of(self.server).lock:
             self._apply_prompts_locked(items)
 
     def _apply_prompts_locked(self, items: list[dict[str, Any]]) -> None:
