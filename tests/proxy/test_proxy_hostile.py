@@ -63,6 +63,7 @@ async def test_what_an_upstream_says_while_completing_for_one_client_never_reach
 
 
 @aio
+@pytest.mark.req("TX-07")
 async def test_a_task_an_upstream_created_for_one_principal_is_unknown_to_another() -> None:
     # upstream, every task is the proxy's: the proxy forwarded tasks/get, tasks/update and
     # tasks/cancel of any task id it had seen, for whoever sent it (TX-07 held for its own tasks)
@@ -137,6 +138,7 @@ async def test_a_client_keeps_the_newest_messages_it_is_told_to() -> None:
 
 
 @aio
+@pytest.mark.req("TL-13")
 async def test_one_upstream_list_change_is_one_list_changed_for_the_clients() -> None:
     # every tool registered or withdrawn was its own list_changed (TL-13): an upstream adding 30
     # tools made each client re-list 30 times, on every change and every reconnection
