@@ -67,6 +67,7 @@ class Client:
         on_notification: Callable[[dict[str, Any]], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
         tracer_provider: Any = None,
+        keep_messages: int | None = None,
     ) -> None:
         from .. import __version__
 
@@ -102,6 +103,11 @@ class Client:
         self.instructions: str | None = None
         #: the result of initialize (or server/discover)
         self.connect_result: dict[str, Any] | None = None
+        #: what the server sent: its notifications, answers nobody waits for, its requests; each
+        #: list keeps the newest ``keep_messages`` (up to twice that between trims; None: all,
+        #: for a short session or a test). A long-lived client keeps few: a proxy's keeps none,
+        #: so a chatty or hostile server cannot fill its memory
+        self.keep_messages = keep_messages
         self.notifications: list[dict[str, Any]] = []
         self.unmatched: list[dict[str, Any]] = []
         self.server_requests: list[dict[str, Any]] = []
@@ -341,7 +347,7 @@ class Client:
     def _on_message(self, msg: dict[str, Any]) -> None:
         if "method" in msg:
             if "id" in msg:
-                self.server_requests.append(msg)
+                self._keep(self.server_requests, msg)
                 task = asyncio.get_running_loop().create_task(self._answer(msg))
                 self._answering[msg["id"]] = task
                 task.add_done_callback(lambda t, rid=msg["id"]: self._answering.pop(rid, None))
@@ -350,7 +356,7 @@ class Client:
             return
         fut = self._pending.pop(msg.get("id"), None) if isinstance(msg.get("id"), (int, str)) else None
         if fut is None or fut.done():
-            self.unmatched.append(msg)
+            self._keep(self.unmatched, msg)
         elif "error" in msg:
             fut.set_exception(RpcError.from_error(msg["error"]))
         else:
@@ -369,8 +375,17 @@ class Client:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
+    def _keep(self, record: list[dict[str, Any]], msg: dict[str, Any]) -> None:
+        limit = self.keep_messages
+        if limit is None:
+            record.append(msg)
+        elif limit > 0:
+            record.append(msg)
+            if len(record) > 2 * limit:  # trimmed by halves: appends stay O(1)
+                del record[:-limit]
+
     def _on_notification(self, msg: dict[str, Any]) -> None:
-        self.notifications.append(msg)
+        self._keep(self.notifications, msg)
         method = msg.get("method")
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         if method == "notifications/progress":

@@ -12,15 +12,16 @@ another by naming a tool after it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .upstream import Upstream
 
-__all__ = ["Hub", "hub_of", "upstreams_of"]
+__all__ = ["Hub", "batched", "hub_of", "upstreams_of"]
 
 
 class Hub:
@@ -56,12 +57,13 @@ class Hub:
                 server._methods[method] = self._task_method(server._methods[method])
 
     def _task_method(self, local: Callable[..., Any]) -> Callable[..., Any]:
-        """A task an upstream created is followed there; any other is this server's own."""
+        """A task an upstream created for this client is followed there; any other is this
+        server's own, or unknown: another client's is answered as an unknown id (TX-07, tasks.py)."""
 
         def handler(session: Any, req: Any) -> Any:
             task_id = (req.params or {}).get("taskId")
             for upstream in list(self.upstreams):
-                if task_id in upstream._tasks:
+                if upstream._tasks.owns(task_id, session):
                     return upstream.forward_task(session, req)
             return local(session, req)
 
@@ -96,3 +98,18 @@ def upstreams_of(server: Any) -> list[Upstream]:
     """The upstreams mirrored into ``server`` (mounted or proxied), in the order they were added."""
     hub = _HUBS.get(server)
     return list(hub.upstreams) if hub is not None else []
+
+
+@contextlib.contextmanager
+def batched(server: Any) -> Iterator[None]:
+    """``server.batch_changes()`` around what one listing of an upstream changes: its clients get
+    one ``list_changed`` per kind, not one per tool (TL-13), however many tools an upstream lists
+    or re-lists. Not while another thread's batch is open (that thread may be waiting for this
+    one: a mount made inside ``batch_changes``): each change is then announced as it is made.
+    Taken before :attr:`Hub.lock`, never inside it, so the two locks are always taken in one order."""
+    batch = server._batch
+    if batch is not None and batch[0] != threading.get_ident():
+        yield
+        return
+    with server.batch_changes():
+        yield

@@ -10,6 +10,10 @@ proxy's own log), since a guess would show one client what another's call asked.
 its own (SA-01, EL-01, RT-01); a 2026-07-28 client gets an ``InputRequiredResult`` (MR-01), so
 the downstream request stops there and, when the client retries with the answers, runs again
 and the relay answers the upstream's repeated question from them.
+
+A request forwarded for a client the proxy cannot name (a completion: its handler gets no
+context) is in flight too, as a call of a session no other call shares: what the upstream sends
+meanwhile is never taken for another client's, and nothing is asked of anyone for it.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..client import RpcError
+from ..protocol.errors import INTERNAL_ERROR, McpError
 from ..protocol.revisions import get as get_revision
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
 from ..server.rounds import InputRequired
 
-__all__ = ["CURRENT_CALL", "Call", "ask_downstream", "owner"]
+__all__ = ["CURRENT_CALL", "Call", "ask_downstream", "inputs_of", "owner"]
 
 #: the downstream call an upstream request is made for; set in the task that sends it upstream
 CURRENT_CALL: ContextVar[Call | None] = ContextVar("mcpkit_proxy_call", default=None)
@@ -35,24 +40,34 @@ _CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elic
 
 class Call:
     """A downstream request in flight through the proxy: its context, its loop, and the future
-    that stops it when the downstream client has to answer first (2026-07-28)."""
+    that stops it when the downstream client has to answer first (2026-07-28). ``ctx`` None: a
+    request of a client the proxy cannot name (a completion), whose ``session`` is its own."""
 
-    __slots__ = ("ctx", "loop", "abort")
+    __slots__ = ("ctx", "loop", "abort", "session")
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context | None) -> None:
         self.ctx = ctx
+        #: whose call this is; an unnamed client's is an object no other call has
+        self.session: Any = ctx._session if ctx is not None else object()
         self.loop = asyncio.get_running_loop()
         self.abort: asyncio.Future[None] = self.loop.create_future()
 
-    def log(self, level: str, data: Any, logger: str | None) -> None:
+    def log(self, level: str, data: Any, logger: str | None) -> bool:
+        """Pass an upstream's log line to this call's client; False when there is none to name."""
+        if self.ctx is None:
+            return False
         try:
             self.ctx.log(level, data, logger)
         except Exception:  # noqa: BLE001 - a log line must not fail the call
             pass
+        return True
 
     async def ask(self, method: str, params: dict[str, Any] | None) -> Any:
         """On the downstream loop: ask the downstream client, in its revision."""
         ctx = self.ctx
+        if ctx is None:
+            raise RpcError(_INTERNAL_ERROR, f"{method}: the request in flight through this proxy is not a call "
+                                            "whose client can be asked (a completion); not asked")
         capability = _CAPABILITY[method]
         if capability not in (ctx.client_capabilities or {}):
             raise RpcError(_INVALID_REQUEST, f"the client did not declare the {capability!r} capability")
@@ -92,9 +107,9 @@ def owner(calls: list[Call]) -> Call | None:
     if not calls:
         return None
     newest = calls[-1]
-    session = newest.ctx._session
+    session = newest.session
     for other in calls:
-        if other.ctx._session is not session:
+        if other.session is not session:
             return None
     return newest
 
@@ -109,3 +124,25 @@ async def ask_downstream(calls: list[Call], method: str, params: dict[str, Any] 
                                         "the upstream's transport does not say which one this is for; not asked, "
                                         "so that no client sees what another's call asks")
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call.ask(method, params), call.loop))
+
+
+async def inputs_of(ctx: Context, requests: dict[str, Any]) -> dict[str, Any]:
+    """The client's answers to a 2026-07-28 upstream's input requests, keyed as the upstream keyed
+    them. A 2026-07-28 client has not answered yet: every request is recorded first, so the
+    InputRequiredResult lists all of them, and then this downstream request stops (MR-01)."""
+    answers: dict[str, Any] = {}
+    missing = False
+    for key, request in requests.items():
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise McpError(INTERNAL_ERROR, f"the upstream sent a malformed input request {key!r}")
+        got = ctx._ask(request["method"], request.get("params"), None, key)
+        if hasattr(got, "ok") and hasattr(got, "answer"):  # a 2026-07-28 input (server/context.py)
+            if got.ok:
+                answers[key] = got.answer
+            else:
+                missing = True
+        else:
+            answers[key] = await got
+    if missing:
+        raise InputRequired()
+    return answers

@@ -30,11 +30,11 @@ from ..protocol.errors import INTERNAL_ERROR, McpError, ToolError
 from ..protocol.revisions import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, LOG_LEVELS
 from ..server.compose import Names
 from ..server.context import Context
-from ..server.rounds import InputRequired
 from ..server.session import caller_of
-from .hub import hub_of, upstreams_of
+from .hub import batched, hub_of, upstreams_of
 from .loop import upstream_loop
-from .relay import CURRENT_CALL, Call, ask_downstream, owner
+from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner
+from .tasks import TaskOwners
 from .toolpolicy import ToolPolicy, toml_key
 
 __all__ = ["Upstream", "proxy_server", "upstreams_of"]
@@ -116,7 +116,7 @@ class Upstream:
         self._owned: set[int] = set()  # ids of the Resource/ResourceTemplate objects registered here
         self._subscribed: set[str] = set()
         self._calls: list[Call] = []
-        self._tasks: set[str] = set()  # ids of the tasks this upstream created for a client
+        self._tasks = TaskOwners()  # the tasks this upstream created, and for whom (tasks.py)
         self._dirty: set[str] = set()
         #: the upstream's last tool and prompt lists, kept to match them again when another
         #: upstream is mounted or closed (whose prefix a shared tool policy's rules may name)
@@ -138,7 +138,7 @@ class Upstream:
         )
         self.bridge.on_change(self._on_bridge)
         hub = hub_of(server)
-        with hub.lock:
+        with batched(server), hub.lock:
             hub.upstreams.append(self)
             for other in hub.upstreams[:-1]:
                 other._refresh()  # its names under this prefix are this upstream's now
@@ -172,14 +172,15 @@ class Upstream:
 
     def close(self) -> None:
         """Stop supervising and close the connection; the mirrored items are withdrawn."""
-        self.bridge.stop()
         hub = hub_of(self.server)
-        with hub.lock:
-            self._withdraw(tools=True)
-            if self in hub.upstreams:
-                hub.upstreams.remove(self)
-                for other in hub.upstreams:
-                    other._refresh()  # a shared policy's rules, and which names are whose, may read otherwise now
+        with batched(self.server):  # down, then withdrawn: one list_changed per kind
+            self.bridge.stop()
+            with hub.lock:
+                self._withdraw(tools=True)
+                if self in hub.upstreams:
+                    hub.upstreams.remove(self)
+                    for other in hub.upstreams:
+                        other._refresh()  # a shared policy's rules, and which names are whose, may read otherwise now
 
     @property
     def last_error(self) -> str | None:
@@ -196,13 +197,14 @@ class Upstream:
             client.on_notification = self._on_notification
             client.on_log = self._on_log
             client.capabilities.update(_CLIENT_CAPS)
+            client.keep_messages = 0  # what it receives is relayed, not kept: memory stays flat
             return client
         options = {k: v for k, v in self._client_options.items() if v is not None}
         return Client(
             self.target, timeout=self.timeout, capabilities=dict(_CLIENT_CAPS),
             sampling_handler=self._relay("sampling/createMessage"),
             elicitation_handler=self._relay("elicitation/create"), roots=self._roots,
-            on_notification=self._on_notification, on_log=self._on_log, **options,
+            on_notification=self._on_notification, on_log=self._on_log, keep_messages=0, **options,
         )
 
     def _connect(self) -> Client:
@@ -282,7 +284,7 @@ class Upstream:
             self._withdraw(tools=False)
 
     def _withdraw(self, *, tools: bool) -> None:
-        with hub_of(self.server).lock:
+        with batched(self.server), hub_of(self.server).lock:  # in this order everywhere (hub.py)
             self._withdraw_locked(tools)
 
     def _withdraw_locked(self, tools: bool) -> None:
@@ -352,7 +354,8 @@ class Upstream:
         elif kind == "resources":
             resources = await client.list_resources() if "resources" in caps else []
             templates = await client.list_resource_templates() if "resources" in caps else []
-            self._apply_resources(resources, templates)
+            with batched(self.server):
+                self._apply_resources(resources, templates)
         else:
             self._apply_prompts(await client.list_prompts() if "prompts" in caps else [])
 
@@ -397,7 +400,7 @@ class Upstream:
                             toml_key(name))
 
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
-        with hub_of(self.server).lock:  # against the other upstreams, which a mount or close changes
+        with batched(self.server), hub_of(self.server).lock:  # the other upstreams: a mount or close changes them
             self._apply_tools_locked(items)
 
     def _apply_tools_locked(self, items: list[dict[str, Any]]) -> None:
@@ -544,7 +547,7 @@ class Upstream:
         return out
 
     def _apply_prompts(self, items: list[dict[str, Any]]) -> None:
-        with hub_of(self.server).lock:
+        with batched(self.server), hub_of(self.server).lock:
             self._apply_prompts_locked(items)
 
     def _apply_prompts_locked(self, items: list[dict[str, Any]]) -> None:
@@ -607,7 +610,7 @@ class Upstream:
         from ..server.dispatch import call_nested
 
         call = CURRENT_CALL.get()
-        if call is None or call not in self._calls:
+        if call is None or call.ctx is None or call not in self._calls:
             refusal = {"content": [{"type": "text", "text": f"Tool {name!r} cannot be called here: this server is "
                                     "mounted, and no call of the parent's is in flight to call it for."}],
                        "isError": True}
@@ -627,7 +630,7 @@ class Upstream:
         """The parent's session whose call the mounted Server's current request serves; None
         outside one."""
         call = CURRENT_CALL.get()
-        if call is None or call not in self._calls:
+        if call is None or call.ctx is None or call not in self._calls:
             return None
         return call.ctx._session
 
@@ -677,12 +680,13 @@ class Upstream:
             if tool:
                 raise self.bridge.not_connected_error()
             raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not connected ({self.bridge.last_error})")
-        call = Call(ctx) if ctx is not None else None
+        # a request without a context (a completion) is in flight too, as an unnamed client's:
+        # what the upstream sends meanwhile must not go to a client whose call happens to be
+        call = Call(ctx)
         progress = None
         if ctx is not None and ctx.progress_token is not None:
             progress = ctx.report_progress
-        if call is not None:
-            self._calls.append(call)
+        self._calls.append(call)
         try:
             if client.modern and ctx is not None:
                 return await self._exchange_modern(client, ctx, method, params, progress, tool)
@@ -700,10 +704,9 @@ class Upstream:
                 raise self.bridge.not_connected_error() from None
             raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not reachable: {exc}") from None
         finally:
-            if call is not None:
-                self._calls.remove(call)
+            self._calls.remove(call)
 
-    async def _exchange(self, client: Client, call: Call | None, method: str, params: dict[str, Any],
+    async def _exchange(self, client: Client, call: Call, method: str, params: dict[str, Any],
                         progress: Any) -> Any:
         """One request to a handshake-era upstream; what it asks meanwhile is relayed (relay.py)."""
         async def send() -> Any:
@@ -712,8 +715,6 @@ class Upstream:
 
         task = asyncio.ensure_future(self._loop.run_here(send()))
         try:
-            if call is None:
-                return await task
             await asyncio.wait({task, call.abort}, return_when=asyncio.FIRST_COMPLETED)
             if task.done():
                 return task.result()
@@ -746,9 +747,9 @@ class Upstream:
                 if tool and isinstance(result, dict) and result.get("resultType") == "task":
                     task_id = result.get("taskId")
                     if isinstance(task_id, str):
-                        self._tasks.add(task_id)
+                        self._tasks.add(task_id, ctx._session)
                 return result
-            answers = await _inputs(ctx, result.get("inputRequests") or {})
+            answers = await inputs_of(ctx, result.get("inputRequests") or {})
             params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
             params["inputResponses"] = answers
             if "requestState" in result:
@@ -784,9 +785,7 @@ class Upstream:
         level = params.get("level")
         logger = params.get("logger") if isinstance(params.get("logger"), str) else None
         call = owner(self._calls)  # the call it belongs to, where that is known (relay.py)
-        if call is not None and level in LOG_LEVELS:
-            call.log(level, params.get("data"), logger)
-        else:
+        if not (call is not None and level in LOG_LEVELS and call.log(level, params.get("data"), logger)):
             log.log(_PY_LEVELS.get(str(level), logging.INFO), "upstream %s%s: %s", self.name,
                     f" ({logger})" if logger else "", params.get("data"))
 
@@ -804,11 +803,16 @@ class Upstream:
         self._subscribed.add(uri)
 
         async def send() -> None:
+            call = Call(None)  # no client's call (relay.py): what the upstream sends meanwhile is nobody's
+            CURRENT_CALL.set(call)
+            self._calls.append(call)
             try:
                 await client.subscribe(upstream_uri)
             except (ClientError, RpcError) as exc:
                 self._subscribed.discard(uri)
                 log.warning("upstream %s: could not subscribe to %s: %s", self.name, upstream_uri, exc)
+            finally:
+                self._calls.remove(call)
 
         self._loop.submit(send())
 
@@ -825,28 +829,6 @@ class Upstream:
 
 _MAX_INPUT_ROUNDS = 16
 _FOREVER = 10.0**9  # seconds: a listen stream has no answer to wait for
-
-
-async def _inputs(ctx: Context, requests: dict[str, Any]) -> dict[str, Any]:
-    """The client's answers to a 2026-07-28 upstream's input requests, keyed as the upstream keyed
-    them. A 2026-07-28 client has not answered yet: every request is recorded first, so the
-    InputRequiredResult lists all of them, and then this downstream request stops (MR-01)."""
-    answers: dict[str, Any] = {}
-    missing = False
-    for key, request in requests.items():
-        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-            raise McpError(INTERNAL_ERROR, f"the upstream sent a malformed input request {key!r}")
-        got = ctx._ask(request["method"], request.get("params"), None, key)
-        if hasattr(got, "ok") and hasattr(got, "answer"):  # a 2026-07-28 input (server/context.py)
-            if got.ok:
-                answers[key] = got.answer
-            else:
-                missing = True
-        else:
-            answers[key] = await got
-    if missing:
-        raise InputRequired()
-    return answers
 
 
 #: what the proxy declares upstream: it can ask the real client for all of these
