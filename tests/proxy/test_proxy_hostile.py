@@ -132,9 +132,13 @@ async def test_a_client_keeps_the_newest_messages_it_is_told_to() -> None:
         await client.call_tool("chat", {"n": 100})
         kept = [n["params"]["data"] for n in client.notifications if n["method"] == "notifications/message"]
         assert 10 <= len(kept) <= 20 and kept[-1] == "line 99"
-    async with Client(server) as client:  # by default every one is kept, as before
+    async with Client(server) as client:  # by default the newest 10,000: all of these
         await client.call_tool("chat", {"n": 100})
         assert sum(n["method"] == "notifications/message" for n in client.notifications) == 100
+    async with Client(server, keep_messages=None) as client:  # None: every one, unbounded
+        await client.call_tool("chat", {"n": 100})
+        assert sum(n["method"] == "notifications/message" for n in client.notifications) == 100
+    assert Client(server).keep_messages == 10_000  # a long-lived client is bounded by default
 
 
 @aio

@@ -67,7 +67,7 @@ class Client:
         on_notification: Callable[[dict[str, Any]], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
         tracer_provider: Any = None,
-        keep_messages: int | None = None,
+        keep_messages: int | None = 10_000,
     ) -> None:
         from .. import __version__
 
@@ -104,9 +104,9 @@ class Client:
         #: the result of initialize (or server/discover)
         self.connect_result: dict[str, Any] | None = None
         #: what the server sent: its notifications, answers nobody waits for, its requests; each
-        #: list keeps the newest ``keep_messages`` (up to twice that between trims; None: all,
-        #: for a short session or a test). A long-lived client keeps few: a proxy's keeps none,
-        #: so a chatty or hostile server cannot fill its memory
+        #: list keeps the newest ``keep_messages`` (up to twice that between trims; None: all).
+        #: Bounded by default, so a long-lived client of a chatty or hostile server does not fill
+        #: its memory; a proxy's keeps none (it relays them)
         self.keep_messages = keep_messages
         self.notifications: list[dict[str, Any]] = []
         self.unmatched: list[dict[str, Any]] = []
