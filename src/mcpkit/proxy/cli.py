@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any
