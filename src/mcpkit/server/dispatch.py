@@ -237,8 +237,8 @@ async def _settle_awaitable(awaitable: Any) -> Any:
 
 
 class _Unknown:
-    """Stands in for a tool that does not exist, so its refusal takes the pipeline (and is
-    audited) like any other call."""
+    """Stands in for a tool, resource or prompt that does not exist, so under a policy or
+    middleware its refusal takes the pipeline (and is audited) like a request for one that does."""
 
     actions = None
     options = None
@@ -248,33 +248,24 @@ class _Unknown:
     is_async = False
     context_param = None
     task = None
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-class _Missing:
-    """Stands in for a resource or prompt that does not exist, so under a policy or middleware
-    its refusal takes the pipeline (and is audited) like a read of one that does."""
-
+    handler = None
     uri = None
     template = None
-    scopes = ()
-    is_async = False
-    context_param = None
-    handler = None
-    options = None
-    actions = None
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+
+def _missing(server: Any, req: RequestReceived, kind: str, name: str) -> McpError:
+    """The refusal of a read or prompt of nothing registered."""
+    if kind == "read_resource":
+        return server.not_found(name, req.revision)  # RS-08
+    name = clipped(name)
+    return McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
 
 
 def _raise_missing(cc: CallContext, mode: str) -> Any:
-    if cc.kind == "read_resource":
-        raise cc.session.server.not_found(cc.name, cc.request.revision)
-    name = clipped(cc.name)
-    raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
+    raise _missing(cc.session.server, cc.request, cc.kind, cc.name)
 
 
 def _start(pipe: Pipe, cc: CallContext) -> Any:
@@ -521,25 +512,24 @@ def _run_kind(session: ServerSession, req: RequestReceived, kind: str, item: Any
 
 def read_resource(session: ServerSession, req: RequestReceived) -> Any:
     uri = _str_param(req.params or {}, "uri", "resources/read")
-    server = session.server
-    found = server.find_resource(uri)
+    found = session.server.find_resource(uri)
     if found is None:
-        if server._policy is None and not server._middleware:
-            raise server.not_found(uri, req.revision)
         return _run_missing(session, req, "read_resource", uri, None)
     item, variables = found
     return _run_kind(session, req, "read_resource", item, uri, variables)
 
 
 def _run_missing(session: ServerSession, req: RequestReceived, kind: str, name: str, arguments: Any) -> Any:
-    """A read or prompt of nothing registered, refused in a pipeline of its own (not kept:
-    the names are the caller's)."""
-    missing = _Missing(name)
-    pipe = build_pipe(session.server, kind, missing)
-    cc = CallContext(session, req, kind, missing, name, arguments)
+    """A read or prompt of nothing registered: refused at once, or under a policy or middleware
+    in a pipeline of its own (not kept: the names are the caller's)."""
+    server = session.server
+    if server._policy is None and not server._middleware:
+        raise _missing(server, req, kind, name)
+    unknown = _Unknown(name)
+    pipe = build_pipe(server, kind, unknown)
     if pipe.plain:
-        return _raise_missing(cc, "sync")
-    return _start(pipe, cc)
+        raise _missing(server, req, kind, name)
+    return _start(pipe, CallContext(session, req, kind, unknown, name, arguments))
 
 
 def _read(cc: CallContext, mode: str) -> Any:
@@ -586,12 +576,8 @@ def unsubscribe(session: ServerSession, req: RequestReceived) -> dict[str, Any]:
 def get_prompt(session: ServerSession, req: RequestReceived) -> Any:
     params = req.params or {}
     name = _str_param(params, "name", "prompts/get")
-    server = session.server
-    prompt = server._prompts.get(name)
+    prompt = session.server._prompts.get(name)
     if prompt is None:
-        if server._policy is None and not server._middleware:
-            name = clipped(name)
-            raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})  # PM-05
         return _run_missing(session, req, "get_prompt", name, params.get("arguments"))
     return _run_kind(session, req, "get_prompt", prompt, name, params.get("arguments"))
 
@@ -704,7 +690,7 @@ def build_pipe(server: Any, kind: str, item: Any) -> Pipe:
     else:
         plain = not steps
         handler_async = _handler_async(server, kind, item)
-        run_handler = _raise_missing if isinstance(item, _Missing) else TERMINALS[kind]  # type: ignore[assignment]
+        run_handler = _raise_missing if isinstance(item, _Unknown) else TERMINALS[kind]  # type: ignore[assignment]
     is_async = handler_async or any_async(steps, kind)
     if kind == "call_tool":
         terminal: Callable[[CallContext], Any] = partial(run_handler, is_async=is_async)
