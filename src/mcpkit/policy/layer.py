@@ -147,17 +147,13 @@ def visible(server: Any, tool: Any) -> bool:
     return True
 
 
-def action_scopes(server: Any, tool: Any, action: str) -> tuple[str, ...]:
-    """The scopes the action ``action`` of the manager tool ``tool`` needs beyond the tool's
-    own (those of the tool registered with the same function), as the call path checks them:
-    the HTTP layer asks, to answer 403 before anything runs (AU-09)."""
+def action_scopes(server: Any, tool: Any) -> dict[str, tuple[str, ...]]:
+    """The scopes each action of the manager tool ``tool`` needs beyond the tool's own (those of
+    the tool registered with the same function), as the action step adds them: for the HTTP
+    layer's 403 before anything runs (AU-09), and for a mount's mirror of the tool."""
     from .chain import settings_of
 
-    act = tool.actions.get(action)
-    if act is None:
-        return ()
-    settings = settings_of(server, tool).actions.get(act.name)
-    return settings.scopes if settings is not None else ()
+    return {name: act.scopes for name, act in settings_of(server, tool).actions.items() if act.scopes}
 
 
 def started(server: Any) -> None:

@@ -30,6 +30,7 @@ from ..protocol.errors import INTERNAL_ERROR, McpError, ToolError
 from ..protocol.revisions import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, LOG_LEVELS
 from ..server.compose import Names
 from ..server.context import Context
+from ..server.pipeline import policy_layer
 from ..server.session import caller_of
 from .hub import batched, hub_of, upstreams_of
 from .loop import upstream_loop
@@ -650,10 +651,7 @@ class Upstream:
         tool = child._tools.get(upstream_name) if _is_server(child) else None
         if tool is None or getattr(tool, "actions", None) is None:
             return None
-        from ..policy.chain import settings_of
-
-        needed = {name: act.scopes for name, act in settings_of(child, tool).actions.items() if act.scopes}
-        return needed or None
+        return policy_layer().action_scopes(child, tool) or None
 
     def _scopes(self, kind: str, key: str) -> tuple[str, ...]:
         """The OAuth scopes of a mounted Server's own item (``scopes=``): the child is driven in

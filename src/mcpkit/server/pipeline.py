@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..protocol.engine import RequestReceived
     from .session import ServerSession
 
-__all__ = ["CORRELATION_ID", "CallContext", "CallNext", "HOOKS", "Middleware", "Pipe", "policy_layer"]
+__all__ = ["CORRELATION_ID", "CallContext", "CallNext", "HOOKS", "Middleware", "Pipe", "policy_layer", "scopes_for"]
 
 #: kind -> (hook name, JSON-RPC method)
 HOOKS: dict[str, tuple[str, str]] = {
@@ -136,15 +136,7 @@ class CallContext:
         scopes = self._scopes
         if scopes is not None:
             return scopes
-        item = self.item
-        own = getattr(item, "scopes", ()) or ()
-        per_action = getattr(item, "action_scopes", None)
-        if per_action and isinstance(self.arguments, dict):
-            action = self.arguments.get("action")
-            more = per_action.get(action) if isinstance(action, str) else None
-            if more:
-                return tuple(dict.fromkeys([*own, *more]))
-        return own
+        return scopes_for(self.item, self.arguments)
 
     @scopes.setter
     def scopes(self, value: tuple[str, ...]) -> None:
@@ -249,7 +241,7 @@ class PolicyLayer(Protocol):
     def manager_tool(self, server: Any, name: str, **kw: Any) -> Any: ...
     def advertise(self, server: Any, tool: Any) -> None: ...
     def visible(self, server: Any, tool: Any) -> bool: ...
-    def action_scopes(self, server: Any, tool: Any, action: str) -> tuple[str, ...]: ...
+    def action_scopes(self, server: Any, tool: Any) -> dict[str, tuple[str, ...]]: ...
     def started(self, server: Any) -> None: ...
     def warm_up(self, server: Any) -> None: ...
     def redact(self, data: Any) -> Any: ...
@@ -267,6 +259,21 @@ def policy_layer() -> PolicyLayer:
     if _LAYER is None:
         _LAYER = importlib.import_module("mcpkit.policy.layer")
     return _LAYER  # type: ignore[no-any-return]
+
+
+def scopes_for(item: Any, arguments: Any, per_action: Any = None) -> tuple[str, ...]:
+    """The scopes a call of ``item`` with ``arguments`` needs: the item's own, and those
+    ``per_action`` (action name -> scopes; default the item's ``action_scopes``, a mount's
+    mirror of a manager) gives the ``action`` the arguments name."""
+    own = getattr(item, "scopes", ()) or ()
+    if per_action is None:
+        per_action = getattr(item, "action_scopes", None)
+    if per_action and isinstance(arguments, dict):
+        action = arguments.get("action")
+        more = per_action.get(action) if isinstance(action, str) else None
+        if more:
+            return tuple(dict.fromkeys([*own, *more]))
+    return own
 
 
 # ------------------------------------------------------------------------------ chaining

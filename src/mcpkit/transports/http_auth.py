@@ -51,19 +51,12 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
 
 
 def _call_scopes(server: Any, tool: Any, arguments: Any) -> tuple[str, ...]:
-    """A manager tool's (or its mirror's) scopes for the action ``arguments`` name: the tool's
-    own, then the action's, as the call path checks them (CallContext.scopes, the action step)."""
-    own = tuple(tool.scopes or ())
-    action = arguments.get("action") if type(arguments) is dict else None
-    if type(action) is not str:
-        return own  # no action named: the call path refuses it, with nothing to run
-    if tool.action_scopes:
-        more = tool.action_scopes.get(action, ())
-    else:
-        from ..server.pipeline import policy_layer
+    """A manager tool's (or its mirror's) scopes for the action ``arguments`` name, as the call
+    path checks them (CallContext.scopes, the action step)."""
+    from ..server.pipeline import policy_layer, scopes_for
 
-        more = policy_layer().action_scopes(server, tool, action)
-    return tuple(dict.fromkeys([*own, *more]))
+    per_action = tool.action_scopes or policy_layer().action_scopes(server, tool)
+    return tuple(scopes_for(tool, arguments, per_action))
 
 
 def scopes_needed(server: Any, payload: Any) -> tuple[str, ...]:
