@@ -78,6 +78,8 @@ async def test_each_read_and_prompt_leaves_one_line_however_it_ends(wire, tmp_pa
         with pytest.raises(RpcError):
             await c.request("prompts/get", {"name": "no-such-prompt", "arguments": {"token": "x"}})
         await c.request("resources/read", {"uri": "notes://" + "x" * 100_000 + "/y"})
+        # a secret cut in two where a long URI is cut: masked whole, not its first characters
+        await c.request("resources/read", {"uri": "notes://2026/" + "x" * 227 + "password=supersecretvalue" + "y" * 99})
     assert _lines(audit)[:10] == [
         ("notes://index", "ok", None, "mallory"),
         ("notes://2026/q3", "ok", None, "mallory"),
@@ -94,6 +96,8 @@ async def test_each_read_and_prompt_leaves_one_line_however_it_ends(wire, tmp_pa
     assert audit.lines[3]["arguments"] == {"code": "x = 1"}
     huge = audit.lines[10]["resource"]
     assert len(huge) < 400 and huge.endswith("[100010 characters]"), huge
+    cut = audit.lines[11]["resource"]
+    assert "supers" not in cut and cut.endswith("[364 characters]"), cut
     assert len({line["correlationId"] for line in audit.lines}) == len(audit.lines)
 
 

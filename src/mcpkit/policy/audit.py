@@ -49,7 +49,7 @@ from orjson import dumps as _orjson_dumps
 from mcpkit import _json
 from mcpkit.policy.redact import Redactor, default_redactor
 
-__all__ = ["STDOUT_NAMES", "AuditLog", "read_lines"]
+__all__ = ["shortened", "STDOUT_NAMES", "AuditLog", "read_lines"]
 
 #: Names that always mean this process's stdout.
 STDOUT_NAMES = frozenset({"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
@@ -332,10 +332,8 @@ class AuditLog:
     def _remember(self, name: str) -> str:
         if len(name) > _NAME_CHARS:
             # a caller-chosen name (an unknown tool's, a nested call's) is not a place for
-            # megabytes, in the line or in this cache: its start is kept, redacted with some text
-            # after it so that a secret cut in two is masked whole
-            clean = self.redactor.redact_text(name[:_NAME_CHARS + _PREVIEW_BYTES])[:_NAME_CHARS]
-            return f"{clean}…[{len(name)} characters]"
+            # megabytes, in the line or in this cache
+            return shortened(name, self.redactor.redact_text)
         clean = self.redactor.redact_text(name)
         if len(self._names) < 4096:  # names can be caller-chosen (a nested call's tool name)
             self._names[name] = clean
@@ -546,6 +544,16 @@ _PREVIEW_BYTES = 256
 _NAME_CHARS = 256
 
 _log = logging.getLogger("mcpkit.audit")
+
+
+def shortened(name: str, redact_text: Callable[[str], str]) -> str:
+    """A name, URI or principal as an audit line keeps it: whole up to 256 characters; a longer
+    (caller-chosen) one as its start, redacted with some text after it so that a secret cut in
+    two is masked whole, and its length."""
+    if len(name) <= _NAME_CHARS:
+        return name
+    clean = redact_text(name[:_NAME_CHARS + _PREVIEW_BYTES])[:_NAME_CHARS]
+    return f"{clean}…[{len(name)} characters]"
 
 
 def _mtime(path: str) -> float:

@@ -24,14 +24,12 @@ import time
 from typing import Any
 
 from ..protocol.errors import INTERNAL_ERROR, McpError
+from .audit import shortened
+from .redact import default_redactor
 
 __all__ = ["READ_AUDIT", "ReadAudit"]
 
 log = logging.getLogger("mcpkit.policy")
-
-#: the longest URI or prompt name a line keeps whole; a longer (caller-chosen) one is cut
-_NAME_CHARS = 256
-
 
 class ReadAudit:
     """One audit line per resources/read and prompts/get (see the module's text)."""
@@ -90,9 +88,8 @@ def _record(cc: Any, what: str, start: float, exc: BaseException | None) -> None
     else:
         outcome = "error" if cc.ran else "denied"
         code = exc.code if isinstance(exc, McpError) else INTERNAL_ERROR
-    name = cc.name
-    if len(name) > _NAME_CHARS:
-        name = f"{name[:_NAME_CHARS]}…[{len(name)} characters]"
+    redactor = getattr(audit, "redactor", None) or default_redactor()
+    name = shortened(cc.name, redactor.redact_text)  # a URI can be megabytes (a template variable)
     try:
         audit.record({
             "correlationId": cc.correlation_id,
