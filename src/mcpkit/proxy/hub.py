@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .upstream import Upstream
 
-__all__ = ["Hub", "batched", "hub_of", "upstreams_of"]
+__all__ = ["Hub", "batched", "changing", "hub_of", "upstreams_of"]
 
 
 class Hub:
@@ -113,3 +113,12 @@ def batched(server: Any) -> Iterator[None]:
         return
     with server.batch_changes():
         yield
+
+
+@contextlib.contextmanager
+def changing(server: Any) -> Iterator[Hub]:
+    """What an upstream's listing, withdrawal or mount changes, in one batch (:func:`batched`)
+    and under the hub's lock: the two taken in the one order they are taken everywhere."""
+    hub = hub_of(server)
+    with batched(server), hub.lock:
+        yield hub

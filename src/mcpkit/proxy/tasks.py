@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from ..server.tasks import _bound_to
+
 __all__ = ["TaskOwners"]
 
 
@@ -38,8 +40,6 @@ class TaskOwners:
 
     def owns(self, task_id: Any, session: Any) -> bool:
         """Whether ``task_id`` is a task of this upstream created for ``session``'s client."""
-        from ..server.tasks import _bound_to
-
         owner = self._owners.get(task_id) if isinstance(task_id, str) else None
         return owner is not None and _bound_to(owner, session)
 

@@ -32,7 +32,7 @@ from ..server.compose import Names
 from ..server.context import Context
 from ..server.pipeline import policy_layer
 from ..server.session import caller_of
-from .hub import batched, hub_of, upstreams_of
+from .hub import batched, changing, hub_of, upstreams_of
 from .loop import upstream_loop
 from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner
 from .tasks import TaskOwners
@@ -138,8 +138,7 @@ class Upstream:
             reset_timeout=1.0, call_errors=(ClientError,),
         )
         self.bridge.on_change(self._on_bridge)
-        hub = hub_of(server)
-        with batched(server), hub.lock:
+        with changing(server) as hub:
             hub.upstreams.append(self)
             for other in hub.upstreams[:-1]:
                 other._refresh()  # its names under this prefix are this upstream's now
@@ -285,7 +284,7 @@ class Upstream:
             self._withdraw(tools=False)
 
     def _withdraw(self, *, tools: bool) -> None:
-        with batched(self.server), hub_of(self.server).lock:  # in this order everywhere (hub.py)
+        with changing(self.server):
             self._withdraw_locked(tools)
 
     def _withdraw_locked(self, tools: bool) -> None:
@@ -401,7 +400,7 @@ class Upstream:
                             toml_key(name))
 
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
-        with batched(self.server), hub_of(self.server).lock:  # the other upstreams: a mount or close changes them
+        with changing(self.server):  # the other upstreams: a mount or close changes them
             self._apply_tools_locked(items)
 
     def _apply_tools_locked(self, items: list[dict[str, Any]]) -> None:
@@ -548,7 +547,7 @@ class Upstream:
         return out
 
     def _apply_prompts(self, items: list[dict[str, Any]]) -> None:
-        with batched(self.server), hub_of(self.server).lock:
+        with changing(self.server):
             self._apply_prompts_locked(items)
 
     def _apply_prompts_locked(self, items: list[dict[str, Any]]) -> None:
