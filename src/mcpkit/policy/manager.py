@@ -37,7 +37,7 @@ from ..server.validation import compile_schema, describe_errors
 if TYPE_CHECKING:
     from .gates import Gates
 
-__all__ = ["Action", "ManagerTool", "SCHEMA_STYLES", "admit_action"]
+__all__ = ["Action", "ManagerTool", "SCHEMA_STYLES"]
 
 _PLACEHOLDER = {"type": "object", "properties": {"action": {"type": "string", "enum": []}}, "required": ["action"]}
 #: how a manager tool advertises its inputSchema: "flat" (every host) or "oneOf" (closed branches)
@@ -292,31 +292,6 @@ def _union(actions: dict[str, Action]) -> dict[str, Any]:
         prop["description"] = f"{own.rstrip().rstrip('.')}. {note}." if own else f"{note}."
         out[param] = prop
     return out
-
-
-def admit_action(act: Action, call: Any) -> float | None:
-    """What an action's own options demand before it runs (bridges up, its rate limit); the
-    timeout that applies to it. ``call`` is the chain's call (policy/chain.py)."""
-    options = act.options
-    if options is None:
-        return call.settings.timeout  # type: ignore[no-any-return]
-    for bridge in options.requires:
-        if not bridge.up:
-            raise bridge.not_connected_error()  # E_NOT_CONNECTED, retryable
-    from .config import INHERIT
-
-    rate = options.rate_limit
-    if rate is not INHERIT and rate not in (None, False):
-        policy = call.policy
-        limiter = policy.rate_limiter if policy is not None and policy.rate_limiter is not None \
-            else call.session.server.tool_limiter()
-        wait = limiter.check(call.principal, f"{call.tool.name}/{act.name}", rate)  # as policy/chain.py keys it
-        if wait is not None:
-            raise limiter.limit_error(f"{call.tool.name}.{act.name}", wait, rate)
-    timeout = options.timeout
-    if timeout is INHERIT:
-        return call.settings.timeout  # type: ignore[no-any-return]
-    return None if timeout in (None, False) else timeout
 
 
 def _summarise(annotations: list[dict[str, Any] | None], base: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -283,9 +283,9 @@ class ServerSession:
                     not self.serves(feature, ev.revision):
                 handler = None  # HM-13, LC-05: a method of a capability not declared is not found
         if handler is None:
-            self._reply_error(
-                rid, McpError(METHOD_NOT_FOUND, f"Method not found: {clipped(ev.method)}", {"method": clipped(ev.method)}), flush=False
-            )
+            method = clipped(ev.method)
+            self._reply_error(rid, McpError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method}),
+                              flush=False)
             return
         try:
             outcome = handler(self, ev)
