@@ -31,7 +31,6 @@ from ..protocol.revisions import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_L
 from ..server.compose import Names
 from ..server.context import Context
 from ..server.pipeline import policy_layer
-from ..server.session import caller_of
 from .hub import batched, changing, hub_of, upstreams_of
 from .loop import upstream_loop
 from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner
@@ -628,18 +627,13 @@ class Upstream:
 
     def calling_session(self) -> Any:
         """The parent's session whose call the mounted Server's current request serves; None
-        outside one."""
+        outside one. The child's audit lines and rate limits name that session's caller
+        (server/session.caller_of), and its tools see it in ``ctx.principal``, not one
+        "anonymous" for every caller of the parent."""
         call = CURRENT_CALL.get()
         if call is None or call.ctx is None or call not in self._calls:
             return None
         return call.ctx._session
-
-    def caller(self) -> str | None:
-        """The principal of the parent's caller whose call the mounted Server's current request
-        serves (server/session.caller_of: the child's rate limits and audit lines are that
-        caller's, not one "anonymous" for every caller of the parent); None outside one."""
-        session = self.calling_session()
-        return None if session is None else caller_of(session)  # the parent may itself be mounted
 
     def _action_scopes(self, upstream_name: str) -> dict[str, tuple[str, ...]] | None:
         """A mounted Server's manager tool is mirrored as a plain tool: the scopes each of its

@@ -105,7 +105,10 @@ def caller_of(session: Any) -> str:
         outer = session.outer
     except AttributeError:  # a stand-in session (tests, bridges) may have none
         return "anonymous"
-    return "anonymous" if outer is None else outer.caller() or "anonymous"
+    if outer is None:
+        return "anonymous"
+    parent = outer.calling_session()
+    return "anonymous" if parent is None else caller_of(parent)  # the parent may itself be mounted
 
 
 class ServerSession:
