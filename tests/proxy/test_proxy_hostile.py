@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,22 +14,10 @@ import pytest
 from mcpkit import Context, Server
 from mcpkit.client import Client
 from mcpkit.proxy import upstreams_of
+from tests.proxy.test_upstream import close_all, until
 
 aio = pytest.mark.asyncio
 HOSTILE = str(Path(__file__).parent / "servers" / "hostile.py")
-
-
-async def until(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
-
-
-def close_all(server: Server) -> None:
-    for upstream in upstreams_of(server):
-        upstream.close()
 
 
 @aio
