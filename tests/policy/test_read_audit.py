@@ -15,6 +15,7 @@ from mcpkit.policy import AuditLog, Policy, Sandbox, SandboxPath
 from mcpkit.policy.scopes import ScopeStep
 from tests.harness import RpcError, connect
 from tests.policy.test_chain import MemoryAudit
+from tests.test_http import clients, jsonrpc  # noqa: F401 - clients is a fixture
 
 
 def make(audit: Any, tmp_path: Path) -> Server:
@@ -128,3 +129,38 @@ async def test_without_an_audit_log_reads_take_the_plain_path(wire, tmp_path):
     async with connect(server, wire) as c:
         await c.request("resources/read", {"uri": "notes://index"})
     assert all(pipe.plain for (kind, _), pipe in server._pipes.items() if kind == "read_resource")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25", "2026-07-28"])
+async def test_reads_are_audited_in_every_era(wire, tmp_path, version):
+    """The step is the pipeline's, so the sessionless era (each request carrying its revision in
+    _meta) and the oldest handshake revision leave the same lines."""
+    audit = MemoryAudit()
+    server = make(audit, tmp_path)
+    modern = version == "2026-07-28"
+    meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": version,
+                      "io.modelcontextprotocol/clientCapabilities": {}}} if modern else {}
+    async with connect(server, wire, None if modern else version) as c:
+        await c.request("resources/read", {"uri": "notes://2026/q3", **meta})
+        await c.request("prompts/get", {"name": "review", "arguments": {"code": "x"}, **meta})
+        with pytest.raises(RpcError):
+            await c.request("resources/read", {"uri": "nowhere://x", **meta})
+    assert [(line.get("resource") or line.get("prompt"), line["outcome"]) for line in audit.lines] == [
+        ("notes://2026/q3", "ok"), ("review", "ok"), ("nowhere://x", "denied")]
+
+
+@pytest.mark.asyncio
+async def test_reads_over_authenticated_http_name_the_tokens_subject(clients, tmp_path):
+    from tests.auth.test_http_auth import Tokens, as_user, auth_for
+
+    audit = MemoryAudit()
+    server = make(audit, tmp_path)
+    user = AccessToken("mallory", client_id="cli", scopes=frozenset({"mcp"}))
+    client = as_user(clients.asgi(clients.app(server, auth=auth_for(Tokens(user=user)))), "user")
+    await client.initialize()
+    assert (await client.result("resources/read", {"uri": "notes://index"}))["contents"][0]["text"] == "a, b"
+    refused = await client.post(jsonrpc("resources/read", {"uri": "vault://keys"}, 7))
+    assert refused.status == 403  # named in the body: refused before anything runs, no read
+    assert [(line["resource"], line["outcome"], line["principal"]) for line in audit.lines][:1] == [
+        ("notes://index", "ok", "mallory")]
