@@ -8,6 +8,8 @@ scoped prompt or template (CP-05). A subscription to a scoped resource is checke
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ from mcpkit import Context, Server
 from mcpkit.auth.tokens import AccessToken
 from mcpkit.policy import Gates, Policy
 from mcpkit.policy.chain import ERROR_META_KEY
-from tests.auth.test_http_auth import Tokens, as_user, auth_for, challenge_params
+from tests.auth.test_http_auth import Tokens, as_user, auth_for, bearer, challenge_params
 from tests.harness import RpcError, connect
 from tests.test_http import jsonrpc
 
@@ -380,3 +382,70 @@ async def test_a_composed_managers_action_scopes_hold_in_the_parent(wire, how):
     finally:
         for upstream in upstreams_of(parent):
             upstream.close()
+
+
+# ------------------------------------------------------------------- one user, two tokens, one session
+
+NARROW = AccessToken("alice", client_id="cli", scopes=frozenset({"mcp"}))
+WIDE = AccessToken("alice", client_id="cli", scopes=frozenset({"mcp", "admin"}))
+
+
+@pytest.mark.req("AU-09")
+@pytest.mark.asyncio
+async def test_a_call_keeps_the_token_it_was_sent_with_when_its_user_steps_up_meanwhile(clients):
+    """A user may step up to a wider token within one session (AU-11). A call sent with the
+    narrow token and still running is judged by that token: a tool it reaches through
+    ``ctx.call_tool`` after the step-up is refused, and ``ctx.access_token`` stays the narrow
+    one, not whichever token the session saw last."""
+    server, ran = make_server()
+    started, go = threading.Event(), threading.Event()
+    seen: list[list[str]] = []
+
+    @server.tool(read_only=True, open_world=False)
+    def slow_batch(calls: list[dict[str, Any]], ctx: Context) -> list[Any]:
+        started.set()
+        go.wait(10)
+        seen.append(sorted(ctx.access_token.scopes))
+        return [ctx.call_tool(c["name"], c.get("arguments")) for c in calls]
+
+    app = clients.app(server, auth=auth_for(Tokens(narrow=NARROW, wide=WIDE)))
+    client = as_user(clients.asgi(app), "narrow")
+    await client.initialize()
+    slow = await client.post(jsonrpc("tools/call", {"name": "slow_batch", "arguments": {
+        "calls": [{"name": "reset", "arguments": {"target": "db"}}]}}, 7))
+    assert await asyncio.to_thread(started.wait, 10)
+    # the same user, the same session, a token with the scope: its own call runs
+    stepped = await client.result("tools/call", {"name": "reset", "arguments": {"target": "cache"}},
+                                  authorization=bearer("wide"))
+    assert stepped["content"] == [{"type": "text", "text": "reset cache"}]
+    go.set()
+    [answer] = [m for m in await client.messages(slow) if m.get("id") == 7]
+    inner = answer["result"]["structuredContent"]["result"][0]
+    assert _refused(inner), inner
+    assert ran == ["reset cache"]  # "reset db" never ran
+    assert seen == [["mcp"]]
+
+
+def test_a_session_judges_each_message_by_the_token_it_was_fed_with():
+    """What the transport passes with a message wins over the session's latest token, which
+    another request of the same user may have changed while this one was read off the loop."""
+    from mcpkit.server.session import ServerSession
+
+    server = Server("tokens")
+    seen: list[Any] = []
+
+    @server.tool()
+    def whoami(ctx: Context) -> str:
+        seen.append(ctx.access_token)
+        return "ok"
+
+    session = ServerSession(server, lambda batch: None, inline_sync=True)
+    session.feed_message({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    session.feed_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    session.access_token = WIDE
+    session.feed_message({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": "whoami", "arguments": {}}}, None, NARROW)
+    session.feed_message({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                          "params": {"name": "whoami", "arguments": {}}})
+    assert seen == [NARROW, WIDE]  # without one: the session's

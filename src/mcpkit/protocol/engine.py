@@ -54,7 +54,7 @@ class RequestReceived:
     session's revision and capabilities, in 2026-07-28 those of this request's own ``_meta``
     (BP-14: nothing is taken from earlier requests)."""
 
-    __slots__ = ("id", "method", "params", "revision", "capabilities", "log_level", "client_info")
+    __slots__ = ("id", "method", "params", "revision", "capabilities", "log_level", "client_info", "access_token")
 
     def __init__(
         self,
@@ -73,6 +73,10 @@ class RequestReceived:
         self.capabilities = capabilities
         self.log_level = log_level
         self.client_info = client_info
+        #: the verified credential this request arrived with (set by the server session from
+        #: what its transport passed; never read here): a session may see several, as a
+        #: client steps up its scopes, and each request is judged by its own
+        self.access_token: Any = None
 
     def __repr__(self) -> str:
         return f"RequestReceived(id={self.id!r}, method={self.method!r})"

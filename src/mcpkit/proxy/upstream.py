@@ -625,15 +625,16 @@ class Upstream:
             return asyncio.wrap_future(future)
         return future.result()
 
-    def calling_session(self) -> Any:
-        """The parent's session whose call the mounted Server's current request serves; None
-        outside one. The child's audit lines and rate limits name that session's caller
-        (server/session.caller_of), and its tools see it in ``ctx.principal``, not one
-        "anonymous" for every caller of the parent."""
+    def calling_context(self) -> Any:
+        """The parent's Context of the call the mounted Server's current request serves; None
+        outside one. The child's audit lines and rate limits name its session's caller
+        (server/session.caller_of), and its tools see that caller in ``ctx.principal`` and
+        ``ctx.access_token`` (server/context.calling_request), not one "anonymous" for every
+        caller of the parent."""
         call = CURRENT_CALL.get()
         if call is None or call.ctx is None or call not in self._calls:
             return None
-        return call.ctx._session
+        return call.ctx
 
     def _action_scopes(self, upstream_name: str) -> dict[str, tuple[str, ...]] | None:
         """A mounted Server's manager tool is mirrored as a plain tool: the scopes each of its

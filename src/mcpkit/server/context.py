@@ -24,18 +24,25 @@ __all__ = ["Context", "ClientCapabilityError", "ClientRequestError", "ClientTime
 _LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 
 
-def calling_session(session: Any) -> Any:
-    """The session whose caller a request serves: ``session``, or for the session that drives a
-    mounted Server for its parent (``outer``), the parent's session of the call being served,
-    up through every mount. A mounted child's ``ctx.principal`` is its parent's caller, so a
-    tool that keys data by it keeps each caller's apart."""
+def calling_request(session: Any, request: Any) -> tuple[Any, Any]:
+    """The session and request whose caller ``request`` serves: themselves, or for the session
+    that drives a mounted Server for its parent (``outer``), the parent's call being served,
+    up through every mount. A mounted child's ``ctx.principal`` and ``ctx.access_token`` are
+    its parent's caller's, so a tool that keys data by them keeps each caller's apart."""
     while session.principal is None:
         outer = getattr(session, "outer", None)
-        parent = outer.calling_session() if outer is not None else None
+        parent = outer.calling_context() if outer is not None else None
         if parent is None:
             break
-        session = parent
-    return session
+        session, request = parent._session, parent._request
+    return session, request
+
+
+def access_token_of(session: Any, request: Any) -> Any:
+    """The verified token ``request`` is judged by: the one its transport fed it with (each
+    request of an authenticated HTTP session), else the session's (one set by hand)."""
+    token = request.access_token
+    return session.access_token if token is None else token
 
 
 class ClientCapabilityError(RuntimeError):
@@ -143,14 +150,14 @@ class Context:
         """Who is calling: the subject of the verified bearer token on an authenticated HTTP
         server (mcpkit.auth), else None (stdio, or HTTP without auth). In a mounted Server,
         the parent's caller."""
-        return calling_session(self._session).principal
+        return calling_request(self._session, self._request)[0].principal
 
     @property
     def access_token(self) -> Any:
         """The caller's verified mcpkit.auth.AccessToken (subject, client_id, scopes, claims),
         or None. Never a token to pass on to other services (AU-07). In a mounted Server, the
         parent's caller's."""
-        return calling_session(self._session).access_token
+        return access_token_of(*calling_request(self._session, self._request))
 
     @property
     def progress_token(self) -> Any:

@@ -31,6 +31,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .context import access_token_of
 from .session import new_correlation_id
 
 if TYPE_CHECKING:
@@ -153,7 +154,8 @@ class CallContext:
 
     @property
     def access_token(self) -> Any:
-        return self.session.access_token
+        """The verified token the request arrived with (a nested call: its caller's)."""
+        return access_token_of(self.session, self.request)
 
     @property
     def session_id(self) -> str | None:

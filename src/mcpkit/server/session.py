@@ -94,6 +94,12 @@ def partial_run(context: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
     return lambda: context.run(fn)
 
 
+def _carry(events: list[Any], access_token: Any) -> None:
+    for event in events:
+        if type(event) is RequestReceived:
+            event.access_token = access_token
+
+
 def caller_of(session: Any) -> str:
     """Who calls, as rate limits and audit lines name them: the session's principal; in the
     session that drives a mounted Server for its parent (``outer``), the principal of the
@@ -107,15 +113,16 @@ def caller_of(session: Any) -> str:
         return "anonymous"
     if outer is None:
         return "anonymous"
-    parent = outer.calling_session()
-    return "anonymous" if parent is None else caller_of(parent)  # the parent may itself be mounted
+    parent = outer.calling_context()
+    return "anonymous" if parent is None else caller_of(parent._session)  # the parent may itself be mounted
 
 
 class ServerSession:
     #: who is calling, when the transport knows (an authenticated HTTP request); the policy
     #: layer keys rate limits and audit lines by it ("anonymous" when None)
     principal: str | None = None
-    #: the caller's verified mcpkit.auth.AccessToken on an authenticated HTTP server
+    #: the caller's verified mcpkit.auth.AccessToken on an authenticated HTTP server, as its
+    #: latest request carried it; each request keeps its own (RequestReceived.access_token)
     access_token: Any = None
     #: the mount (mcpkit.proxy.Upstream) that drives this session in memory for a parent server:
     #: a tool's ``ctx.call_tool`` then goes through the parent's pipeline (``outer.nested``)
@@ -195,20 +202,26 @@ class ServerSession:
 
     # ------------------------------------------------------------------ input
 
-    def feed(self, frame: bytes | str) -> None:
+    def feed(self, frame: bytes | str, access_token: Any = None) -> None:
         """Process one frame. What it causes is queued; :meth:`flush` sends it.
 
-        Sync handlers of ``inline_sync`` sessions run inside this call.
+        Sync handlers of ``inline_sync`` sessions run inside this call. ``access_token``: the
+        verified credential the frame arrived with; its requests are judged by it (scopes,
+        ``ctx.access_token``). None: the session's :attr:`access_token` when they are used.
         """
         with self._lock:
             events = self.engine.receive(frame)
+        if access_token is not None:
+            _carry(events, access_token)
         self._dispatch(events)
 
-    def feed_message(self, obj: Any, classified: Any = None) -> None:
+    def feed_message(self, obj: Any, classified: Any = None, access_token: Any = None) -> None:
         """Like :meth:`feed`, for a transport that decoded the JSON itself (and, for a single
         message, maybe classified it already: ``jsonrpc.classify(obj)``)."""
         with self._lock:
             events = self.engine.receive_message(obj, classified)
+        if access_token is not None:
+            _carry(events, access_token)
         self._dispatch(events)
 
     def _dispatch(self, events: list[Any]) -> None:

@@ -545,7 +545,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
                 await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
                 return
 
-        self._bind(hs)
+        access = self._bind(hs)
         if type(payload) is list:
             rev = hs.session.revision
             if rev is None or not rev.batching:  # HL-03, HL-05: only 2025-03-26 has batches
@@ -564,9 +564,9 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
 
         if not request_ids:  # HL-04: notifications and responses only
             if large:
-                await self._off_loop(hs.session.feed_message, payload)  # validation included
+                await self._off_loop(hs.session.feed_message, payload, None, access)  # validation included
             else:
-                hs.session.feed_message(payload)
+                hs.session.feed_message(payload, None, access)
             hs.session.flush()
             if self.session_store is not None and not self.stateless:
                 self._save(hs)
@@ -578,9 +578,9 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         hs.active += 1
         try:
             if large:
-                await self._off_loop(hs.session.feed_message, payload, msg)  # validation included
+                await self._off_loop(hs.session.feed_message, payload, msg, access)  # validation included
             else:
-                hs.session.feed_message(payload, msg)
+                hs.session.feed_message(payload, msg, access)
             hs.session.flush()
             if self.session_store is not None and not self.stateless:
                 # before the answer leaves: the client's next request may reach another process
@@ -621,7 +621,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
             return
         hs = _HttpSession(self, None)
         hs.session.worker_key = self._client_of(scope)
-        self._bind(hs)
+        access = self._bind(hs)
         stream = hs.open_stream([rid], json_mode=False)
         wake = asyncio.Event()
         stream.writer = wake
@@ -630,9 +630,9 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         sse = takes_sse and not self.json_response
         try:
             if large:
-                await self._off_loop(hs.session.feed_message, payload)  # validation included
+                await self._off_loop(hs.session.feed_message, payload, None, access)  # validation included
             else:
-                hs.session.feed_message(payload)
+                hs.session.feed_message(payload, None, access)
             hs.session.flush()
             # Wait for the first message: if it is the answer itself, it goes out as JSON with the
             # status its error calls for (HM-12, HM-13); if notifications come first, they and the
@@ -876,8 +876,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
                 payload = None  # the session answers the parse error on the stream
             if await self._scopes_refused(send, headers, payload):
                 return
-            self._bind(hs)
-        hs.session.feed(body)  # answers, including parse errors, go out on the SSE stream
+        hs.session.feed(body, self._bind(hs))  # answers, including parse errors, go out on the SSE stream
         hs.session.flush()
         await send({"type": "http.response.start", "status": 202, "headers": [(b"content-type", b"text/plain")]})
         await send({"type": "http.response.body", "body": b"Accepted"})

@@ -135,17 +135,22 @@ class AuthRoutes:
             return True
         return False
 
-    def _bind(self, hs: Any) -> None:
+    def _bind(self, hs: Any) -> Any:
         """The session serves the caller of this request: its principal keys rate limits and
-        audit lines, and a session belongs to the user who opened it (SEC-03)."""
+        audit lines, and a session belongs to the user who opened it (SEC-03). Returns this
+        request's verified token (None without auth), for the session to judge this request's
+        messages by: the same user may step up to another token within one session while an
+        earlier call still runs (or is still being read off the loop), and that call keeps
+        the scopes and ``ctx.access_token`` it was sent with."""
         if self.auth is None:
-            return
+            return None
         access = ACCESS.get()[0]
         if hs.owner is None:
             hs.owner = access.subject
         hs.session.principal = access.subject
         hs.session.worker_key = "principal:" + access.subject  # one share of the workers per principal
         hs.session.access_token = access
+        return access
 
     def _owned(self, hs: Any) -> bool:
         current = ACCESS.get()
