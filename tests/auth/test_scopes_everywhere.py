@@ -449,3 +449,43 @@ def test_a_session_judges_each_message_by_the_token_it_was_fed_with():
     session.feed_message({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                           "params": {"name": "whoami", "arguments": {}}})
     assert seen == [NARROW, WIDE]  # without one: the session's
+
+
+@pytest.mark.req("AU-09", "TL-11")
+@pytest.mark.asyncio
+async def test_calls_refused_with_403_before_dispatch_are_audited(clients, tmp_path):
+    """The HTTP transport refuses a request naming an item beyond the token's scopes before
+    any session sees it; under a policy with an audit log each refused call still leaves its
+    line (denied, insufficient_scope, the scopes it lacked), arguments redacted."""
+    from mcpkit.policy import AuditLog
+    from mcpkit.policy.audit import read_lines
+
+    audit = AuditLog(tmp_path / "audit.log")
+    server, ran = make_server(Policy(gates=Gates(), audit=audit))
+    client = as_user(clients.asgi(clients.app(server, auth=auth_for(Tokens(user=USER)))), "user")
+    await client.initialize()
+    refused = [
+        jsonrpc("tools/call", {"name": "reset", "arguments": {"target": "db", "password": "hunter2"}}, 5),
+        jsonrpc("tools/call", {"name": "ops", "arguments": {"action": "reset", "target": "db"}}, 6),
+        jsonrpc("resources/read", {"uri": "secret://payroll"}, 7),
+        jsonrpc("prompts/get", {"name": "board", "arguments": {"topic": "layoffs"}}, 8),
+        jsonrpc("completion/complete", {"ref": {"type": "ref/prompt", "name": "board"},
+                                        "argument": {"name": "topic", "value": "s"}}, 9),
+    ]
+    for message in refused:
+        assert (await client.post(message)).status == 403
+    assert ran == []
+    lines = read_lines(tmp_path / "audit.log")
+    kinds = ("tool", "resource", "prompt", "completion")
+    assert [[(k, line[k]) for k in kinds if k in line] for line in lines] == [
+        [("tool", "reset")], [("tool", "ops")], [("resource", "secret:[REDACTED]")],  # as a read's line would say
+        [("prompt", "board")], [("completion", "board")]]
+    assert all(line["outcome"] == "denied" and line["code"] == "insufficient_scope" and line["principal"] == "mallory"
+               for line in lines), lines
+    assert [line["requiredScopes"] for line in lines] == [["admin"], ["admin"], ["admin"], ["prompts"], ["prompts"]]
+    assert lines[0]["arguments"] == {"target": "db", "password": "[REDACTED]"}
+    assert lines[1]["action"] == "reset"
+    assert lines[3]["arguments"] == {"topic": "layoffs"}
+    # an allowed call is audited by the call path as before, once
+    await client.result("tools/call", {"name": "ops", "arguments": {"action": "status"}})
+    assert [(line.get("tool"), line["outcome"]) for line in read_lines(tmp_path / "audit.log")[5:]] == [("ops", "ok")]

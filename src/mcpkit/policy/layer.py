@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["action_scopes", "advertise", "check_isolated", "fuse", "manager_tool", "redact", "resolve", "started", "steps", "tool_options", "visible",
-           "warm_up", "warn_secret_parameters"]
+__all__ = ["action_scopes", "advertise", "audit_refused", "check_isolated", "fuse", "manager_tool", "redact", "resolve",
+           "started", "steps", "tool_options", "visible", "warm_up", "warn_secret_parameters"]
 
 
 def steps(server: Any, kind: str, item: Any) -> list[Any]:
@@ -184,3 +184,10 @@ def warn_secret_parameters(tool: str, properties: dict[str, Any]) -> None:
     from .hygiene import warn_secret_parameters as warn
 
     warn(tool, properties)
+
+
+def audit_refused(server: Any, principal: str, message: dict[str, Any], missing: list[str]) -> None:
+    """The audit line of a request the transport refused before dispatch (HTTP 403, AU-09)."""
+    from .reads import record_refused
+
+    record_refused(server, principal, message, missing)

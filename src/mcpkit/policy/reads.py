@@ -12,8 +12,15 @@ whatever route it took and however it ended:
 the prompt's arguments, redacted as a tool's are. ``outcome`` is ``ok``, ``denied`` (refused
 before the handler ran: a scope, a confined path, nothing registered under that URI or name),
 ``error`` or ``cancelled``; ``code`` is the JSON-RPC error code of a refusal or failure. The
-step runs outermost, so a refusal by any other step is recorded too. Reads are not rate-limited here: hosts read resources in bulk (a listing, then
-each item), and a bucket per template would refuse that; a middleware can limit them.
+step runs outermost, so a refusal by any other step is recorded too. Reads are not rate-limited
+here: hosts read resources in bulk (a listing, then each item), and a bucket per template would
+refuse that; a middleware can limit them.
+
+An authenticated HTTP server refuses a request that names an item its token lacks the scopes
+for with 403 before any session sees it (AU-09); :func:`record_refused` writes that call's line
+(``tool``, ``resource``, ``prompt`` or ``completion``), outcome ``denied``, code
+``insufficient_scope`` and the ``requiredScopes`` it lacked, so an audit trail shows the
+attempts the transport stopped too.
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ import time
 from typing import Any
 
 from ..protocol.errors import INTERNAL_ERROR, McpError
+from ..server.session import new_correlation_id
 from .audit import shortened
 from .redact import default_redactor
 
-__all__ = ["READ_AUDIT", "ReadAudit"]
+__all__ = ["READ_AUDIT", "ReadAudit", "record_refused"]
 
 log = logging.getLogger("mcpkit.policy")
 
@@ -102,3 +110,35 @@ def _record(cc: Any, what: str, start: float, exc: BaseException | None) -> None
         })
     except Exception:  # noqa: BLE001 - a full disk must not fail the read
         log.exception("could not write the audit line of %s %r", what, name)
+
+
+#: what a refused request names, by method: (the line's field, the params key naming it)
+_NAMED = {"tools/call": ("tool", "name"), "prompts/get": ("prompt", "name"), "resources/read": ("resource", "uri"),
+          "resources/subscribe": ("resource", "uri"), "completion/complete": ("completion", "ref")}
+
+
+def record_refused(server: Any, principal: str, message: dict[str, Any], missing: list[str]) -> None:
+    """The audit line of a request the HTTP transport refused with 403 (see the module's text)."""
+    policy = server._policy
+    audit = policy.audit if policy is not None else None
+    named = _NAMED.get(message.get("method"))  # type: ignore[arg-type]
+    if audit is None or named is None:
+        return
+    field, key = named
+    params = message.get("params") or {}
+    target = params.get(key)
+    if key == "ref":  # a completion's prompt (name) or resource template (uri)
+        target = target.get("name", target.get("uri")) if type(target) is dict else None
+    redactor = getattr(audit, "redactor", None) or default_redactor()
+    name = shortened(target, redactor.redact_text) if isinstance(target, str) else None
+    arguments = params.get("arguments") if field in ("tool", "prompt") else None
+    entry: dict[str, Any] = {"correlationId": new_correlation_id(), "principal": principal, field: name}
+    if field == "tool":
+        action = arguments.get("action") if type(arguments) is dict else None
+        entry["action"] = shortened(action, redactor.redact_text) if isinstance(action, str) else None
+    entry.update({"arguments": arguments, "outcome": "denied", "code": "insufficient_scope",
+                  "requiredScopes": missing, "durationMs": 0.0})
+    try:
+        audit.record(entry)
+    except Exception:  # noqa: BLE001 - a full disk must not turn the 403 into a 500
+        log.exception("could not write the audit line of a refused %s %r", field, name)

@@ -131,9 +131,24 @@ class AuthRoutes:
         try:
             self.auth.require(access, scopes_needed(self.server, payload), resource)
         except AuthFailure as refusal:
+            self._audit_refused(access, payload)
             await self._refuse_auth(send, headers, refusal)
             return True
         return False
+
+    def _audit_refused(self, access: Any, payload: Any) -> None:
+        """Under a policy with an audit log, one line per message the 403 refused: the calls a
+        token tried beyond its scopes are on record, as those refused in the call path are."""
+        server = self.server
+        policy = getattr(server, "_policy", None)
+        if policy is None or policy.audit is None:
+            return
+        from ..server.pipeline import policy_layer
+
+        for message in payload if type(payload) is list else [payload]:
+            missing = self.auth.missing(access, _needed_by(server, message))
+            if missing:
+                policy_layer().audit_refused(server, access.subject, message, missing)
 
     def _bind(self, hs: Any) -> Any:
         """The session serves the caller of this request: its principal keys rate limits and
