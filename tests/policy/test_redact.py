@@ -477,3 +477,58 @@ def test_a_policy_that_turns_redaction_on_while_serving_redacts_from_then_on(roo
         out = root_stream.getvalue()
         assert "connecting with token=" in out, first
         assert GHP not in out, first
+
+
+@pytest.mark.req("LG-05")
+def test_a_handler_configured_after_redaction_was_installed_prints_no_secret() -> None:
+    """A filter on the handlers present at install time left one added later (an application
+    that sets up its logging after the server started) printing mcpkit's child loggers'
+    records unredacted."""
+    code = textwrap.dedent(f"""
+        import logging, sys
+        from mcpkit.policy.redact import install_log_redaction
+        install_log_redaction()
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s %(message)s"))
+        logging.getLogger().addHandler(handler)
+        logging.getLogger("mcpkit.policy").warning("calling %s with %r", "tool", {{"password": "hunter2"}})
+        try:
+            {{}}["{GHP}"]
+        except KeyError:
+            logging.getLogger("mcpkit.server").exception("lookup")
+        logging.getLogger("mcpkitten").warning("not ours: %s", "left alone")
+        """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
+    assert proc.stdout == ""
+    assert "hunter2" not in proc.stderr and GHP not in proc.stderr, proc.stderr
+    assert "mcpkit.policy calling tool with {'password': '[REDACTED]'}" in proc.stderr
+    assert "KeyError: '[REDACTED]'" in proc.stderr
+    assert "mcpkitten not ours: left alone" in proc.stderr
+
+
+@pytest.mark.req("LG-05")
+def test_records_redacted_as_made_keep_the_live_exception_for_error_trackers(root_stream: io.StringIO) -> None:
+    """A handler that takes the exception as an object (an error tracker) still gets it; what
+    formatters print, the message and the traceback text, is redacted."""
+    install_log_redaction()
+    seen: list[tuple[Any, str, str | None]] = []
+
+    class Keep(logging.Handler):  # what it was given when its turn came
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append((record.exc_info, record.getMessage(), record.exc_text))
+
+    keep = Keep()
+    logger = logging.getLogger("mcpkit.tracked")
+    logger.addHandler(keep)  # added after the install: no filter of its own
+    try:
+        try:
+            raise RuntimeError(f"failed with {GHP}")
+        except RuntimeError:
+            logger.exception("calling with token=%s", GHP)
+    finally:
+        logger.removeHandler(keep)
+    [(exc_info, message, exc_text)] = seen
+    assert exc_info is not None and exc_info[0] is RuntimeError
+    assert message == "calling with token=[REDACTED]"
+    assert "RuntimeError: failed with [REDACTED]" in (exc_text or "") and GHP not in (exc_text or "")
+    assert GHP not in root_stream.getvalue()

@@ -499,6 +499,12 @@ class RedactingFilter(logging.Filter):
         self._formatter = logging.Formatter()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        return self.redact(record, keep_exc_info=False)
+
+    def redact(self, record: logging.LogRecord, *, keep_exc_info: bool) -> bool:
+        """Rewrite ``record``; ``keep_exc_info``: leave the live exception for handlers that
+        take it as an object (an error tracker), the formatted traceback redacted in
+        ``exc_text``, which is what logging's formatters print."""
         redact = self.redactor.redact_text
         try:
             message = record.getMessage()
@@ -511,7 +517,8 @@ class RedactingFilter(logging.Filter):
         if record.exc_info:
             if not record.exc_text:
                 record.exc_text = self._formatter.formatException(record.exc_info)
-            record.exc_info = None
+            if not keep_exc_info:
+                record.exc_info = None
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
         if record.stack_info:
@@ -522,13 +529,17 @@ class RedactingFilter(logging.Filter):
 def install_log_redaction(
     logger: str | logging.Logger = "mcpkit", redactor: Redactor | None = None
 ) -> RedactingFilter:
-    """Redact ``logger``'s records and everything its and the root logger's handlers emit.
+    """Redact the records of ``logger`` and its children, and everything its and the root
+    logger's handlers emit.
 
-    A filter on a logger does not see records propagated from its children, a filter on a
-    handler does; so the filter goes on the logger and on every handler of the logger and of
-    the root logger present now, and on ``logging.lastResort`` (handlers added later are not
-    covered: call this after configuring logging). Idempotent: a second
-    call reuses the installed filter (switching it to ``redactor`` when one is given).
+    A filter on a logger does not see records propagated from its children, and a filter on a
+    handler covers only that handler. So the records of ``logger``'s tree are redacted as they
+    are made (a LogRecord factory wrapping the one in place), which every handler sees,
+    including one configured later; and the filter also goes on the logger and on every handler
+    of the logger and of the root logger present now, and on ``logging.lastResort``, for the
+    other loggers' records they print. Idempotent: a second call reuses the installed filter
+    (switching it to ``redactor`` when one is given). A record factory set after this call
+    replaces the redacting one: set yours first.
     """
     target = logging.getLogger(logger) if isinstance(logger, str) else logger
     found = next((f for f in target.filters if isinstance(f, RedactingFilter)), None)
@@ -542,4 +553,30 @@ def install_log_redaction(
     for handler in (*target.handlers, *logging.getLogger().handlers, *last):
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(found)
+    factory = logging.getLogRecordFactory()
+    if not isinstance(factory, _RedactingRecords):
+        factory = _RedactingRecords(factory)
+        logging.setLogRecordFactory(factory)
+    # a new dict, not a change to the one another thread may be iterating as it logs
+    factory.trees = {**factory.trees, "" if target is logging.getLogger() else target.name: found}
     return found
+
+
+class _RedactingRecords:
+    """A LogRecord factory: the records of the covered loggers' trees (``name`` and
+    ``name.*``; "" is every logger) leave it redacted by their tree's filter, then go on to
+    whatever handlers there are, now or later."""
+
+    def __init__(self, previous: Callable[..., logging.LogRecord]) -> None:
+        self.previous = previous
+        #: tree -> its filter; replaced whole on each install, so read without a lock
+        self.trees: dict[str, RedactingFilter] = {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.previous(*args, **kwargs)
+        name = record.name
+        for tree, flt in self.trees.items():
+            if not tree or name == tree or name.startswith(tree) and name[len(tree)] == ".":
+                flt.redact(record, keep_exc_info=True)
+                break
+        return record
