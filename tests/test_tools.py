@@ -744,6 +744,60 @@ async def test_cancelled_requests_stop_and_get_no_response(wire):
 
 
 @pytest.mark.asyncio
+@pytest.mark.req("CN-01", "BP-04")
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_the_id_of_a_cancelled_request_still_running_is_refused_until_its_handler_ends(wire, kind):
+    """The engine forgets a cancelled request (CN-01), but a handler that ignores the cancel
+    runs on under that id. A new request reusing the id (BP-04 forbids it; a client may still)
+    was handed the old request's Context (its request, its token) and answered with the old
+    handler's result. It is refused until the old handler ends; then the id serves again."""
+    server = Server("t")
+    started, go = threading.Event(), threading.Event()
+    contexts: list[Context] = []
+
+    if kind == "sync":
+        @server.tool
+        def slow(ctx: Context) -> str:
+            contexts.append(ctx)
+            started.set()
+            go.wait(10)
+            return "the cancelled call's result"
+    else:
+        @server.tool
+        async def slow(ctx: Context) -> str:
+            contexts.append(ctx)
+            started.set()
+            while not go.is_set():  # a handler that swallows its cancellation
+                try:
+                    await asyncio.sleep(0.01)
+                except asyncio.CancelledError:
+                    continue
+            return "the cancelled call's result"
+
+    @server.tool
+    def mine(ctx: Context) -> str:
+        contexts.append(ctx)
+        return "mine"
+
+    async with connect(server, wire) as h:
+        h.send_request("tools/call", {"name": "slow"}, id=7)
+        assert await asyncio.get_running_loop().run_in_executor(None, started.wait, 10)
+        h.cancel(7)
+        _, reused = h.send_request("tools/call", {"name": "mine"}, id=7)
+        with pytest.raises(RpcError) as refused:
+            await asyncio.wait_for(reused, 10)
+        assert refused.value.code == -32600 and "cancelled" in refused.value.message
+        assert len(contexts) == 1  # "mine" never ran
+        go.set()
+        await h.eventually(lambda: not h.session._abandoned)
+        await h.settle()
+        _, again = h.send_request("tools/call", {"name": "mine"}, id=7)
+        assert (await asyncio.wait_for(again, 10))["content"] == [{"type": "text", "text": "mine"}]
+        assert len(contexts) == 2 and contexts[1] is not contexts[0]
+        assert not [m for m in h.received if "the cancelled call's result" in json.dumps(m)]
+
+
+@pytest.mark.asyncio
 @pytest.mark.req("BP-09", "RT-02")
 async def test_client_notifications_reach_their_handlers_and_get_no_response(wire):
     server = Server("t")

@@ -33,7 +33,7 @@ from ..protocol.engine import (
     ResponseReceived,
     SessionStarted,
 )
-from ..protocol.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError, clipped
+from ..protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, McpError, clipped
 from .features import FEATURE_OF_METHOD
 from ..protocol.revisions import Revision
 from .context import ClientRequestError, ClientTimeoutError, Context, level_rank
@@ -157,6 +157,9 @@ class ServerSession:
         #: ids of sync handlers running inline right now (drain waits for them too)
         self._inline: set[Any] = set()
         self._contexts: dict[Any, Context] = {}
+        #: ids of requests the client cancelled whose handlers still run: the engine forgot
+        #: them (CN-01), but their Context, future and eventual answer are still keyed by the id
+        self._abandoned: set[Any] = set()
         self._waiting: dict[Any, Any] = {}
         self._flush_scheduled = False
         self._idle: threading.Condition | None = None  # made by wait_idle, the only waiter
@@ -290,8 +293,16 @@ class ServerSession:
             self.server.observer.end(state, result, error)  # type: ignore[union-attr]
 
     def _handle_request(self, ev: RequestReceived) -> None:
-        handler = self.server._methods.get(ev.method) if ev.method in ev.revision.methods else None
         rid = ev.id
+        if self._abandoned and rid in self._abandoned:
+            # BP-04: an id is not reused in a session. One whose cancelled handler still runs
+            # would be answered with that handler's result and share its Context (its request,
+            # its token): refused until the handler ends
+            self._reply_error(rid, McpError(INVALID_REQUEST, f"Request id {clipped(str(rid))} is still used by a "
+                                            "cancelled request whose handler has not ended; send a new id."),
+                              flush=False)
+            return
+        handler = self.server._methods.get(ev.method) if ev.method in ev.revision.methods else None
         feature = FEATURE_OF_METHOD.get(ev.method)
         if feature is not None and handler is not None:
             features = self.engine.declared  # inline: a feature this session declared needs no call
@@ -370,6 +381,8 @@ class ServerSession:
             self._tasks.pop(rid, None)
             self._inline.discard(rid)
             self._contexts.pop(rid, None)
+            if self._abandoned:
+                self._abandoned.discard(rid)
             if exc is None:
                 if result is not None:
                     try:
@@ -421,6 +434,8 @@ class ServerSession:
         with self._lock:
             ctx = self._contexts.get(ev.request_id)
             fut = self._tasks.get(ev.request_id)
+            if ctx is not None or fut is not None or ev.request_id in self._inline:
+                self._abandoned.add(ev.request_id)
         if ctx is not None:
             ctx.cancelled.set()
         if fut is not None:
