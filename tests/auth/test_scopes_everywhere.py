@@ -9,6 +9,7 @@ scoped prompt or template (CP-05). A subscription to a scoped resource is checke
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
@@ -20,7 +21,7 @@ from mcpkit.policy import Gates, Policy
 from mcpkit.policy.chain import ERROR_META_KEY
 from tests.auth.test_http_auth import Tokens, as_user, auth_for, bearer, challenge_params
 from tests.harness import RpcError, connect
-from tests.test_http import jsonrpc
+from tests.test_http import init_params, jsonrpc
 
 USER = AccessToken("mallory", client_id="cli", scopes=frozenset({"mcp", "files:read"}))
 ADMIN = AccessToken("root", client_id="cli", scopes=frozenset({"mcp", "admin", "prompts", "files:read"}))
@@ -489,3 +490,87 @@ async def test_calls_refused_with_403_before_dispatch_are_audited(clients, tmp_p
     # an allowed call is audited by the call path as before, once
     await client.result("tools/call", {"name": "ops", "arguments": {"action": "status"}})
     assert [(line.get("tool"), line["outcome"]) for line in read_lines(tmp_path / "audit.log")[5:]] == [("ops", "ok")]
+
+
+@pytest.mark.req("AU-09", "TL-11")
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", ["innocent", 5, None])
+async def test_a_refused_completions_audit_line_names_what_was_completed_not_what_the_caller_added(clients, name):
+    """The transport judges a ref/resource by its uri; a ``name`` the caller adds to the ref must
+    not become what the refusal's line says was completed."""
+    audit = MemoryAudit()
+    server, _ = make_server(Policy(gates=Gates(), audit=audit))
+    client = as_user(clients.asgi(clients.app(server, auth=auth_for(Tokens(user=USER)))), "user")
+    await client.initialize()
+    plain = {"type": "ref/resource", "uri": "secret://{name}"}
+    for rid, ref in ((5, plain), (6, {**plain, "name": name})):
+        reply = await client.post(jsonrpc("completion/complete", {"ref": ref, "argument": {"name": "name", "value": "r"}},
+                                          rid))
+        assert reply.status == 403
+    assert [line["completion"] for line in audit.lines] == ["secret://{name}"] * 2
+
+
+@pytest.mark.req("AU-09", "TL-11")
+@pytest.mark.asyncio
+async def test_a_refused_calls_audit_line_names_the_caller_as_the_policy_does(clients):
+    """``Policy(principal=...)`` names the caller in the call path's lines; a refusal's line
+    names the same caller, so a trail filtered by principal shows its refusals too. A refused
+    notification ran nothing and writes no line; a refused subscription says it was one."""
+    audit = MemoryAudit()
+    policy = Policy(gates=Gates(), audit=audit, principal=lambda session, request: f"tenant-7/{session.principal}")
+    server, _ = make_server(policy)
+    client = as_user(clients.asgi(clients.app(server, auth=auth_for(Tokens(user=USER)))), "user")
+    await client.initialize()
+    await client.result("tools/call", {"name": "ops", "arguments": {"action": "status"}})
+    assert (await client.post(jsonrpc("tools/call", {"name": "reset", "arguments": {"target": "db"}}, 9))).status == 403
+    notification = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "reset", "arguments": {}}}
+    assert (await client.post(notification)).status == 403
+    assert (await client.post(jsonrpc("resources/subscribe", {"uri": "secret://index"}, 10))).status == 403
+    assert [(line.get("tool", line.get("subscription")), line["outcome"], line["principal"]) for line in audit.lines] == [
+        ("ops", "ok", "tenant-7/mallory"), ("reset", "denied", "tenant-7/mallory"),
+        ("secret://index", "denied", "tenant-7/mallory")]
+    assert "subscription" in audit.lines[2]
+
+
+@pytest.mark.req("AU-09", "BP-04", "CN-01")
+@pytest.mark.asyncio
+async def test_a_narrow_request_cannot_take_over_the_id_of_a_cancelled_wide_one_on_legacy_sse(clients):
+    """Legacy HTTP+SSE lets a request reuse the id of one cancelled while its handler runs on.
+    A narrow-token request under the id of a cancelled wide-token call was handed that call's
+    Context, and so its token: its ``ctx.call_tool`` reached a tool needing the wide scope. It
+    is refused now, and runs nothing."""
+    server, ran = make_server()
+    started, go = threading.Event(), threading.Event()
+
+    @server.tool(read_only=True, open_world=False)
+    def slow(ctx: Context) -> str:
+        started.set()
+        go.wait(10)
+        return "slow done"
+
+    app = clients.app(server, auth=auth_for(Tokens(narrow=NARROW, wide=WIDE)))
+    driver = clients.asgi(app, revision="2024-11-05").driver
+    stream = await driver.open("GET", "/sse", {"accept": "text/event-stream", "authorization": bearer("wide")})
+    assert stream.status == 200
+    endpoint = (await stream.next_event()).data
+
+    async def send(message: dict[str, Any], token: str) -> None:
+        reply = await driver.open("POST", endpoint, {"content-type": "application/json",
+                                                     "authorization": bearer(token)}, json.dumps(message).encode())
+        assert reply.status == 202, reply.status
+
+    try:
+        await send(jsonrpc("initialize", init_params("2024-11-05"), 1), "wide")
+        assert (await stream.next_event()).json()["id"] == 1
+        await send(jsonrpc("notifications/initialized"), "wide")
+        await send(jsonrpc("tools/call", {"name": "slow", "arguments": {}}, 7), "wide")
+        assert await asyncio.to_thread(started.wait, 10)
+        await send(jsonrpc("notifications/cancelled", {"requestId": 7}), "wide")
+        await send(jsonrpc("tools/call", {"name": "batch", "arguments": {
+            "calls": [{"name": "reset", "arguments": {"target": "db"}}]}}, 7), "narrow")
+        answer = (await asyncio.wait_for(stream.next_event(), 10)).json()
+        assert answer["id"] == 7 and answer["error"]["code"] == -32600, answer
+        assert ran == []
+    finally:
+        go.set()
+        await stream.disconnect()

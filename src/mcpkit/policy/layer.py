@@ -186,8 +186,9 @@ def warn_secret_parameters(tool: str, properties: dict[str, Any]) -> None:
     warn(tool, properties)
 
 
-def audit_refused(server: Any, principal: str, message: dict[str, Any], missing: list[str]) -> None:
-    """The audit line of a request the transport refused before dispatch (HTTP 403, AU-09)."""
+def audit_refused(server: Any, access: Any, message: dict[str, Any], missing: list[str]) -> None:
+    """The audit line of a request the transport refused before dispatch (HTTP 403, AU-09);
+    ``access``: the verified token it came with."""
     from .reads import record_refused
 
-    record_refused(server, principal, message, missing)
+    record_refused(server, access, message, missing)

@@ -18,9 +18,10 @@ refuse that; a middleware can limit them.
 
 An authenticated HTTP server refuses a request that names an item its token lacks the scopes
 for with 403 before any session sees it (AU-09); :func:`record_refused` writes that call's line
-(``tool``, ``resource``, ``prompt`` or ``completion``), outcome ``denied``, code
-``insufficient_scope`` and the ``requiredScopes`` it lacked, so an audit trail shows the
-attempts the transport stopped too.
+(``tool``, ``resource``, ``subscription``, ``prompt`` or ``completion``), outcome ``denied``,
+code ``insufficient_scope`` and the ``requiredScopes`` it lacked, under the principal the
+policy names (its ``principal`` function sees a stand-in session and request carrying the
+token), so an audit trail shows the attempts the transport stopped too.
 """
 
 from __future__ import annotations
@@ -114,21 +115,42 @@ def _record(cc: Any, what: str, start: float, exc: BaseException | None) -> None
 
 #: what a refused request names, by method: (the line's field, the params key naming it)
 _NAMED = {"tools/call": ("tool", "name"), "prompts/get": ("prompt", "name"), "resources/read": ("resource", "uri"),
-          "resources/subscribe": ("resource", "uri"), "completion/complete": ("completion", "ref")}
+          "resources/subscribe": ("subscription", "uri"), "completion/complete": ("completion", "ref")}
 
 
-def record_refused(server: Any, principal: str, message: dict[str, Any], missing: list[str]) -> None:
+class _Refused:
+    """The session and request a policy's ``principal`` function is given for a request no
+    session took: who sent it (``principal``, ``access_token``), what it asked."""
+
+    outer = None
+    session_id = None
+
+    def __init__(self, access: Any, message: dict[str, Any]) -> None:
+        self.principal = access.subject
+        self.access_token = access
+        self.id = message.get("id")
+        self.method = message.get("method")
+        self.params = message.get("params")
+
+
+def record_refused(server: Any, access: Any, message: dict[str, Any], missing: list[str]) -> None:
     """The audit line of a request the HTTP transport refused with 403 (see the module's text)."""
     policy = server._policy
     audit = policy.audit if policy is not None else None
     named = _NAMED.get(message.get("method"))  # type: ignore[arg-type]
-    if audit is None or named is None:
-        return
+    if audit is None or named is None or "id" not in message:
+        return  # a notification asks for nothing to run: nothing was refused
     field, key = named
     params = message.get("params") or {}
     target = params.get(key)
-    if key == "ref":  # a completion's prompt (name) or resource template (uri)
-        target = target.get("name", target.get("uri")) if type(target) is dict else None
+    if key == "ref":  # a completion's prompt, or resource template: as completion_target reads it
+        target = (target.get("uri") if target.get("type") == "ref/resource" else target.get("name")) \
+            if type(target) is dict else None
+    stand_in = _Refused(access, message)
+    try:
+        principal = policy.principal_of(stand_in, stand_in)
+    except Exception:  # noqa: BLE001 - a principal function that needs a real session
+        principal = access.subject
     redactor = getattr(audit, "redactor", None) or default_redactor()
     name = shortened(target, redactor.redact_text) if isinstance(target, str) else None
     arguments = params.get("arguments") if field in ("tool", "prompt") else None

@@ -148,7 +148,7 @@ class AuthRoutes:
         for message in payload if type(payload) is list else [payload]:
             missing = self.auth.missing(access, _needed_by(server, message))
             if missing:
-                policy_layer().audit_refused(server, access.subject, message, missing)
+                policy_layer().audit_refused(server, access, message, missing)
 
     def _bind(self, hs: Any) -> Any:
         """The session serves the caller of this request: its principal keys rate limits and
