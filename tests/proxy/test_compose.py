@@ -705,6 +705,14 @@ async def test_a_mounted_childs_tools_see_the_parents_caller_as_their_principal(
     async def whoami(ctx: Context) -> str:
         return str(ctx.principal)
 
+    seen_by_middleware: list[tuple[Any, Any]] = []
+
+    def record(cc: Any, call_next: Any) -> Any:  # the child's middleware sees that caller too
+        token = cc.access_token
+        seen_by_middleware.append((cc.principal, token.subject if token is not None else None))
+        return call_next(cc)
+
+    child.add_middleware(record, hook="on_call_tool")
     getattr(parent, how)(child, prefix="c")
 
     async def as_caller(who: str) -> tuple[Any, Any]:
@@ -720,3 +728,5 @@ async def test_a_mounted_childs_tools_see_the_parents_caller_as_their_principal(
     assert (bob, bob_is) == (["bob's secret"], "bob")
     async with Client(parent) as client:  # no principal on the parent's side: none in the child
         assert (await client.call_tool("c_whoami"))["content"][0]["text"] == "None"
+    if how == "mount":  # an include runs the child's tools in the parent's own session
+        assert sorted(seen_by_middleware, key=str) == [("alice", "alice")] * 2 + [("bob", "bob")] * 2 + [(None, None)]

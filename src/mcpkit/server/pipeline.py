@@ -29,9 +29,10 @@ import contextvars
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .context import access_token_of
+from .context import access_token_of, calling_request
 from .session import new_correlation_id
 
 if TYPE_CHECKING:
@@ -149,13 +150,15 @@ class CallContext:
 
     @property
     def principal(self) -> str | None:
-        """The verified token's subject on an authenticated HTTP server, else None."""
-        return self.session.principal
+        """The verified token's subject on an authenticated HTTP server, else None; in a
+        mounted Server, the parent's caller's (as ``ctx.principal``)."""
+        return calling_request(self.session, self.request)[0].principal
 
     @property
     def access_token(self) -> Any:
-        """The verified token the request arrived with (a nested call: its caller's)."""
-        return access_token_of(self.session, self.request)
+        """The verified token the request arrived with (a nested call: its caller's; in a
+        mounted Server, the parent's caller's, as ``ctx.access_token``)."""
+        return access_token_of(*calling_request(self.session, self.request))
 
     @property
     def session_id(self) -> str | None:
@@ -439,7 +442,10 @@ def steps_for(server: Any, kind: str, item: Any) -> list[Any]:
 
 
 async def in_worker(server: Any, fn: Callable[[], Any]) -> Any:
-    """Run a blocking ``fn`` on a worker thread from async code, so the event loop never waits."""
+    """Run a blocking ``fn`` on a worker thread from async code, so the event loop never waits.
+    It runs in a copy of the caller's context, as ``asyncio.to_thread`` does: what the steps
+    before it set (the active sandbox, a mount's calling call, a trace span, the correlation
+    id) holds there, and in what it hands back to the loop (``_threaded``)."""
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -452,5 +458,6 @@ async def in_worker(server: Any, fn: Callable[[], Any]) -> Any:
             else:
                 fut.set_result(result)
 
-    server.workers.submit(fn, lambda result, exc: loop.call_soon_threadsafe(settle, result, exc))
+    server.workers.submit(partial(contextvars.copy_context().run, fn),
+                          lambda result, exc: loop.call_soon_threadsafe(settle, result, exc))
     return await fut
