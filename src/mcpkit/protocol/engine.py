@@ -73,10 +73,10 @@ class RequestReceived:
         self.capabilities = capabilities
         self.log_level = log_level
         self.client_info = client_info
-        #: the verified credential this request arrived with (set by the server session from
-        #: what its transport passed; never read here): a session may see several, as a
-        #: client steps up its scopes, and each request is judged by its own
-        self.access_token: Any = None
+        # ``access_token``: the verified credential this request arrived with, set by the
+        # server session when its transport passed one (never read here; unset otherwise, so
+        # a request without one costs nothing): a session may see several, as a client steps
+        # up its scopes, and each request is judged by its own
 
     def __repr__(self) -> str:
         return f"RequestReceived(id={self.id!r}, method={self.method!r})"

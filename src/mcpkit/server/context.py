@@ -41,7 +41,7 @@ def calling_request(session: Any, request: Any) -> tuple[Any, Any]:
 def access_token_of(session: Any, request: Any) -> Any:
     """The verified token ``request`` is judged by: the one its transport fed it with (each
     request of an authenticated HTTP session), else the session's (one set by hand)."""
-    token = request.access_token
+    token = getattr(request, "access_token", None)  # set only where a transport gave one
     return session.access_token if token is None else token
 
 
