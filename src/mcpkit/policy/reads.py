@@ -84,6 +84,12 @@ class ReadAudit:
 READ_AUDIT = ReadAudit()
 
 
+def _shortened(audit: Any, name: str) -> str:
+    """``name`` as ``audit``'s lines keep it (audit.shortened), with its redactor."""
+    redactor = getattr(audit, "redactor", None) or default_redactor()
+    return shortened(name, redactor.redact_text)
+
+
 def _record(cc: Any, what: str, start: float, exc: BaseException | None) -> None:
     session = cc.session
     policy = session.server._policy
@@ -97,8 +103,7 @@ def _record(cc: Any, what: str, start: float, exc: BaseException | None) -> None
     else:
         outcome = "error" if cc.ran else "denied"
         code = exc.code if isinstance(exc, McpError) else INTERNAL_ERROR
-    redactor = getattr(audit, "redactor", None) or default_redactor()
-    name = shortened(cc.name, redactor.redact_text)  # a URI can be megabytes (a template variable)
+    name = _shortened(audit, cc.name)  # a URI can be megabytes (a template variable)
     try:
         audit.record({
             "correlationId": cc.correlation_id,
@@ -151,13 +156,12 @@ def record_refused(server: Any, access: Any, message: dict[str, Any], missing: l
         principal = policy.principal_of(stand_in, stand_in)
     except Exception:  # noqa: BLE001 - a principal function that needs a real session
         principal = access.subject
-    redactor = getattr(audit, "redactor", None) or default_redactor()
-    name = shortened(target, redactor.redact_text) if isinstance(target, str) else None
+    name = _shortened(audit, target) if isinstance(target, str) else None
     arguments = params.get("arguments") if field in ("tool", "prompt") else None
     entry: dict[str, Any] = {"correlationId": new_correlation_id(), "principal": principal, field: name}
     if field == "tool":
         action = arguments.get("action") if type(arguments) is dict else None
-        entry["action"] = shortened(action, redactor.redact_text) if isinstance(action, str) else None
+        entry["action"] = _shortened(audit, action) if isinstance(action, str) else None
     entry.update({"arguments": arguments, "outcome": "denied", "code": "insufficient_scope",
                   "requiredScopes": missing, "durationMs": 0.0})
     try:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.errors import E_PERMISSION_DENIED, INVALID_PARAMS, McpError, ToolError
-from ..server.context import access_token_of
 
 __all__ = ["ScopeStep"]
 
@@ -37,7 +36,7 @@ class ScopeStep:
         """A guard (server/pipeline.py): refuses, or lets the call pass."""
         needed = cc.scopes
         if needed:
-            token = access_token_of(cc.session, cc.request)  # the request's: the session may have seen others since
+            token = cc.access_token  # the request's: the session may have seen others since
             if token is not None:
                 missing = self.auth.missing(token, needed)
                 if missing:

@@ -29,11 +29,10 @@ import contextvars
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .context import access_token_of, calling_request
-from .session import new_correlation_id
+from .session import new_correlation_id, partial_run
 
 if TYPE_CHECKING:
     from ..protocol.engine import RequestReceived
@@ -458,6 +457,6 @@ async def in_worker(server: Any, fn: Callable[[], Any]) -> Any:
             else:
                 fut.set_result(result)
 
-    server.workers.submit(partial(contextvars.copy_context().run, fn),
+    server.workers.submit(partial_run(contextvars.copy_context(), fn),
                           lambda result, exc: loop.call_soon_threadsafe(settle, result, exc))
     return await fut

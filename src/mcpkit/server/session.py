@@ -36,7 +36,7 @@ from ..protocol.engine import (
 from ..protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, McpError, clipped
 from .features import FEATURE_OF_METHOD
 from ..protocol.revisions import Revision
-from .context import ClientRequestError, ClientTimeoutError, Context, level_rank
+from .context import ClientRequestError, ClientTimeoutError, Context, calling_request, level_rank
 
 if TYPE_CHECKING:
     from .server import Server
@@ -105,16 +105,10 @@ def caller_of(session: Any) -> str:
     session that drives a mounted Server for its parent (``outer``), the principal of the
     parent's caller whose call this one serves; else "anonymous"."""
     principal = session.principal
-    if principal is not None:
-        return principal
-    try:
-        outer = session.outer
-    except AttributeError:  # a stand-in session (tests, bridges) may have none
-        return "anonymous"
-    if outer is None:
-        return "anonymous"
-    parent = outer.calling_context()
-    return "anonymous" if parent is None else caller_of(parent._session)  # the parent may itself be mounted
+    if principal is None and getattr(session, "outer", None) is not None:
+        # a mounted Server's session: the walk up the mounts ctx.principal takes
+        principal = calling_request(session, None)[0].principal
+    return "anonymous" if principal is None else principal
 
 
 class ServerSession:
