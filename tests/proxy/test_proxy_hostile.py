@@ -14,6 +14,7 @@ import pytest
 from mcpkit import Context, Server
 from mcpkit.client import Client
 from mcpkit.proxy import upstreams_of
+from mcpkit.proxy.upstream import RELIST_INTERVAL
 from tests.proxy.test_upstream import close_all, until
 
 aio = pytest.mark.asyncio
@@ -157,3 +158,37 @@ async def test_one_upstream_list_change_is_one_list_changed_for_the_clients() ->
             assert await client.list_tools() == []
     finally:
         close_all(parent)
+
+
+@aio
+async def test_an_upstreams_flood_of_list_changed_is_listed_and_passed_on_at_a_bounded_rate(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # each list_changed an upstream sent was a tools/list to it and a list_changed to every client,
+    # whether anything changed or not: 50 a second kept the proxy busy and its clients re-listing
+    monkeypatch.setenv("HOSTILE", "churn")
+    proxy = Server.proxy([sys.executable, HOSTILE])
+    changed = "notifications/tools/list_changed"
+    try:
+        async with Client(proxy) as client:
+            await client.list_tools()
+            client.notifications.clear()
+            # a burst, then a steady stream: 100 a second for 2 s
+            await client.call_tool("churn", {"n": 2000})
+            await asyncio.sleep(0.5)
+            await client.call_tool("churn", {"n": 200, "gap": 0.01})
+            await asyncio.sleep(3)  # the flood, the re-listings it set off and their notifications
+            listed = int((await client.call_tool("lists", {}))["content"][0]["text"])
+            # at most one listing, and one list_changed passed on, per half second (RELIST_INTERVAL)
+            assert listed <= 1 + 10, f"the upstream was listed {listed} times for one flood"
+            passed_on = sum(n["method"] == changed for n in client.notifications)
+            assert passed_on <= 10, f"{passed_on} list_changed passed on for one flood"
+            client.notifications.clear()
+            await asyncio.sleep(RELIST_INTERVAL)
+            # a real change still reaches the clients, once
+            await client.call_tool("grow", {})
+            await until(lambda: any(n["method"] == changed for n in client.notifications))
+            await asyncio.sleep(0.3)
+            assert sum(n["method"] == changed for n in client.notifications) == 1
+            assert "grown" in [t["name"] for t in await client.list_tools()]
+    finally:
+        close_all(proxy)

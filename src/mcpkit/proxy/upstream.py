@@ -44,6 +44,9 @@ log = logging.getLogger("mcpkit.proxy")
 _PY_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
               "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
               "emergency": logging.CRITICAL}
+#: seconds: an upstream's list_changed sets off a listing at once, then at most one per interval
+RELIST_INTERVAL = 0.5
+
 _KINDS = {"notifications/tools/list_changed": "tools", "notifications/resources/list_changed": "resources",
           "notifications/prompts/list_changed": "prompts"}
 
@@ -126,6 +129,7 @@ class Upstream:
         #: ("rule", pattern NUL name) read as another upstream's names
         self._warned: set[tuple[str, str]] = set()
         self._syncing: asyncio.Task[Any] | None = None
+        self._listed_at = -RELIST_INTERVAL  # when a list_changed last set off a listing (loop time)
         self._listening: asyncio.Task[Any] | None = None
         #: the upstream's serverInfo and instructions, from the last connection
         self.server_info: dict[str, Any] = {}
@@ -323,21 +327,30 @@ class Upstream:
             self.server.notify_resource_updated(self.names.uri(params["uri"]))
 
     async def _sync_dirty(self) -> None:
+        loop = asyncio.get_running_loop()
         while self._dirty:
-            kind = self._dirty.pop()
+            # an upstream that says list_changed over and over (each one a listing here and a
+            # list_changed to every client) is listed at most once per RELIST_INTERVAL: what it
+            # says meanwhile is one listing of each kind it named, at the end of the interval
+            wait = self._listed_at + RELIST_INTERVAL - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
             client = self._client
             if client is None:
                 return
-            before = self._mirrored(kind)
-            try:
-                await self._sync(client, kind)
-            except (ClientError, RpcError) as exc:
-                log.warning("upstream %s: could not list its %s again: %s", self.name, kind, exc)
-                continue
-            if self._mirrored(kind) == before:
-                # the list changed and changed back (or only in what is not mirrored): the
-                # upstream said so, and its clients' caches are this server's clients' caches
-                self.server._changed(kind)
+            self._listed_at = loop.time()
+            kinds, self._dirty = self._dirty, set()
+            for kind in sorted(kinds):
+                before = self._mirrored(kind)
+                try:
+                    await self._sync(client, kind)
+                except (ClientError, RpcError) as exc:
+                    log.warning("upstream %s: could not list its %s again: %s", self.name, kind, exc)
+                    continue
+                if self._mirrored(kind) == before:
+                    # the list changed and changed back (or only in what is not mirrored): the
+                    # upstream said so, and its clients' caches are this server's clients' caches
+                    self.server._changed(kind)
 
     def _mirrored(self, kind: str) -> Any:
         if kind == "tools":

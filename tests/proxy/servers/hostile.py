@@ -6,9 +6,13 @@
   client for a sampling with it (a server that reports on one client's request to whoever has a
   call in flight);
 * ``stray``: from its first ``tools/call`` of ``flood`` on, it sends ``FLOOD`` (env, default
-  20000) answers to ids never asked, log lines, progress for no token and list changes.
+  20000) answers to ids never asked, log lines and progress for no token;
+* ``churn``: ``tools/call`` of ``churn`` starts sending ``n`` ``notifications/tools/list_changed``
+  (default 2000), ``gap`` seconds apart, while its list stays the same; ``grow`` adds a tool ``grown`` and says so once;
+  ``lists`` answers how many ``tools/list`` it has answered.
 
-Tools: ``read`` (readOnlyHint), ``write``, ``hold`` (answers after ``s`` seconds), ``flood``.
+Tools: ``read`` (readOnlyHint), ``write``, ``hold`` (answers after ``s`` seconds), ``flood``,
+``churn``, ``grow``, ``lists``.
 """
 
 import json
@@ -40,7 +44,11 @@ TOOLS = [
     {"name": "write", "inputSchema": {"type": "object"}},
     {"name": "hold", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
     {"name": "flood", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "churn", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "grow", "inputSchema": {"type": "object"}},
+    {"name": "lists", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
 ]
+LISTED = [0]
 
 
 def flood():
@@ -62,6 +70,7 @@ def handle(msg):
                                       "logging": {}},
                      "serverInfo": {"name": "hostile", "version": "1"}})
     elif method == "tools/list":
+        LISTED[0] += 1
         result(mid, {"tools": TOOLS})
     elif method == "prompts/list":
         result(mid, {"prompts": [{"name": "greet", "arguments": [{"name": "who"}]}]})
@@ -85,6 +94,22 @@ def handle(msg):
         elif name == "flood" and "stray" in MODES:
             flood()
             text(mid, "flooded")
+        elif name == "churn" and "churn" in MODES:
+            arguments = params.get("arguments") or {}
+
+            def churn():
+                for _ in range(int(arguments.get("n", 2000))):
+                    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                    time.sleep(float(arguments.get("gap", 0)))
+
+            threading.Thread(target=churn).start()  # while it answers every tools/list at once
+            text(mid, "churning")
+        elif name == "grow" and "churn" in MODES:
+            TOOLS.append({"name": "grown", "inputSchema": {"type": "object"}})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            text(mid, "grown")
+        elif name == "lists":
+            text(mid, str(LISTED[0]))
         else:
             text(mid, f"ran {name}")
     else:
