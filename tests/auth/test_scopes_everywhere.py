@@ -574,3 +574,62 @@ async def test_a_narrow_request_cannot_take_over_the_id_of_a_cancelled_wide_one_
     finally:
         go.set()
         await stream.disconnect()
+
+
+@pytest.mark.req("AU-06", "AU-09")
+@pytest.mark.asyncio
+async def test_requests_refused_before_their_body_is_read_are_audited_and_the_discovery_probe_is_not(
+        clients, tmp_path):
+    """A token that does not verify, a malformed header and a token without the server-wide
+    scopes are refused before the body is read: an audit trail must still show those attempts
+    (who, from where, why), never the token itself. A request with no credentials at all is how
+    every client finds the authorization server (AU-06): it is not an attempt, and not a line."""
+    from mcpkit.policy import AuditLog
+    from mcpkit.policy.audit import read_lines
+
+    audit = AuditLog(tmp_path / "audit.log")
+    server, ran = make_server(Policy(gates=Gates(), audit=audit))
+    outsider = AccessToken("eve", client_id="cli", scopes=frozenset({"files:read"}))  # lacks "mcp"
+    app = clients.app(server, auth=auth_for(Tokens(user=USER, outsider=outsider)))
+    client = clients.asgi(app)
+    call = jsonrpc("tools/call", {"name": "reset", "arguments": {"target": "db"}}, 5)
+    assert (await client.post(call, authorization=None)).status == 401
+    assert (await client.post(call, authorization="Bearer sk-live-0123456789abcdef")).status == 401
+    assert (await client.post(call, authorization="Bearer expired-token")).status == 401
+    assert (await client.post(call, authorization="Basic dXNlcjpodW50ZXIy")).status == 401
+    assert (await client.post(call, authorization="Bearer outsider")).status == 403
+    assert ran == []
+    lines = read_lines(tmp_path / "audit.log")
+    assert [(line["code"], line["principal"]) for line in lines] == [
+        ("invalid_token", None), ("invalid_token", None), ("invalid_request", None),
+        ("insufficient_scope", "eve")]
+    assert all(line["outcome"] == "denied" and line["request"] == "POST /mcp" and line["remote"] == "127.0.0.1"
+               for line in lines), lines
+    assert lines[1]["reason"].startswith("Invalid access token")  # redacted as any text in a line is
+    assert lines[3]["requiredScopes"] == ["mcp"]
+    assert "requiredScopes" not in lines[0]
+    text = (tmp_path / "audit.log").read_text()
+    assert "sk-live-0123456789abcdef" not in text and "dXNlcjpodW50ZXIy" not in text
+    # the refused never reached a session: an accepted call is audited once, by the call path
+    ok = as_user(clients.asgi(app), "user")
+    await ok.initialize()
+    await ok.result("tools/call", {"name": "ops", "arguments": {"action": "status"}})
+    assert [(line.get("tool"), line["outcome"]) for line in read_lines(tmp_path / "audit.log")[4:]] == [
+        ("ops", "ok")]
+
+
+@pytest.mark.asyncio
+async def test_an_api_key_that_is_refused_is_audited_without_the_key(clients):
+    """The same for an API-key scheme: a wrong key and a key without the required scopes."""
+    from mcpkit.auth import ApiKeyAuth
+
+    audit = MemoryAudit()
+    server, _ = make_server(Policy(gates=Gates(), audit=audit))
+    auth = ApiKeyAuth({"good-key-0123456789abcdef01": {"subject": "studio-7", "scopes": "designs:read"}}, required_scopes=["mcp"])
+    client = clients.asgi(clients.app(server, auth=auth))
+    call = jsonrpc("tools/call", {"name": "reset", "arguments": {"target": "db"}}, 5)
+    assert (await client.post(call, authorization=None, x_api_key="wrong-key-0123456789abcdef02")).status == 401
+    assert (await client.post(call, authorization=None, x_api_key="good-key-0123456789abcdef01")).status == 403
+    assert [(line["code"], line["principal"], line.get("requiredScopes")) for line in audit.lines] == [
+        ("invalid_token", None, None), ("insufficient_scope", "studio-7", ["mcp"])]
+    assert "wrong-key-0123456789abcdef02" not in str(audit.lines) and "good-key-0123456789abcdef01" not in str(audit.lines)

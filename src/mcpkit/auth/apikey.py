@@ -126,7 +126,11 @@ class ApiKeyAuth:
         access = await self._check(text)
         if access is None:
             raise AuthFailure(401, self.challenge("invalid_token"), "The API key is not valid.")
-        self.require(access, self.required_scopes, resource)
+        try:
+            self.require(access, self.required_scopes, resource)
+        except AuthFailure as refusal:
+            refusal.access = access  # who was refused: the audit line names them
+            raise
         return access
 
     async def _check(self, key: str) -> ApiKeyAccess | None:

@@ -47,11 +47,13 @@ def canonical_uri(uri: str) -> str:
 class AuthFailure(Exception):
     """A request the resource server refuses: the HTTP status and the challenge to send."""
 
-    def __init__(self, status: int, challenge: str, message: str) -> None:
+    def __init__(self, status: int, challenge: str, message: str, access: Any = None) -> None:
         super().__init__(message)
         self.status = status
         self.challenge = challenge
         self.message = message
+        #: the verified token, when it was refused for lacking the server-wide scopes
+        self.access = access
 
 
 def _quote(value: str) -> str:
@@ -177,7 +179,11 @@ class ResourceServer:
             raise AuthFailure(401, self.challenge(resource, error="invalid_token", description=exc.description,
                                                   scope=self.basic_scopes()),
                               f"Invalid access token: {exc.description}.") from None
-        self.require(access, self.required_scopes, resource)
+        try:
+            self.require(access, self.required_scopes, resource)
+        except AuthFailure as refusal:
+            refusal.access = access  # who was refused: the audit line names them
+            raise
         return access
 
     def missing(self, access: Any, required: Iterable[str]) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["action_scopes", "advertise", "audit_refused", "check_isolated", "fuse", "manager_tool", "redact", "resolve",
+__all__ = ["action_scopes", "advertise", "audit_refused", "audit_unauthenticated", "check_isolated", "fuse", "manager_tool", "redact", "resolve",
            "started", "steps", "tool_options", "visible", "warm_up", "warn_secret_parameters"]
 
 
@@ -192,3 +192,12 @@ def audit_refused(server: Any, access: Any, message: dict[str, Any], missing: li
     from .reads import record_refused
 
     record_refused(server, access, message, missing)
+
+
+def audit_unauthenticated(server: Any, code: str, reason: str, request: str, remote: str | None,
+                          access: Any = None, missing: list[str] | None = None) -> None:
+    """The audit line of a request the transport refused before reading its body (HTTP 401, or
+    403 for a token without the server-wide scopes)."""
+    from .reads import record_unauthenticated
+
+    record_unauthenticated(server, code, reason, request, remote, access, missing)

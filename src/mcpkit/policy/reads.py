@@ -22,6 +22,15 @@ for with 403 before any session sees it (AU-09); :func:`record_refused` writes t
 code ``insufficient_scope`` and the ``requiredScopes`` it lacked, under the principal the
 policy names (its ``principal`` function sees a stand-in session and request carrying the
 token), so an audit trail shows the attempts the transport stopped too.
+
+A request refused before its body is read names no call: a token that does not verify, a
+malformed ``Authorization`` header (401) or a token without the server-wide scopes (403).
+:func:`record_unauthenticated` writes its line: ``request`` (method and path), ``remote`` (the
+client's address), ``code`` (the challenge's ``invalid_token``, ``invalid_request`` or
+``insufficient_scope``), ``reason``, and for a verified token its principal and the
+``requiredScopes`` it lacked (``principal`` is null for a token that did not verify). A request
+with no credentials at all is how every client learns where to get a token (AU-06): it is not
+written.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from ..server.session import new_correlation_id
 from .audit import shortened
 from .redact import default_redactor
 
-__all__ = ["READ_AUDIT", "ReadAudit", "record_refused"]
+__all__ = ["READ_AUDIT", "ReadAudit", "record_refused", "record_unauthenticated"]
 
 log = logging.getLogger("mcpkit.policy")
 
@@ -168,3 +177,30 @@ def record_refused(server: Any, access: Any, message: dict[str, Any], missing: l
         audit.record(entry)
     except Exception:  # noqa: BLE001 - a full disk must not turn the 403 into a 500
         log.exception("could not write the audit line of a refused %s %r", field, name)
+
+
+def record_unauthenticated(server: Any, code: str, reason: str, request: str, remote: str | None,
+                           access: Any = None, missing: list[str] | None = None) -> None:
+    """The audit line of a request the HTTP transport refused before reading its body (see the
+    module's text); ``access``: the verified token that lacked the server-wide scopes."""
+    policy = server._policy
+    audit = policy.audit if policy is not None else None
+    if audit is None:
+        return
+    principal = None
+    if access is not None:
+        stand_in = _Refused(access, {})
+        try:
+            principal = policy.principal_of(stand_in, stand_in)
+        except Exception:  # noqa: BLE001 - a principal function that needs a real session
+            principal = access.subject
+    entry: dict[str, Any] = {"correlationId": new_correlation_id(), "principal": principal,
+                             "request": request[:300], "remote": remote, "outcome": "denied", "code": code,
+                             "reason": reason[:500]}
+    if missing is not None:
+        entry["requiredScopes"] = missing
+    entry["durationMs"] = 0.0
+    try:
+        audit.record(entry)
+    except Exception:  # noqa: BLE001 - a full disk must not turn the refusal into a 500
+        log.exception("could not write the audit line of a refused %s", request[:300])

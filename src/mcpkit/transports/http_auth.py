@@ -9,6 +9,7 @@ Imported only by servers built with ``auth=``.
 from __future__ import annotations
 
 import contextvars
+import re
 from typing import Any
 
 from ..protocol.errors import INVALID_REQUEST, McpError
@@ -17,6 +18,8 @@ __all__ = ["ACCESS", "AuthRoutes", "scopes_needed"]
 
 #: the AccessToken of the HTTP request being handled (set around each authenticated request)
 ACCESS: contextvars.ContextVar[Any] = contextvars.ContextVar("mcpkit_access", default=None)
+#: the error a refusal's challenge names (RFC 6750 §3); a bare challenge names none
+_CHALLENGE_ERROR = re.compile(r'\berror="([A-Za-z_]{1,40})"')
 
 
 def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
@@ -109,6 +112,7 @@ class AuthRoutes:
             # an API-key scheme (mcpkit.auth.ApiKeyAuth) names its own header
             access = await auth.authenticate(headers.get(getattr(auth, "header", b"authorization")), resource)
         except AuthFailure as refusal:
+            self._audit_unauthenticated(scope, method, path, refusal)
             await self._refuse_auth(send, headers, refusal)
             return
         token = ACCESS.set((access, resource))
@@ -149,6 +153,31 @@ class AuthRoutes:
             missing = self.auth.missing(access, _needed_by(server, message))
             if missing:
                 policy_layer().audit_refused(server, access, message, missing)
+
+    def _audit_unauthenticated(self, scope: dict[str, Any], method: str, path: str, refusal: Any) -> None:
+        """Under a policy with an audit log, one line per request refused before its body was
+        read: credentials that do not verify (401) or a token without the server-wide scopes
+        (403). A request with none at all is how a client finds where to get a token (AU-06),
+        not an attempt: its challenge names no error, and it writes nothing."""
+        server = self.server
+        policy = getattr(server, "_policy", None)
+        if policy is None or policy.audit is None:
+            return
+        found = _CHALLENGE_ERROR.search(refusal.challenge)
+        if found is None:
+            return
+        access = getattr(refusal, "access", None)
+        missing = None
+        if access is not None:
+            auth = self.auth
+            required = getattr(auth, "required_scopes", ())
+            missing = auth.missing(access, required) if hasattr(auth, "missing") else (
+                sorted(set(required) - set(access.scopes)))
+        client = scope.get("client")
+        from ..server.pipeline import policy_layer
+
+        policy_layer().audit_unauthenticated(server, found.group(1), refusal.message, f"{method} {path}",
+                                             str(client[0]) if client else None, access, missing)
 
     def _bind(self, hs: Any) -> Any:
         """The session serves the caller of this request: its principal keys rate limits and
