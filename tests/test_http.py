@@ -213,6 +213,7 @@ class AsgiDriver:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.host = ASGI_HOST
+        self.client = ("127.0.0.1", 50000)  # the scope's client: the address the server sees
         self.replies: list[_AsgiReply] = []
 
     async def aclose(self) -> None:
@@ -247,7 +248,7 @@ class AsgiDriver:
             "query_string": parts.query.encode(),
             "root_path": "",
             "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in hdrs.items()],
-            "client": ("127.0.0.1", 50000),
+            "client": self.client,
             "server": ("127.0.0.1", 8000),
         }
         pieces = chunks if chunks is not None else [body]

@@ -99,7 +99,8 @@ class Policy:
     - ``limits``: argument/result sizes, timeout and output sanitizing (policy/limits.py).
     - ``sandbox``: where SandboxPath parameters may point (policy/sandbox.py).
     - ``redact_logs``: redact secrets in the logs of the ``mcpkit`` logger and the root handlers.
-    - ``principal``: ``(session, request) -> str``, who is calling; "anonymous" when unknown.
+    - ``principal``: ``(session, request) -> str``, who is calling; by default the authenticated
+      user, else "anonymous" (stdio) or "anonymous@ADDRESS" (HTTP without auth).
 
     Frozen: what each tool's calls enforce is resolved once per policy, so a change is a new
     Policy (``dataclasses.replace``) assigned to ``server.policy``.

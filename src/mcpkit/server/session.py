@@ -103,18 +103,24 @@ def _carry(events: list[Any], access_token: Any) -> None:
 def caller_of(session: Any) -> str:
     """Who calls, as rate limits and audit lines name them: the session's principal; in the
     session that drives a mounted Server for its parent (``outer``), the principal of the
-    parent's caller whose call this one serves; else "anonymous"."""
+    parent's caller whose call this one serves; else the session's ``anonymous`` name."""
     principal = session.principal
     if principal is None and getattr(session, "outer", None) is not None:
         # a mounted Server's session: the walk up the mounts ctx.principal takes
-        principal = calling_request(session, None)[0].principal
-    return "anonymous" if principal is None else principal
+        caller = calling_request(session, None)[0]
+        principal = caller.principal
+        if principal is None:
+            return getattr(caller, "anonymous", "anonymous")
+    return session.anonymous if principal is None else principal
 
 
 class ServerSession:
     #: who is calling, when the transport knows (an authenticated HTTP request); the policy
-    #: layer keys rate limits and audit lines by it ("anonymous" when None)
+    #: layer keys rate limits and audit lines by it (``anonymous`` when None)
     principal: str | None = None
+    #: who is calling when nobody is named: "anonymous" (stdio: one client), or per address
+    #: (HTTP without auth: ``anonymous@ADDRESS``), so callers do not share one rate budget
+    anonymous: str = "anonymous"
     #: the caller's verified mcpkit.auth.AccessToken on an authenticated HTTP server, as its
     #: latest request carried it; each request keeps its own (RequestReceived.access_token)
     access_token: Any = None

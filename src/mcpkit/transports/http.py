@@ -545,7 +545,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
                 await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
                 return
 
-        access = self._bind(hs)
+        access = self._bind(hs, scope)
         if type(payload) is list:
             rev = hs.session.revision
             if rev is None or not rev.batching:  # HL-03, HL-05: only 2025-03-26 has batches
@@ -621,7 +621,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
             return
         hs = _HttpSession(self, None)
         hs.session.worker_key = self._client_of(scope)
-        access = self._bind(hs)
+        access = self._bind(hs, scope)
         stream = hs.open_stream([rid], json_mode=False)
         wake = asyncio.Event()
         stream.writer = wake
@@ -841,7 +841,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         session_id = os.urandom(16).hex()
         hs = _HttpSession(self, session_id)
         self.quotas.add(client, session_id)
-        self._bind(hs)
+        self._bind(hs, scope)
         stream = _Stream(f"{session_id}.legacy", set(), json_mode=False, standalone=True)
         hs.get_stream = stream
         self.legacy[session_id] = hs
@@ -876,7 +876,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
                 payload = None  # the session answers the parse error on the stream
             if await self._scopes_refused(send, headers, payload):
                 return
-        hs.session.feed(body, self._bind(hs))  # answers, including parse errors, go out on the SSE stream
+        hs.session.feed(body, self._bind(hs, scope))  # answers, including parse errors, go out on the SSE stream
         hs.session.flush()
         await send({"type": "http.response.start", "status": 202, "headers": [(b"content-type", b"text/plain")]})
         await send({"type": "http.response.body", "body": b"Accepted"})

@@ -179,14 +179,19 @@ class AuthRoutes:
         policy_layer().audit_unauthenticated(server, found.group(1), refusal.message, f"{method} {path}",
                                              str(client[0]) if client else None, access, missing)
 
-    def _bind(self, hs: Any) -> Any:
+    def _bind(self, hs: Any, scope: dict[str, Any]) -> Any:
         """The session serves the caller of this request: its principal keys rate limits and
         audit lines, and a session belongs to the user who opened it (SEC-03). Returns this
         request's verified token (None without auth), for the session to judge this request's
         messages by: the same user may step up to another token within one session while an
         earlier call still runs (or is still being read off the loop), and that call keeps
-        the scopes and ``ctx.access_token`` it was sent with."""
+        the scopes and ``ctx.access_token`` it was sent with. Without auth, the caller is named
+        by this request's address."""
         if self.auth is None:
+            # nobody is named: each address is a caller of its own (its rate-limit buckets, its
+            # audit lines), so one client cannot spend every other's budget
+            client = scope.get("client")
+            hs.session.anonymous = f"anonymous@{client[0]}" if client else "anonymous"
             return None
         access = ACCESS.get()[0]
         if hs.owner is None:

@@ -1,0 +1,69 @@
+"""On an HTTP server without auth nobody is named, and every caller used to be one "anonymous":
+one client spending its rate budget spent everyone's, and the audit trail could not tell
+clients apart. Each address is now a caller of its own, ``anonymous@ADDRESS``; stdio keeps
+"anonymous" (one client), and a named principal is unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpkit import Server
+from mcpkit.policy import Policy
+from mcpkit.policy.ratelimit import RateLimiter
+from tests.harness import connect
+from tests.test_http import clients  # noqa: F401 - a fixture
+
+LATEST = "2025-11-25"
+
+
+class MemoryAudit:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.lines.append(dict(entry))
+
+    def record_call(self, cid: str, principal: str, tool: str, *rest: Any, **kw: Any) -> None:
+        self.lines.append({"principal": principal, "tool": tool})
+
+
+def limited_server() -> tuple[Server, MemoryAudit]:
+    audit = MemoryAudit()
+    server = Server("shared", policy=Policy(rate_limiter=RateLimiter("2/min"), audit=audit))
+
+    @server.tool(read_only=True, open_world=False)
+    def look() -> str:
+        return "seen"
+
+    return server, audit
+
+
+async def look_from(clients: Any, app: Any, address: str) -> list[bool]:
+    client = clients.asgi(app)
+    client.driver.client = (address, 40000)
+    await client.initialize()
+    refused = []
+    for _ in range(3):
+        refused.append(bool((await client.tool("look")).get("isError")))
+    return refused
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+async def test_each_address_has_its_own_rate_budget_and_audit_name_without_auth(clients):
+    server, audit = limited_server()
+    app = clients.app(server)
+    assert await look_from(clients, app, "10.0.0.1") == [False, False, True]
+    # another client is not refused for what the first one spent
+    assert await look_from(clients, app, "10.0.0.2") == [False, False, True]
+    assert {line["principal"] for line in audit.lines} == {"anonymous@10.0.0.1", "anonymous@10.0.0.2"}
+
+
+@pytest.mark.asyncio
+async def test_a_stdio_caller_is_still_anonymous(wire):
+    server, audit = limited_server()
+    async with connect(server, wire, LATEST) as c:
+        await c.request("tools/call", {"name": "look", "arguments": {}})
+    assert [line["principal"] for line in audit.lines] == ["anonymous"]
