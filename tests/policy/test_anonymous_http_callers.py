@@ -67,3 +67,36 @@ async def test_a_stdio_caller_is_still_anonymous(wire):
     async with connect(server, wire, LATEST) as c:
         await c.request("tools/call", {"name": "look", "arguments": {}})
     assert [line["principal"] for line in audit.lines] == ["anonymous"]
+
+
+@pytest.mark.parametrize("revision", [None, "2026-07-28"])
+@pytest.mark.asyncio
+async def test_a_mounted_childs_rate_limits_and_audit_name_each_address(clients, revision):
+    """A mounted Server's own rate limits and audit lines name the parent's caller
+    (server/session.caller_of). A child driven over 2026-07-28 saw no parent call at all
+    (proxy/upstream._exchange_modern did not set CURRENT_CALL): every address of the parent was
+    the child's one "anonymous", so one client spent every other's budget there (and an
+    authenticated caller's ctx.principal was None in the child)."""
+    audit = MemoryAudit()
+    parent = Server("parent")
+    child = Server("child", policy=Policy(audit=audit))
+
+    @child.tool(read_only=True, open_world=False, rate_limit="1/min")
+    def once() -> str:
+        return "ok"
+
+    upstream = parent.mount(child, prefix="c", **({"protocol_version": revision} if revision else {}))
+    try:
+        app = clients.app(parent)
+        refused = []
+        for address in ("10.0.0.1", "10.0.0.2"):
+            client = clients.asgi(app)
+            client.driver.client = (address, 40000)
+            await client.initialize()
+            for _ in range(2):
+                refused.append(bool((await client.tool("c_once")).get("isError")))
+        assert [(line["principal"], line["tool"]) for line in audit.lines] == [
+            ("anonymous@10.0.0.1", "once")] * 2 + [("anonymous@10.0.0.2", "once")] * 2
+        assert refused == [False, True, False, True]
+    finally:
+        upstream.close()

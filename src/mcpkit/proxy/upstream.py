@@ -694,7 +694,7 @@ class Upstream:
         self._calls.append(call)
         try:
             if client.modern and ctx is not None:
-                return await self._exchange_modern(client, ctx, method, params, progress, tool)
+                return await self._exchange_modern(client, call, method, params, progress, tool)
             return await self._exchange(client, call, method, params, progress)
         except RpcError as exc:
             code = exc.code if isinstance(exc.code, int) else INTERNAL_ERROR
@@ -731,13 +731,26 @@ class Upstream:
             task.cancel()  # the downstream request was cancelled: so is the upstream one
             raise
 
-    async def _exchange_modern(self, client: Client, ctx: Context, method: str, params: dict[str, Any],
+    async def _exchange_modern(self, client: Client, call: Call, method: str, params: dict[str, Any],
                                progress: Any, tool: bool) -> Any:
         """One request to a 2026-07-28 upstream, on behalf of the real client: its capabilities
         and log level ride the request (MT-08), the inputs the upstream asks for are asked of the
         client under the upstream's own keys (MR-01), and a task the upstream creates is the
         client's to follow (tasks/* are forwarded to it)."""
+        ctx = call.ctx
+        assert ctx is not None
         request = ctx._request
+
+        async def send(params: dict[str, Any]) -> Any:
+            # as in _exchange: a mounted Server's session finds the parent's call it serves
+            # (calling_context), so its ctx.principal, audit lines and rate limits are that
+            # caller's, not one "anonymous" for every caller of the parent
+            token = CURRENT_CALL.set(call)
+            try:
+                return await client.request(method, params, progress=progress, fulfil_inputs=False)
+            finally:
+                CURRENT_CALL.reset(token)
+
         meta = dict(params.get("_meta") or {})
         meta[CLIENT_CAPABILITIES_KEY] = ctx.client_capabilities
         if ctx.client_info:
@@ -747,7 +760,7 @@ class Upstream:
             meta[LOG_LEVEL_KEY] = level
         params = {**params, "_meta": meta}
         for _ in range(_MAX_INPUT_ROUNDS):
-            result = await self._loop.run_here(client.request(method, params, progress=progress, fulfil_inputs=False))
+            result = await self._loop.run_here(send(params))
             if not isinstance(result, dict) or result.get("resultType") != "input_required":
                 if tool and isinstance(result, dict) and result.get("resultType") == "task":
                     task_id = result.get("taskId")
