@@ -100,3 +100,33 @@ async def test_a_mounted_childs_rate_limits_and_audit_name_each_address(clients,
         assert refused == [False, True, False, True]
     finally:
         upstream.close()
+
+
+@pytest.mark.asyncio
+async def test_a_mounted_childs_completion_rate_limit_is_each_addresss_own(clients):
+    """A mounted Server's completions are rate-limited per caller (CompletionRateLimit) too:
+    the parent forwarded them with no call (``_forward(None, ...)``), so the child counted every
+    caller of the parent as its one "anonymous" and a second address was refused on the first
+    one's bucket."""
+    parent = Server("parent")
+    child = Server("child", policy=Policy(rate_limiter=RateLimiter("2/min")))
+
+    @child.prompt(completions={"who": lambda value: ["alice", "bob"]})
+    def greet(who: str) -> str:
+        return f"hi {who}"
+
+    upstream = parent.mount(child, prefix="c")
+    try:
+        app = clients.app(parent)
+        answered = []
+        for address in ("10.0.0.1", "10.0.0.2"):
+            client = clients.asgi(app)
+            client.driver.client = (address, 40000)
+            await client.initialize()
+            for _ in range(3):
+                answer = await client.call("completion/complete", {
+                    "ref": {"type": "ref/prompt", "name": "c_greet"}, "argument": {"name": "who", "value": ""}})
+                answered.append("result" in answer)
+        assert answered == [True, True, False, True, True, False]
+    finally:
+        upstream.close()

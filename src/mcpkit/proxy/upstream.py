@@ -602,17 +602,18 @@ class Upstream:
             completions=completions, replace=True, scopes=self._scopes("prompt", upstream_name), **extra), desc)
 
     def _completer(self, ref: dict[str, Any], argument: str) -> Callable[..., Any]:
-        async def complete(value: str, context: dict[str, Any]) -> Any:
+        async def complete(value: str, context: dict[str, Any], ctx: Context | None = None) -> Any:
             client = self._client
             if client is None or "completions" not in client.server_capabilities:
                 return []
             params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
             if context:
                 params["context"] = {"arguments": context}
-            result = await self._forward(None, "completion/complete", params)
+            result = await self._forward(ctx, "completion/complete", params)
             completion = result.get("completion") if isinstance(result, dict) else None
             return completion if isinstance(completion, dict) else []
 
+        complete.takes_ctx = True  # type: ignore[attr-defined]  # dispatch._complete passes the caller's Context
         return complete
 
     def nested(self, ctx: Context, name: str, arguments: Any, want_async: bool) -> Any:

@@ -640,7 +640,12 @@ def _complete(cc: CallContext, mode: str) -> Any:
     if fn is None:
         result = {"completion": _completion([])}
         return _settled(result) if mode == "async" else result
-    return _invoke(fn, inspect.iscoroutinefunction(fn), (argument.get("value", ""), context_args or {}), {},
+    args: tuple[Any, ...] = (argument.get("value", ""), context_args or {})
+    if getattr(fn, "takes_ctx", False):
+        # a mounted Server's completer (proxy/upstream.py): the child names this caller in its
+        # own rate limits (CompletionRateLimit), as for its tools, not one "anonymous" for all
+        args += (cc.session.context(cc.request),)
+    return _invoke(fn, inspect.iscoroutinefunction(fn), args, {},
                    lambda v: {"completion": _completion(v)}, None, mode, cc.session.server)
 
 
