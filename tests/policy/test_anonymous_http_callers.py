@@ -13,20 +13,10 @@ from mcpkit import Server
 from mcpkit.policy import Policy
 from mcpkit.policy.ratelimit import RateLimiter
 from tests.harness import connect
+from tests.policy.test_pipeline_rules import MemoryAudit
 from tests.test_http import clients  # noqa: F401 - a fixture
 
 LATEST = "2025-11-25"
-
-
-class MemoryAudit:
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def record(self, entry: dict[str, Any]) -> None:
-        self.lines.append(dict(entry))
-
-    def record_call(self, cid: str, principal: str, tool: str, *rest: Any, **kw: Any) -> None:
-        self.lines.append({"principal": principal, "tool": tool})
 
 
 def limited_server() -> tuple[Server, MemoryAudit]:
@@ -40,10 +30,16 @@ def limited_server() -> tuple[Server, MemoryAudit]:
     return server, audit
 
 
-async def look_from(clients: Any, app: Any, address: str) -> list[bool]:
+async def client_at(clients: Any, app: Any, address: str) -> Any:
+    """An initialized HTTP client of ``app`` whose requests come from ``address``."""
     client = clients.asgi(app)
     client.driver.client = (address, 40000)
     await client.initialize()
+    return client
+
+
+async def look_from(clients: Any, app: Any, address: str) -> list[bool]:
+    client = await client_at(clients, app, address)
     refused = []
     for _ in range(3):
         refused.append(bool((await client.tool("look")).get("isError")))
@@ -90,9 +86,7 @@ async def test_a_mounted_childs_rate_limits_and_audit_name_each_address(clients,
         app = clients.app(parent)
         refused = []
         for address in ("10.0.0.1", "10.0.0.2"):
-            client = clients.asgi(app)
-            client.driver.client = (address, 40000)
-            await client.initialize()
+            client = await client_at(clients, app, address)
             for _ in range(2):
                 refused.append(bool((await client.tool("c_once")).get("isError")))
         assert [(line["principal"], line["tool"]) for line in audit.lines] == [
@@ -120,9 +114,7 @@ async def test_a_mounted_childs_completion_rate_limit_is_each_addresss_own(clien
         app = clients.app(parent)
         answered = []
         for address in ("10.0.0.1", "10.0.0.2"):
-            client = clients.asgi(app)
-            client.driver.client = (address, 40000)
-            await client.initialize()
+            client = await client_at(clients, app, address)
             for _ in range(3):
                 answer = await client.call("completion/complete", {
                     "ref": {"type": "ref/prompt", "name": "c_greet"}, "argument": {"name": "who", "value": ""}})
