@@ -633,3 +633,30 @@ async def test_an_api_key_that_is_refused_is_audited_without_the_key(clients):
     assert [(line["code"], line["principal"], line.get("requiredScopes")) for line in audit.lines] == [
         ("invalid_token", None, None), ("insufficient_scope", "studio-7", ["mcp"])]
     assert "wrong-key-0123456789abcdef02" not in str(audit.lines) and "good-key-0123456789abcdef01" not in str(audit.lines)
+
+
+@pytest.mark.asyncio
+async def test_bad_credentials_sent_in_bulk_cannot_flood_the_audit_log(clients, monkeypatch):
+    """Anyone can send bad tokens: their lines are bounded per address and overall, so a flood
+    cannot rotate the authenticated callers' lines out of the log; the next line written says
+    how many were held back, and the callers' own calls are audited as ever."""
+    from mcpkit.policy import reads
+
+    monkeypatch.setattr(reads, "REFUSAL_LINES_PER_ADDRESS", (5.0, 0.001))
+    monkeypatch.setattr(reads, "REFUSAL_LINES_OVERALL", (8.0, 0.001))
+    audit = MemoryAudit()
+    server, _ = make_server(Policy(gates=Gates(), audit=audit))
+    app = clients.app(server, auth=auth_for(Tokens(user=USER)))
+    call = jsonrpc("tools/call", {"name": "batch", "arguments": {"calls": []}}, 5)
+    for address, count in (("10.0.0.1", 40), ("10.0.0.2", 2), ("10.0.0.3", 10)):
+        client = clients.asgi(app)
+        client.driver.client = (address, 40000)
+        for _ in range(count):
+            assert (await client.post(call, authorization="Bearer forged-token-0123456789")).status == 401
+    # 5 from the first address (35 held back), 2 from the second, then the overall budget's last 1
+    assert [line["remote"] for line in audit.lines] == ["10.0.0.1"] * 5 + ["10.0.0.2"] * 2 + ["10.0.0.3"]
+    assert [line.get("withheld") for line in audit.lines] == [None] * 5 + [35, None, None]
+    ok = as_user(clients.asgi(app), "user")
+    await ok.initialize()
+    await ok.result("tools/call", {"name": "batch", "arguments": {"calls": []}})
+    assert audit.lines[-1].get("tool") == "batch" and audit.lines[-1]["outcome"] == "ok"

@@ -30,14 +30,18 @@ client's address), ``code`` (the challenge's ``invalid_token``, ``invalid_reques
 ``insufficient_scope``), ``reason``, and for a verified token its principal and the
 ``requiredScopes`` it lacked (``principal`` is null for a token that did not verify). A request
 with no credentials at all is how every client learns where to get a token (AU-06): it is not
-written.
+written. Anyone can send bad credentials, so these lines are bounded (REFUSAL_LINES_PER_ADDRESS,
+REFUSAL_LINES_OVERALL): a flood of them cannot rotate the calls of authenticated callers out of
+the log, and the next line written says how many were held back (``withheld``).
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
+import threading
 import time
+import weakref
 from typing import Any
 
 from ..protocol.errors import INTERNAL_ERROR, McpError
@@ -179,13 +183,55 @@ def record_refused(server: Any, access: Any, message: dict[str, Any], missing: l
         log.exception("could not write the audit line of a refused %s %r", field, name)
 
 
+#: (burst, lines a second): how many lines requests refused before their body was read may write,
+#: per client address and all addresses together (a client rotating addresses). Anyone can send
+#: bad credentials in bulk; unbounded, their lines would rotate the log's older lines (the calls
+#: of authenticated callers) out of it. Lines held back are counted on the next line written.
+REFUSAL_LINES_PER_ADDRESS = (30.0, 0.5)
+REFUSAL_LINES_OVERALL = (300.0, 5.0)
+
+
+class _RefusalBudget:
+    def __init__(self) -> None:
+        from ..stores.memory import MemoryRateStore
+
+        self.buckets = MemoryRateStore(max_keys=10_000)
+        self.withheld = 0
+
+    def allows(self, remote: str | None) -> bool:
+        now = time.monotonic()
+        for key, (burst, rate) in ((f"address:{remote}", REFUSAL_LINES_PER_ADDRESS),
+                                   ("overall", REFUSAL_LINES_OVERALL)):
+            if self.buckets.take(key, burst, rate, now):
+                self.withheld += 1
+                return False
+        return True
+
+
+_budgets: weakref.WeakKeyDictionary[Any, _RefusalBudget] = weakref.WeakKeyDictionary()
+_budgets_lock = threading.Lock()
+
+
+def _budget_of(audit: Any) -> _RefusalBudget:
+    with _budgets_lock:
+        budget = _budgets.get(audit)
+        if budget is None:
+            budget = _budgets[audit] = _RefusalBudget()
+        return budget
+
+
 def record_unauthenticated(server: Any, code: str, reason: str, request: str, remote: str | None,
                            access: Any = None, missing: list[str] | None = None) -> None:
     """The audit line of a request the HTTP transport refused before reading its body (see the
-    module's text); ``access``: the verified token that lacked the server-wide scopes."""
+    module's text); ``access``: the verified token that lacked the server-wide scopes. At most
+    REFUSAL_LINES_PER_ADDRESS and REFUSAL_LINES_OVERALL are written; the next line written says
+    how many were held back (``withheld``)."""
     policy = server._policy
     audit = policy.audit if policy is not None else None
     if audit is None:
+        return
+    budget = _budget_of(audit)
+    if not budget.allows(remote):
         return
     principal = None
     if access is not None:
@@ -199,6 +245,8 @@ def record_unauthenticated(server: Any, code: str, reason: str, request: str, re
                              "reason": reason[:500]}
     if missing is not None:
         entry["requiredScopes"] = missing
+    if budget.withheld:
+        entry["withheld"], budget.withheld = budget.withheld, 0
     entry["durationMs"] = 0.0
     try:
         audit.record(entry)
