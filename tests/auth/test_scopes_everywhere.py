@@ -660,3 +660,19 @@ async def test_bad_credentials_sent_in_bulk_cannot_flood_the_audit_log(clients, 
     await ok.initialize()
     await ok.result("tools/call", {"name": "batch", "arguments": {"calls": []}})
     assert audit.lines[-1].get("tool") == "batch" and audit.lines[-1]["outcome"] == "ok"
+
+
+@pytest.mark.asyncio
+async def test_rotating_ipv6_addresses_within_a_64_does_not_renew_the_audit_budget(clients, monkeypatch):
+    from mcpkit.policy import reads
+
+    monkeypatch.setattr(reads, "REFUSAL_LINES_PER_ADDRESS", (3.0, 0.001))
+    audit = MemoryAudit()
+    server, _ = make_server(Policy(gates=Gates(), audit=audit))
+    app = clients.app(server, auth=auth_for(Tokens(user=USER)))
+    call = jsonrpc("tools/call", {"name": "batch", "arguments": {"calls": []}}, 5)
+    for n in range(1, 10):
+        client = clients.asgi(app)
+        client.driver.client = (f"2001:db8:7:7::{n:x}", 40000)
+        assert (await client.post(call, authorization="Bearer forged-token-0123456789")).status == 401
+    assert [line["remote"] for line in audit.lines] == ["2001:db8:7:7::1", "2001:db8:7:7::2", "2001:db8:7:7::3"]

@@ -57,6 +57,22 @@ async def test_each_address_has_its_own_rate_budget_and_audit_name_without_auth(
     assert {line["principal"] for line in audit.lines} == {"anonymous@10.0.0.1", "anonymous@10.0.0.2"}
 
 
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+async def test_an_ipv6_client_is_its_64_network_not_each_address_in_it(clients):
+    """One IPv6 host is commonly given a whole /64: were each address a caller of its own, it
+    could spend a fresh budget from each of them."""
+    server, audit = limited_server()
+    app = clients.app(server)
+    assert await look_from(clients, app, "2001:db8:1:2::5") == [False, False, True]
+    assert await look_from(clients, app, "2001:db8:1:2:ffff::9") == [True, True, True]  # the same /64
+    assert await look_from(clients, app, "2001:db8:1:3::5") == [False, False, True]  # another one
+    assert await look_from(clients, app, "::ffff:10.0.0.7") == [False, False, True]  # IPv4, mapped
+    assert [line["principal"] for line in audit.lines][::3] == [
+        "anonymous@2001:db8:1:2::/64", "anonymous@2001:db8:1:2::/64", "anonymous@2001:db8:1:3::/64",
+        "anonymous@10.0.0.7"]
+
+
 @pytest.mark.asyncio
 async def test_a_stdio_caller_is_still_anonymous(wire):
     server, audit = limited_server()

@@ -221,17 +221,18 @@ def _budget_of(audit: Any) -> _RefusalBudget:
 
 
 def record_unauthenticated(server: Any, code: str, reason: str, request: str, remote: str | None,
-                           access: Any = None, missing: list[str] | None = None) -> None:
+                           access: Any = None, missing: list[str] | None = None, client: str | None = None) -> None:
     """The audit line of a request the HTTP transport refused before reading its body (see the
     module's text); ``access``: the verified token that lacked the server-wide scopes. At most
     REFUSAL_LINES_PER_ADDRESS and REFUSAL_LINES_OVERALL are written; the next line written says
-    how many were held back (``withheld``)."""
+    how many were held back (``withheld``). ``client``: whose budget it is (the address, or an
+    IPv6 address's /64; ``remote`` when not given)."""
     policy = server._policy
     audit = policy.audit if policy is not None else None
     if audit is None:
         return
     budget = _budget_of(audit)
-    if not budget.allows(remote):
+    if not budget.allows(remote if client is None else client):
         return
     principal = None
     if access is not None:

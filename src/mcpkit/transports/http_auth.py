@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ..protocol.errors import INVALID_REQUEST, McpError
+from .http_quotas import client_address
 
 __all__ = ["ACCESS", "AuthRoutes", "scopes_needed"]
 
@@ -177,7 +178,8 @@ class AuthRoutes:
         from ..server.pipeline import policy_layer
 
         policy_layer().audit_unauthenticated(server, found.group(1), refusal.message, f"{method} {path}",
-                                             str(client[0]) if client else None, access, missing)
+                                             str(client[0]) if client else None, access, missing,
+                                             client_address(scope))
 
     def _bind(self, hs: Any, scope: dict[str, Any]) -> Any:
         """The session serves the caller of this request: its principal keys rate limits and
@@ -190,8 +192,7 @@ class AuthRoutes:
         if self.auth is None:
             # nobody is named: each address is a caller of its own (its rate-limit buckets, its
             # audit lines), so one client cannot spend every other's budget
-            client = scope.get("client")
-            hs.session.anonymous = f"anonymous@{client[0]}" if client else "anonymous"
+            hs.session.anonymous = "anonymous@" + client_address(scope)
             return None
         access = ACCESS.get()[0]
         if hs.owner is None:

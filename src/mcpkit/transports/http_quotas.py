@@ -1,8 +1,8 @@
 """Session quotas of the HTTP app: one client's flood never ends another client's session.
 
 Sessions are capped twice: ``max_sessions`` in all, and ``max_sessions_per_client`` for each
-client, a client being the authenticated principal or, without auth, the client's address (as
-uvicorn reports it; behind a proxy, let uvicorn read ``X-Forwarded-For`` from it with
+client, a client being the authenticated principal or, without auth, the client's address (an
+IPv6 address by its /64 network; as uvicorn reports it; behind a proxy, let uvicorn read ``X-Forwarded-For`` from it with
 ``--forwarded-allow-ips``). A new session past a cap makes room like this (HL-17 lets a server
 end a session at any time; its client gets 404 and initializes again):
 
@@ -15,10 +15,35 @@ end a session at any time; its client gets 404 and initializes again):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["SessionQuotas", "QuotaExceeded"]
+__all__ = ["SessionQuotas", "QuotaExceeded", "client_address"]
+
+
+def client_address(scope: dict[str, Any]) -> str:
+    """Who a request without auth comes from, as quotas, rate limits and audit budgets count
+    it: its IPv4 address, or the /64 network of its IPv6 address (one host is commonly given a
+    whole /64, and could otherwise be a new client at every address in it)."""
+    client = scope.get("client")
+    if not client:
+        return "unknown"
+    host = str(client[0])
+    return _ipv6_network(host) if ":" in host else host
+
+
+@functools.lru_cache(maxsize=4096)
+def _ipv6_network(host: str) -> str:
+    import ipaddress
+
+    try:
+        address = ipaddress.IPv6Address(host)
+    except ValueError:
+        return host  # not an address (a transport's own name for its peer): itself
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return f"{ipaddress.IPv6Network((address, 64), strict=False).network_address}/64"
 
 
 class QuotaExceeded(Exception):

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..protocol import revisions
 from .http_auth import ACCESS
-from .http_quotas import SessionQuotas
+from .http_quotas import SessionQuotas, client_address
 
 __all__ = ["SessionTable"]
 
@@ -57,8 +57,7 @@ class SessionTable:
         """Who a session counts against (http_quotas.py): the principal, else the address."""
         if self.auth is not None:
             return "principal:" + ACCESS.get()[0].subject
-        client = scope.get("client")
-        return "address:" + (str(client[0]) if client else "unknown")
+        return "address:" + client_address(scope)
 
     def _new_session(self, client: str) -> Any:
         """A session for ``client``, room made as http_quotas.py says (raises QuotaExceeded)."""
