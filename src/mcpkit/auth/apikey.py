@@ -126,11 +126,7 @@ class ApiKeyAuth:
         access = await self._check(text)
         if access is None:
             raise AuthFailure(401, self.challenge("invalid_token"), "The API key is not valid.")
-        try:
-            self.require(access, self.required_scopes, resource)
-        except AuthFailure as refusal:
-            refusal.access = access  # who was refused: the audit line names them
-            raise
+        self.require(access, self.required_scopes, resource)
         return access
 
     async def _check(self, key: str) -> ApiKeyAccess | None:
@@ -157,7 +153,7 @@ class ApiKeyAuth:
         missing = sorted(set(required) - set(access.scopes))
         if missing:
             raise AuthFailure(403, self.challenge("insufficient_scope"),
-                              f"This API key lacks {' '.join(missing)}.")
+                              f"This API key lacks {' '.join(missing)}.", access, missing)
 
     # a ResourceServer-shaped object for code that asks
     def basic_scopes(self) -> list[str]:

@@ -47,13 +47,15 @@ def canonical_uri(uri: str) -> str:
 class AuthFailure(Exception):
     """A request the resource server refuses: the HTTP status and the challenge to send."""
 
-    def __init__(self, status: int, challenge: str, message: str, access: Any = None) -> None:
+    def __init__(self, status: int, challenge: str, message: str, access: Any = None,
+                 missing: list[str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.challenge = challenge
         self.message = message
-        #: the verified token, when it was refused for lacking the server-wide scopes
+        #: a 403 for scopes: the verified token refused, and the scopes it lacked (audit lines)
         self.access = access
+        self.missing = missing
 
 
 def _quote(value: str) -> str:
@@ -179,11 +181,7 @@ class ResourceServer:
             raise AuthFailure(401, self.challenge(resource, error="invalid_token", description=exc.description,
                                                   scope=self.basic_scopes()),
                               f"Invalid access token: {exc.description}.") from None
-        try:
-            self.require(access, self.required_scopes, resource)
-        except AuthFailure as refusal:
-            refusal.access = access  # who was refused: the audit line names them
-            raise
+        self.require(access, self.required_scopes, resource)
         return access
 
     def missing(self, access: Any, required: Iterable[str]) -> list[str]:
@@ -210,4 +208,5 @@ class ResourceServer:
                 self.challenge(resource, error="insufficient_scope",
                                description=f"needs scope {' '.join(missing)}", scope=needed),
                 f"Insufficient scope: this request needs {' '.join(needed)}.",
+                access, missing,
             )

@@ -194,10 +194,10 @@ def audit_refused(server: Any, access: Any, message: dict[str, Any], missing: li
     record_refused(server, access, message, missing)
 
 
-def audit_unauthenticated(server: Any, code: str, reason: str, request: str, remote: str | None,
-                          access: Any = None, missing: list[str] | None = None, client: str | None = None) -> None:
+def audit_unauthenticated(server: Any, code: str, reason: str, request: str, remote: str | None, client: str,
+                          access: Any = None, missing: list[str] | None = None) -> None:
     """The audit line of a request the transport refused before reading its body (HTTP 401, or
     403 for a token without the server-wide scopes)."""
     from .reads import record_unauthenticated
 
-    record_unauthenticated(server, code, reason, request, remote, access, missing, client)
+    record_unauthenticated(server, code, reason, request, remote, client, access, missing)

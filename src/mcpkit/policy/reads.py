@@ -142,6 +142,7 @@ class _Refused:
 
     outer = None
     session_id = None
+    anonymous = "anonymous"
 
     def __init__(self, access: Any, message: dict[str, Any]) -> None:
         self.principal = access.subject
@@ -198,9 +199,9 @@ class _RefusalBudget:
         self.buckets = MemoryRateStore(max_keys=10_000)
         self.withheld = 0
 
-    def allows(self, remote: str | None) -> bool:
+    def allows(self, client: str) -> bool:
         now = time.monotonic()
-        for key, (burst, rate) in ((f"address:{remote}", REFUSAL_LINES_PER_ADDRESS),
+        for key, (burst, rate) in ((f"address:{client}", REFUSAL_LINES_PER_ADDRESS),
                                    ("overall", REFUSAL_LINES_OVERALL)):
             if self.buckets.take(key, burst, rate, now):
                 self.withheld += 1
@@ -220,19 +221,19 @@ def _budget_of(audit: Any) -> _RefusalBudget:
         return budget
 
 
-def record_unauthenticated(server: Any, code: str, reason: str, request: str, remote: str | None,
-                           access: Any = None, missing: list[str] | None = None, client: str | None = None) -> None:
+def record_unauthenticated(server: Any, code: str, reason: str, request: str, remote: str | None, client: str,
+                           access: Any = None, missing: list[str] | None = None) -> None:
     """The audit line of a request the HTTP transport refused before reading its body (see the
     module's text); ``access``: the verified token that lacked the server-wide scopes. At most
     REFUSAL_LINES_PER_ADDRESS and REFUSAL_LINES_OVERALL are written; the next line written says
     how many were held back (``withheld``). ``client``: whose budget it is (the address, or an
-    IPv6 address's /64; ``remote`` when not given)."""
+    IPv6 address's /64)."""
     policy = server._policy
     audit = policy.audit if policy is not None else None
     if audit is None:
         return
     budget = _budget_of(audit)
-    if not budget.allows(remote if client is None else client):
+    if not budget.allows(client):
         return
     principal = None
     if access is not None:

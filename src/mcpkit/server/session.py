@@ -107,10 +107,8 @@ def caller_of(session: Any) -> str:
     principal = session.principal
     if principal is None and getattr(session, "outer", None) is not None:
         # a mounted Server's session: the walk up the mounts ctx.principal takes
-        caller = calling_request(session, None)[0]
-        principal = caller.principal
-        if principal is None:
-            return getattr(caller, "anonymous", "anonymous")
+        session = calling_request(session, None)[0]
+        principal = session.principal
     return session.anonymous if principal is None else principal
 
 

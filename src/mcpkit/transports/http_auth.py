@@ -167,19 +167,13 @@ class AuthRoutes:
         found = _CHALLENGE_ERROR.search(refusal.challenge)
         if found is None:
             return
-        access = getattr(refusal, "access", None)
-        missing = None
-        if access is not None:
-            auth = self.auth
-            required = getattr(auth, "required_scopes", ())
-            missing = auth.missing(access, required) if hasattr(auth, "missing") else (
-                sorted(set(required) - set(access.scopes)))
         client = scope.get("client")
         from ..server.pipeline import policy_layer
 
+        # a 403 for the server-wide scopes carries the token and what it lacked (auth.require)
         policy_layer().audit_unauthenticated(server, found.group(1), refusal.message, f"{method} {path}",
-                                             str(client[0]) if client else None, access, missing,
-                                             client_address(scope))
+                                             str(client[0]) if client else None, client_address(scope),
+                                             getattr(refusal, "access", None), getattr(refusal, "missing", None))
 
     def _bind(self, hs: Any, scope: dict[str, Any]) -> Any:
         """The session serves the caller of this request: its principal keys rate limits and
