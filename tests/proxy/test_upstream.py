@@ -118,6 +118,30 @@ async def test_an_upstream_that_dies_is_hidden_and_comes_back() -> None:
 
 
 @aio
+async def test_a_session_opened_while_every_upstream_is_down_gets_the_tools_when_one_comes_back() -> None:
+    # an aggregate whose upstreams were all down when its client connected declared no tools,
+    # prompts or resources, and that session was held to it: tools/list answered -32601 for ever,
+    # though the upstream came back (mcpkit proxy started by a host before its upstream was up)
+    port = free_port()
+    aggregate = Server("aggregate")
+    upstream = aggregate.mount(f"http://127.0.0.1:{port}/mcp", prefix="ref", probe_interval=0.2)
+    upstream_proc = None
+    try:
+        assert not upstream.up
+        async with Client(aggregate) as client:
+            assert {"tools", "resources", "prompts"} <= set(client.server_capabilities)
+            assert await client.list_tools() == []
+            upstream_proc = start_http(port)
+            await until(lambda: upstream.up)
+            assert "ref_add" in {t["name"] for t in await client.list_tools()}
+            assert (await client.call_tool("ref_add", {"a": 2, "b": 2}))["structuredContent"] == {"result": 4}
+    finally:
+        close_all(aggregate)
+        if upstream_proc is not None:
+            stop(upstream_proc)
+
+
+@aio
 async def test_a_killed_stdio_upstream_is_started_again() -> None:
     proxy = Server.proxy(SERVE, probe_interval=0.2)
     upstream = upstreams_of(proxy)[0]

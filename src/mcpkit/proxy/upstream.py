@@ -169,6 +169,11 @@ class Upstream:
         self.bridge.step()
         if not self.bridge.up:
             log.warning("upstream %s is not reachable yet: %s", self.name, self.bridge.last_error)
+            if self.reconnects:
+                # what it serves is unknown until it is up; a session opened meanwhile is held to
+                # the capabilities its initialize declared (LC-06), so declare them now, or that
+                # session never sees the tools when the upstream comes back (as Server.mirror does)
+                self.server._advertise = self.server._advertise | {"tools", "resources", "prompts"}
         if self.reconnects:
             self.bridge.start()
         return self
