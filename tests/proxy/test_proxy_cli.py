@@ -136,6 +136,13 @@ async def test_a_shared_tool_policy_rule_for_one_upstream_does_not_reach_a_tool_
     (["--timeout", "-1", "--", PY], "argument --timeout: must be a positive number of seconds, got '-1'"),
     (["--connect-timeout", "0", "--", PY], "argument --connect-timeout: must be a positive number of seconds"),
     (["--probe-interval", "0", "--", PY], "argument --probe-interval: must be a positive number of seconds"),
+    # options of HTTP serving were accepted and ignored on stdio, as `mcpkit serve` refuses them
+    (["--json", "--", PY], "--json applies to HTTP only; add --http HOST:PORT or drop --json"),
+    (["--allow-host", "x.example", "--", PY], "--allow-host applies to HTTP only"),
+    (["--header-timeout", "1", "--", PY], "--header-timeout applies to HTTP only"),
+    (["--auth", "tokens", "--", PY], "--auth is for --http"),
+    # the connection limits were never read, so an impossible one was served
+    (["--http", "127.0.0.1:0", "--max-connections", "0", "--", PY], "max-connections must be a positive integer"),
 ])
 def test_a_configuration_mistake_is_one_line_without_a_traceback(args: list[str], message: str) -> None:
     done = subprocess.run([*PROXY, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -228,6 +235,28 @@ def test_mcp_servers_files_as_hosts_write_them(tmp_path: Path, monkeypatch: Any)
     assert specs[1].headers == {"Authorization": "Bearer s3cret"}
 
 
+def test_a_url_from_the_environment_is_expanded_before_it_is_checked(tmp_path: Path, monkeypatch: Any) -> None:
+    # "url": "${BASE}/mcp" was refused (an http server needs "url": "https://...") before ${BASE}
+    # was read, though ${VAR} is read from the environment in every string
+    monkeypatch.setenv("MCPKIT_TEST_BASE", "https://t.example")
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"t": {"url": "${MCPKIT_TEST_BASE}/mcp"}}}))
+    [spec] = load_mcp_servers(path)
+    assert (spec.target, spec.transport) == ("https://t.example/mcp", "http")
+
+
+@pytest.mark.parametrize("servers", [{}, {"off": {"command": "x", "disabled": True}}])
+def test_a_config_without_an_enabled_server_says_so(tmp_path: Path, servers: dict[str, Any]) -> None:
+    # it said "give a TARGET (a URL or a command line), a command after --, or --config FILE",
+    # to a user who had given --config FILE
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    done = subprocess.run([*PROXY, "--config", str(path)], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"mcpkit proxy: {path} has no enabled server in \"mcpServers\"", done.stderr
+
+
 @pytest.mark.parametrize(("data", "message"), [
     ({"servers": {}}, 'no "mcpServers" object'),
     ({"mcpServers": {"a b": {"command": "x"}}}, "a name is 1-40 characters"),
@@ -236,6 +265,8 @@ def test_mcp_servers_files_as_hosts_write_them(tmp_path: Path, monkeypatch: Any)
     ({"mcpServers": {"a": {"url": "ftp://x"}}}, 'needs "url"'),
     ({"mcpServers": {"a": {"command": "x", "env": {"A": 1}}}}, "env must be an object of strings"),
     ({"mcpServers": {"a": {"url": "https://x/${NOT_SET_ANYWHERE}"}}}, "NOT_SET_ANYWHERE"),
+    # "yes" (or "true") used to leave the server enabled without a word
+    ({"mcpServers": {"a": {"command": "x", "disabled": "yes"}}}, "disabled must be true or false"),
 ])
 def test_a_bad_mcp_servers_file_names_the_entry(tmp_path: Path, data: Any, message: str) -> None:
     path = tmp_path / "mcp.json"
@@ -299,3 +330,34 @@ async def test_rate_limit_and_deny_switches() -> None:
         assert (await client.call_tool("add", {"a": 1, "b": 1})).get("isError") is not True
         limited = await client.call_tool("add", {"a": 1, "b": 1})
         assert limited.get("isError") is True and "rate" in limited["content"][0]["text"].lower()
+
+
+def test_the_connection_limits_apply_to_the_proxy_over_http() -> None:
+    # --header-timeout, --keep-alive-timeout, --max-connections and --max-header-bytes were
+    # accepted and never read: a silent connection stayed open for uvicorn's default
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([*PROXY, "--http", f"127.0.0.1:{port}", "--header-timeout", "0.5", "--", *SERVE],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        with socket.create_connection(("127.0.0.1", port)) as silent:
+            silent.settimeout(5)
+            started = time.monotonic()
+            assert silent.recv(10) == b""  # closed by the proxy, not by the 5 s timeout here
+            assert time.monotonic() - started < 3
+    finally:
+        proc.terminate()
+        proc.wait(15)

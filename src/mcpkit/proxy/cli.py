@@ -96,6 +96,8 @@ def _specs(args: argparse.Namespace) -> list[Any]:
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     if not specs:
+        if args.config:
+            raise _fail(f'{args.config} has no enabled server in "mcpServers"')
         raise _fail("give a TARGET (a URL or a command line), a command after --, or --config FILE")
     headers = {}
     for item in args.header or ():
@@ -149,6 +151,8 @@ def build_policy(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     from .. import cli
 
+    cli._refuse_misplaced(args)  # an HTTP option on stdio is refused, as by `mcpkit serve`
+    limits = cli._limits(args) if args.http is not None else None
     try:
         auth = cli._auth(args)
     except (ValueError, OSError) as exc:  # an unusable tokens file, say: one line, the fix in it
@@ -210,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             host, port = args.http
             server.run("http", host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout,
-                       **cli._http_options(args, auth))
+                       limits=limits, **cli._http_options(args, auth))
     finally:
         for upstream in upstreams:
             upstream.close()

@@ -107,7 +107,10 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
             raise ConfigError(f"{at}: a name is 1-40 characters from A-Z a-z 0-9 _ - (it becomes the tools' prefix)")
         if not isinstance(entry, dict):
             raise ConfigError(f"{at} must be an object with \"command\" or \"url\"")
-        if entry.get("disabled") is True:
+        disabled = entry.get("disabled", False)
+        if not isinstance(disabled, bool):
+            raise ConfigError(f"{at}: disabled must be true or false, got {disabled!r}")
+        if disabled:
             continue
         kind = str(entry.get("type") or entry.get("transport") or ("http" if "url" in entry else "stdio")).lower()
         if kind not in _TYPES:
@@ -128,10 +131,10 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
                 raise ConfigError(f"{at}: args must be a list of strings")
             target: Any = [_expand(command, at), *(_expand(a, at) for a in args)]
         else:
-            url = entry.get("url")
+            url = _expand(entry.get("url"), at)  # "${BASE}/mcp" is a URL once ${BASE} is read
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise ConfigError(f"{at}: an {kind} server needs \"url\": \"https://...\"")
-            target = _expand(url, at)
+            target = url
         out.append(UpstreamSpec(
             name, target, kind,
             env={k: _expand(v, at) for k, v in env.items()} if env else None,
