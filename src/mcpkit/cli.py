@@ -105,8 +105,13 @@ def _auth(args: argparse.Namespace) -> Any:
         types = [t.strip() for t in (args.jwt_types or "at+jwt").split(",") if t.strip()]
         try:
             verifier = JWTVerifier(args.issuer, audience, jwks_uri=jwks, token_types=types)
-        except ValueError as exc:
-            raise SystemExit(f"mcpkit: --jwt-types: {exc}") from None
+        except ValueError as exc:  # name the option that gave the bad value
+            text = str(exc)
+            flag = ("--jwt-types" if "token_types" in text else
+                    ("--jwks-uri" if args.jwks_uri else "--issuer") if "jwks_uri" in text else "--auth jwt")
+            hint = " (the keys are read from ISSUER/.well-known/jwks.json unless --jwks-uri is given)" \
+                if flag == "--issuer" else ""
+            raise SystemExit(f"mcpkit: {flag}: {exc}{hint}") from None
     elif mode == "introspection":
         if not args.introspection_url:
             raise SystemExit("mcpkit: --auth introspection needs --introspection-url")

@@ -84,3 +84,14 @@ def test_the_cli_option_and_its_environment_variable(tmp_path):
                            "--issuer", ISSUER, "--resource", AUDIENCE, "--jwt-types", "id_token"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and "--jwt-types" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    # it said "--jwt-types: jwks_uri must be an https:// URL ...", naming an option not given
+    (["--issuer", "id.example.com"], "mcpkit: --issuer: jwks_uri must be an https:// URL"),
+    (["--issuer", ISSUER, "--jwks-uri", "keys.example.com/jwks"], "mcpkit: --jwks-uri: jwks_uri must be an https:// URL"),
+])
+def test_a_bad_url_for_the_keys_names_the_option_that_gave_it(extra, expected):
+    proc = subprocess.run([sys.executable, "-m", "mcpkit", "serve", "--http", "127.0.0.1:1", "--auth", "jwt",
+                           "--resource", AUDIENCE, *extra], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith(expected) and "--jwt-types" not in proc.stderr, proc.stderr
