@@ -199,6 +199,16 @@ def test_a_target_that_exits_at_once_is_one_line_with_its_exit_code_and_stderr()
     assert done.stderr.strip() == "mcpkit: the server exited with code 3; stderr: Error: missing API key FOO"
 
 
+@pytest.mark.parametrize("target", ["mcpkit-no-such-command-xyz --flag", "/nonexistent/server --stdio"])
+def test_a_command_line_that_cannot_start_is_a_mistake_with_exit_code_2(target):
+    # a single word that is no command exits 2 ("is no file, command on PATH or importable
+    # module"); the same command with an argument used to exit 1, as if the server had failed
+    done = run("list", target)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"mcpkit: cannot start {target.split()[0]!r}: "), done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_serve_refuses_an_audit_log_it_cannot_write(tmp_path):
     # MCPKIT_AUDIT_LOG under a regular file: the server used to start and lose every audit line
     blocker = tmp_path / "file"

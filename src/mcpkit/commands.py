@@ -107,7 +107,8 @@ def _run(coro: Any) -> int:
         return int(asyncio.run(coro) or 0)
     except (ClientError, RpcError, OSError) as exc:
         print(f"mcpkit: {exc}", file=sys.stderr)
-        return 1
+        # a command line that cannot be started is a mistake in the TARGET, as a missing file is
+        return 2 if isinstance(exc, ClientError) and isinstance(exc.__cause__, OSError) else 1
 
 
 # ------------------------------------------------------------------------------------------ list
