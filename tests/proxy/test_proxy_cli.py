@@ -57,8 +57,12 @@ async def test_the_proxys_gate_messages_name_its_own_flags_not_the_servers_code(
         refused = await client.call_tool("test_simple_text")
         text = refused["content"][0]["text"]
         assert "--read-only" in text and "server's code" not in text, text
-        await asyncio.sleep(0.2)
-        warned = [line for line in client.stderr.splitlines() if "test_simple_text: hidden" in line]
+        warned: list[str] = []
+        for _ in range(200):  # the warning is written by another process: wait for it, not a fixed time
+            warned = [line for line in client.stderr.splitlines() if "test_simple_text: hidden" in line]
+            if warned:
+                break
+            await asyncio.sleep(0.05)
     assert warned and "server's code" not in warned[0] and "declare read_only=True" not in warned[0], warned
     assert "read_only = true" in warned[0] and "--tool-policy" in warned[0] and "drop --read-only" in warned[0]
 
