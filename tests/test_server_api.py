@@ -964,3 +964,26 @@ async def test_a_feature_added_at_run_time_reaches_new_sessions_only(wire):
 def test_advertise_names_only_known_features():
     with pytest.raises(ValueError, match="advertise"):
         Server("x", advertise=("tool",))
+
+
+@pytest.mark.asyncio
+@pytest.mark.req("TL-13", "RS-09")
+async def test_a_batch_that_changes_resources_and_templates_sends_one_resources_list_changed(wire):
+    # resources and resource templates share one notification: a batch that changes both (a
+    # proxy re-listing an upstream's resources does) is one change to announce, not two
+    server = Server("t", advertise=("tools", "resources", "prompts"))
+    async with connect(server, wire) as a:
+        assert (await a.request("resources/templates/list"))["resourceTemplates"] == []  # cached
+        assert (await a.request("resources/list"))["resources"] == []
+        with server.batch_changes():
+            server.add_resource("res://one", lambda: "1", name="one")
+            server.resource_template("res://items/{id}")(lambda id: id)
+            server.add_tool("t1", lambda x: "", input_schema={"type": "object"})
+        await a.wait_for(lambda: len(a.notifications) >= 2)
+        await a.settle()
+        assert sorted(n["method"] for n in a.notifications) == [
+            "notifications/resources/list_changed", "notifications/tools/list_changed"]
+        # both lists were dropped from the cache, not only the one whose kind announced
+        assert [r["uri"] for r in (await a.request("resources/list"))["resources"]] == ["res://one"]
+        templates = (await a.request("resources/templates/list"))["resourceTemplates"]
+        assert [t["uriTemplate"] for t in templates] == ["res://items/{id}"]

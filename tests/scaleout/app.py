@@ -55,3 +55,14 @@ def whoami() -> int:
     import os
 
     return os.getpid()
+
+
+@server.tool
+def grow(name: str) -> str:
+    """Add a tool, a resource and a resource template in one batch of changes: every process's
+    clients hear one list_changed per list."""
+    with server.batch_changes():
+        server.add_tool(f"grown_{name}", lambda: name, input_schema={"type": "object"})
+        server.add_resource(f"grown://{name}", lambda: name, name=name)
+        server.resource_template(f"grown://{name}/{{part}}")(lambda part: part)
+    return f"grew {name}"

@@ -139,6 +139,27 @@ async def test_a_resource_update_on_one_process_reaches_a_stream_on_the_other(tw
     await stream.disconnect()
 
 
+@pytest.mark.asyncio
+async def test_a_batch_of_changes_on_one_process_is_one_list_changed_per_list_on_the_other(two, clients):
+    a, b = pair(clients, two)
+    await joined(a, b)
+    stream = await b.get()
+    assert stream.status == 200
+    assert await a.tool("grow", {"name": "x"})
+    seen: list[str] = []
+    wait = 10.0  # for the first; then a second more for any that should not come
+    while True:
+        try:
+            event = await stream.next_event(timeout=wait if len(seen) < 2 else 1.0)
+        except TimeoutError:
+            break
+        message = b.event_message(event) if event is not None else None
+        if message and message.get("method", "").endswith("/list_changed"):
+            seen.append(message["method"])
+    assert sorted(seen) == ["notifications/resources/list_changed", "notifications/tools/list_changed"]
+    await stream.disconnect()
+
+
 def modern(method: str, params: dict[str, Any], rid: int) -> dict[str, Any]:
     meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}

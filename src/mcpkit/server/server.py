@@ -296,7 +296,8 @@ class Server(Registrations):
             return
         self._bus_listening = True
         bus = self.stores.bus
-        bus.subscribe("changed", lambda message: self._deliver_changed(str(message.get("kind"))))
+        bus.subscribe("changed", lambda message: self._deliver_changed(
+            *map(str, message.get("kinds") or (message.get("kind"),))))
         bus.subscribe("updated", lambda message: self._deliver_updated(str(message.get("uri"))))
 
     def _announce(self, channel: str, message: dict[str, Any]) -> None:
@@ -530,13 +531,14 @@ class Server(Registrations):
             finally:
                 kinds = self._batch[1]
                 self._batch = None
-                for kind in sorted(kinds):
-                    if notify:
-                        self._changed(kind)
-                    else:
-                        self._cache_gen += 1
-                        for key in [k for k in self._cache if k[0] == kind]:
-                            del self._cache[key]
+                if notify and kinds:
+                    self._rebuild()
+                    self._deliver_changed(*kinds)
+                    self._announce("changed", {"kind": min(kinds), "kinds": sorted(kinds)})
+                else:
+                    self._cache_gen += 1
+                    for key in [k for k in self._cache if k[0] in kinds]:
+                        del self._cache[key]
 
     def mirror(self, bridge: Any, **options: Any) -> Any:
         """Keep this server's tools (and resources) equal to what ``bridge``'s backend
@@ -546,23 +548,25 @@ class Server(Registrations):
         self._advertise = self._advertise | {"tools", "resources"}
         return _entry("mcpkit.bridge.mirror", "Mirror")(self, bridge, **options)
 
-    def _deliver_changed(self, kind: str) -> None:
-        if kind not in _CHANGED:
+    def _deliver_changed(self, *kinds: str) -> None:
+        kinds = tuple(kind for kind in kinds if kind in _CHANGED)
+        if not kinds:
             return
         self._cache_gen += 1
-        for key in [k for k in self._cache if k[0] == kind]:
+        for key in [k for k in self._cache if k[0] in kinds]:
             del self._cache[key]
-        method = _CHANGED[kind]
-        feature = FEATURE_OF_KIND[kind]
-        for target in [*self._sessions, *self._listeners]:
-            try:
-                if target in self._listeners:
-                    target.changed(method)  # SB-01, SB-07: only listen streams that asked
-                elif getattr(target, "features", None) is None or feature in target.features:
-                    # LC-05: a session that was not told of the feature is not sent its changes
-                    target.notify(method)
-            except Exception:  # noqa: BLE001 - one broken session must not starve the others
-                log.exception("could not notify a session of %s", method)
+        # resources and resource templates share one notification: changed together, told once
+        for method, kind in {_CHANGED[kind]: kind for kind in sorted(kinds)}.items():
+            feature = FEATURE_OF_KIND[kind]
+            for target in [*self._sessions, *self._listeners]:
+                try:
+                    if target in self._listeners:
+                        target.changed(method)  # SB-01, SB-07: only listen streams that asked
+                    elif getattr(target, "features", None) is None or feature in target.features:
+                        # LC-05: a session that was not told of the feature is not sent its changes
+                        target.notify(method)
+                except Exception:  # noqa: BLE001 - one broken session must not starve the others
+                    log.exception("could not notify a session of %s", method)
 
     # ------------------------------------------------------------------ listing
 
