@@ -730,3 +730,23 @@ async def test_a_mounted_childs_tools_see_the_parents_caller_as_their_principal(
         assert (await client.call_tool("c_whoami"))["content"][0]["text"] == "None"
     if how == "mount":  # an include runs the child's tools in the parent's own session
         assert sorted(seen_by_middleware, key=str) == [("alice", "alice")] * 2 + [("bob", "bob")] * 2 + [(None, None)]
+
+
+@aio
+@pytest.mark.req("TL-13")
+async def test_an_include_into_a_served_parent_is_one_list_changed_per_list(wire: Any) -> None:
+    # an include is one change: its clients re-list once per list, not once per copied item
+    from tests.harness import connect
+
+    child = weather()
+    child.add_tool("second", lambda a: "x", input_schema={"type": "object"})
+    parent = Server("parent", advertise=("tools", "resources", "prompts"))
+    async with connect(parent, wire) as h:
+        parent.include(child, prefix="weather")
+        await h.wait_for(lambda: len(h.notifications) >= 3)
+        await h.settle()
+        assert sorted(n["method"] for n in h.notifications) == [
+            "notifications/prompts/list_changed", "notifications/resources/list_changed",
+            "notifications/tools/list_changed"]
+        tools = (await h.request("tools/list"))["tools"]
+        assert sorted(t["name"] for t in tools) == ["weather_forecast", "weather_second"]

@@ -113,6 +113,12 @@ def include(parent: Server, child: Server, prefix: str | None, *, separator: str
     # a copied handler's ctx.call_tool names the child's tools: here they are the prefixed
     # copies, called through the parent's pipeline like any nested call
     calls = names.name if names.prefix is not None else None
+    with parent.batch_changes():  # one change: one list_changed per list (TL-13), not one per item
+        _copy(parent, tools, resources, templates, prompts, calls)
+
+
+def _copy(parent: Server, tools: dict[str, Any], resources: dict[str, Any], templates: dict[str, Any],
+          prompts: dict[str, Any], calls: Callable[[str], str] | None) -> None:
     for name, tool in tools.items():
         twin = copy.copy(tool)
         twin.name = name
