@@ -48,7 +48,7 @@ async def test_the_oneof_form_has_an_action_enum_and_one_closed_branch_per_actio
     assert schema["type"] == "object" and schema["required"] == ["action"]
     assert schema["properties"]["action"]["enum"] == ["get", "put", "drop"]
     assert schema["properties"]["action"]["description"] == (
-        "What to do: get: Read a note.; put: Write a note.; drop: Delete a note.")
+        "What to do: get: Read a note; put: Write a note; drop: Delete a note.")
     branches = schema["oneOf"]
     assert [b["properties"]["action"] for b in branches] == [{"const": "get"}, {"const": "put"}, {"const": "drop"}]
     assert all(b["additionalProperties"] is False for b in branches)

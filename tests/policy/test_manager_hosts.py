@@ -76,8 +76,10 @@ async def test_the_advertised_schema_is_one_flat_object_every_host_accepts(wire)
     assert set(props) == {"action", "node_path", "parent_path", "node_type", "name", "property", "value",
                           "keep_children"}
     # each property names the actions it belongs to, and which of them require it
-    assert props["node_path"]["description"] == (
-        "Used by actions: inspect, set_property, remove_node (required by set_property, remove_node).")
+    # one string, whichever action: the default only inspect has is told, not made a second schema
+    assert props["node_path"] == {"type": "string", "description": (
+        'Default for inspect: ".". '
+        "Used by actions: inspect, set_property, remove_node (required by set_property, remove_node).")}
     assert props["parent_path"]["description"] == "Where to add it. Used by action: add_node (required by add_node)."
     assert props["node_type"]["enum"] == ["Node2D", "Sprite2D", "Camera2D"]
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -220,3 +222,42 @@ def test_flatten_keeps_a_plain_schema_and_refuses_what_it_cannot_express():
         {"properties": {"y": {"type": "integer"}}, "required": ["y"]},
     ]})
     assert both["required"] == ["y"]  # what every branch requires stays required
+
+
+@pytest.mark.req("TL-05")
+@pytest.mark.asyncio
+async def test_a_parameter_described_differently_per_action_is_described_per_action(wire):
+    # "path" is a directory to list and a file to read: the flat schema must not tell the model
+    # the first action's meaning for both, nor split one string into an anyOf by its default
+    server = Server("files")
+    files = server.manager("files", description="Project files.")
+
+    @files.action(read_only=True, open_world=False)
+    def listing(path: str = ".", depth: int = 1) -> list[str]:
+        """List a directory.
+
+        Args:
+            path: The directory, relative to the root.
+            depth: How deep to go.
+        """
+        return []
+
+    @files.action(read_only=True, open_world=False)
+    def read(path: str, depth: int = 1) -> str:
+        """Read a file.
+
+        Args:
+            path: The file, relative to the root.
+            depth: How deep to go.
+        """
+        return ""
+
+    tool = await listed(server, wire)
+    props = tool["inputSchema"]["properties"]
+    assert props["path"] == {"type": "string", "description": (
+        "listing: The directory, relative to the root; read: The file, relative to the root. "
+        'Default for listing: ".". Used by actions: listing, read (required by read).')}
+    # what every action says alike stays as it was, default included
+    assert props["depth"] == {"type": "integer", "default": 1,
+                              "description": "How deep to go. Used by actions: listing, read."}
+    assert props["action"]["description"] == "What to do: listing: List a directory; read: Read a file."

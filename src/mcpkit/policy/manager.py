@@ -27,6 +27,7 @@ summarise the actions that remain (TL-14). The action that ran is reported in th
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -214,8 +215,8 @@ class ManagerTool(Tool):
         names = list(self.visible)
         selector = {"type": "string", "enum": names,
                     "description": "What to do: " + "; ".join(
-                        f"{n}: {a.description.splitlines()[0]}" if a.description else n
-                        for n, a in self.visible.items())}
+                        f"{n}: {a.description.splitlines()[0].rstrip().rstrip('.')}" if a.description else n
+                        for n, a in self.visible.items()) + "."}
         owners: dict[str, list[str]] = {}
         for act in self.actions.values():
             for param in act.schema["properties"]:
@@ -265,10 +266,17 @@ class ManagerTool(Tool):
         return self.actions.get(action) if isinstance(action, str) else None
 
 
+#: what may differ between two actions' schemas of one parameter and still leave it one schema
+_NOTES = ("description", "default", "title", "examples")
+
+
 def _union(actions: dict[str, Action]) -> dict[str, Any]:
     """Every action's parameters in one properties object. A parameter several actions share
     with one schema appears once; with different schemas, as an anyOf of them. Each says which
-    actions take it (and which require it), so a model reading only the flat schema knows."""
+    actions take it (and which require it), so a model reading only the flat schema knows.
+    What only describes a value (its description, default, title, examples) does not make two
+    schemas different: a default that not every action has is told per action instead, and so
+    is a description that differs."""
     seen: dict[str, list[tuple[str, dict[str, Any], bool]]] = {}
     for act in actions.values():
         required = set(act.schema["required"])
@@ -279,19 +287,40 @@ def _union(actions: dict[str, Action]) -> dict[str, Any]:
     for param, uses in seen.items():
         variants: list[dict[str, Any]] = []
         for _, sub, _ in uses:
-            plain = {k: v for k, v in sub.items() if k != "description"}
+            plain = {k: v for k, v in sub.items() if k not in _NOTES}
             if plain not in variants:
                 variants.append(plain)
         prop: dict[str, Any] = dict(variants[0]) if len(variants) == 1 else {"anyOf": variants}
-        own = next((sub["description"] for _, sub, _ in uses if sub.get("description")), None)
         names = [n for n, _, _ in uses]
         needed = [n for n, _, req in uses if req]
+        parts: list[str] = []
+        descriptions = {n: sub["description"].rstrip().rstrip(".") for n, sub, _ in uses if sub.get("description")}
+        if len(set(descriptions.values())) == 1:
+            parts.append(next(iter(descriptions.values())))
+        elif descriptions:
+            parts.append("; ".join(f"{n}: {text}" for n, text in descriptions.items()))
+        if len(variants) == 1:
+            for key in ("title", "examples"):
+                values = [sub[key] for _, sub, _ in uses if key in sub]
+                if values and all(v == values[0] for v in values):
+                    prop[key] = values[0]
+        defaults = {n: sub["default"] for n, sub, _ in uses if "default" in sub}
+        if defaults and len(variants) == 1 and len(defaults) == len(uses) and all(
+                v == next(iter(defaults.values())) for v in defaults.values()):
+            prop["default"] = next(iter(defaults.values()))
+        elif defaults:
+            parts.append("Default " + ", ".join(f"for {n}: {_json(v)}" for n, v in defaults.items()))
         note = f"Used by action{'s' if len(names) > 1 else ''}: {', '.join(names)}"
         if needed:
             note += f" (required by {', '.join(needed)})"
-        prop["description"] = f"{own.rstrip().rstrip('.')}. {note}." if own else f"{note}."
+        parts.append(note)
+        prop["description"] = ". ".join(parts) + "."
         out[param] = prop
     return out
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _summarise(annotations: list[dict[str, Any] | None], base: dict[str, Any] | None) -> dict[str, Any] | None:
