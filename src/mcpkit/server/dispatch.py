@@ -562,8 +562,21 @@ def subscribe(session: ServerSession, req: RequestReceived) -> Any:
     return _run_kind(session, req, "subscribe", found[0], uri, None)
 
 
+def watch(session: ServerSession, req: RequestReceived, uri: str) -> Any:
+    """A URI of a subscriptions/listen request's ``resourceSubscriptions`` (2026-07-28): checked
+    as a resources/subscribe of it is (existence, scopes, the policy's guards, middleware, audit),
+    on the listen request's loop; the value, or an awaitable of it. The listener keeps the URI."""
+    found = session.server.find_resource(uri)
+    if found is None:
+        raise session.server.not_found(uri, req.revision)
+    pipe = session.server._pipes.get(("subscribe", found[0])) or kept_pipe(session.server, "subscribe", found[0])
+    cc = CallContext(session, req, "subscribe", found[0], uri, None)
+    return TERMINALS["subscribe"](cc, "sync") if pipe.plain else pipe.run(cc)
+
+
 def _subscribe(cc: CallContext, mode: str) -> Any:
-    cc.session.subscriptions.add(cc.name)  # RS-10
+    if cc.request.method == "resources/subscribe":  # a listen stream's URIs are its own (listen.py)
+        cc.session.subscriptions.add(cc.name)  # RS-10
     return _settled({}) if mode == "async" else {}
 
 

@@ -9,6 +9,7 @@ session closes (SB-06). Request-scoped notifications never go there (HM-06).
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -60,16 +61,33 @@ def listen(session: ServerSession, req: RequestReceived) -> Any:
     if uris:
         honoured["resourceSubscriptions"] = sorted(uris)
     listener = Listener(session, req.id, wants, uris)
-    # SB-02: the acknowledgment is the first message that carries the subscription id
-    session.notify_request(
-        req.id, "notifications/subscriptions/acknowledged", listener._tag({"notifications": honoured})
-    )
     server = session.server
-    server._listeners.add(listener)
+    # each URI is a subscription: refused as resources/subscribe would refuse it (scopes, the
+    # policy's guards, an unknown URI), and then the request is answered with that error and
+    # nothing listens; checks that must be awaited are, before anything is acknowledged
+    checks = _checked(session, req, uris)
+
+    def start() -> None:
+        # SB-02: the acknowledgment is the first message that carries the subscription id
+        session.notify_request(
+            req.id, "notifications/subscriptions/acknowledged", listener._tag({"notifications": honoured})
+        )
+        server._listeners.add(listener)
+
+    if not checks:
+        start()
 
     async def stay_open() -> dict[str, Any]:
         import asyncio
 
+        if checks:
+            try:
+                for check in checks:
+                    await check
+            finally:
+                for check in checks:
+                    check.close()  # those a refusal left unawaited
+            start()
         try:
             await asyncio.Event().wait()  # until cancelled: by the client, or the session's end
         finally:
@@ -77,3 +95,27 @@ def listen(session: ServerSession, req: RequestReceived) -> Any:
         return {}  # pragma: no cover - never reached
 
     return stay_open()
+
+
+def _checked(session: ServerSession, req: RequestReceived, uris: set[str]) -> list[Any]:
+    """The subscription check of each URI (server/dispatch.watch): those that ran here are done
+    (a refusal is raised); the coroutines of those that must be awaited are returned."""
+    from .dispatch import watch
+
+    pending: list[Any] = []
+    try:
+        for uri in sorted(uris):
+            out = watch(session, req, uri)
+            if inspect.iscoroutine(out):
+                pending.append(out)
+            elif inspect.isawaitable(out):
+                pending.append(_awaiting(out))
+    except BaseException:
+        for check in pending:
+            check.close()
+        raise
+    return pending
+
+
+async def _awaiting(awaitable: Any) -> Any:
+    return await awaitable

@@ -43,6 +43,14 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
         uri = params.get("uri")
         found = server.find_resource(uri) if isinstance(uri, str) else None
         item = found[0] if found is not None else None
+    elif method == "subscriptions/listen":  # each URI watched is a subscription (server/listen.py)
+        asked = params.get("notifications")
+        uris = asked.get("resourceSubscriptions") if type(asked) is dict else None
+        needed: dict[str, None] = {}
+        for uri in uris if type(uris) is list else ():
+            found = server.find_resource(uri) if isinstance(uri, str) else None
+            needed.update(dict.fromkeys(getattr(found[0], "scopes", ()) or () if found is not None else ()))
+        return tuple(needed)
     elif method == "completion/complete":  # CP-05: completing an item needs what using it needs
         ref = params.get("ref")
         try:
