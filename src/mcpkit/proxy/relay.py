@@ -28,7 +28,7 @@ from ..protocol.revisions import get as get_revision
 from ..server.context import ClientCapabilityError, ClientRequestError, ClientTimeoutError, Context
 from ..server.rounds import InputRequired
 
-__all__ = ["CURRENT_CALL", "Call", "ask_downstream", "inputs_of", "owner"]
+__all__ = ["CURRENT_CALL", "Call", "ask_downstream", "inputs_of", "owner", "served"]
 
 #: the downstream call an upstream request is made for; set in the task that sends it upstream
 CURRENT_CALL: ContextVar[Call | None] = ContextVar("mcpkit_proxy_call", default=None)
@@ -43,10 +43,14 @@ class Call:
     that stops it when the downstream client has to answer first (2026-07-28). ``ctx`` None: a
     request of a client the proxy cannot name (a completion), whose ``session`` is its own."""
 
-    __slots__ = ("ctx", "loop", "abort", "session")
+    __slots__ = ("ctx", "loop", "abort", "session", "upstream", "parent")
 
-    def __init__(self, ctx: Context | None) -> None:
+    def __init__(self, ctx: Context | None, upstream: Any = None) -> None:
         self.ctx = ctx
+        #: the upstream (a mount) it goes through, and the call that the code making it served:
+        #: a mount inside a mount finds, through it, the outer mount's call (:func:`served`)
+        self.upstream = upstream
+        self.parent = CURRENT_CALL.get()
         #: whose call this is; an unnamed client's is an object no other call has
         self.session: Any = ctx._session if ctx is not None else object()
         self.loop = asyncio.get_running_loop()
@@ -98,11 +102,24 @@ def _elicitation_for(params: dict[str, Any], version: str) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k != "mode"}
 
 
-def owner(calls: list[Call]) -> Call | None:
-    """The downstream call an upstream's message belongs to: the one its transport names; else,
-    when every call in flight is one downstream session's, that session's newest; else None."""
+def served(upstream: Any) -> Call | None:
+    """The call of ``upstream`` the running code serves, in flight or not (a task that outlived
+    it): the one its transport named, or, in a mount inside a mount, the call of ``upstream``
+    that the inner mount's call was made for."""
     call = CURRENT_CALL.get()
-    if call is not None and call in calls:
+    while call is not None and call.upstream is not upstream:
+        call = call.parent
+    return call
+
+
+def owner(calls: list[Call]) -> Call | None:
+    """The downstream call an upstream's message belongs to: the one its transport names (or,
+    in a mount inside a mount, the call that one serves); else, when every call in flight is one
+    downstream session's, that session's newest; else None."""
+    call = CURRENT_CALL.get()
+    while call is not None and call not in calls:
+        call = call.parent
+    if call is not None:
         return call
     if not calls:
         return None

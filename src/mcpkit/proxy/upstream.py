@@ -33,7 +33,7 @@ from ..server.context import Context
 from ..server.pipeline import policy_layer
 from .hub import batched, changing, hub_of, upstreams_of
 from .loop import upstream_loop
-from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner
+from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner, served
 from .tasks import TaskOwners
 from .toolpolicy import ToolPolicy, toml_key
 
@@ -627,7 +627,7 @@ class Upstream:
         child call serves. Without that call (a task that outlived it) the call is refused."""
         from ..server.dispatch import call_nested
 
-        call = CURRENT_CALL.get()
+        call = served(self)
         if call is None or call.ctx is None or call not in self._calls:
             refusal = {"content": [{"type": "text", "text": f"Tool {name!r} cannot be called here: this server is "
                                     "mounted, and no call of the parent's is in flight to call it for."}],
@@ -649,11 +649,10 @@ class Upstream:
         outside one. The child's audit lines and rate limits name its session's caller
         (server/session.caller_of), and its tools see that caller in ``ctx.principal`` and
         ``ctx.access_token`` (server/context.calling_request), not one "anonymous" for every
-        caller of the parent."""
-        call = CURRENT_CALL.get()
-        if call is None or call.ctx is None or call not in self._calls:
-            return None
-        return call.ctx
+        caller of the parent: also in a task that outlives the call that created it, and in a
+        Server mounted in a mounted Server (relay.served)."""
+        call = served(self)
+        return call.ctx if call is not None else None
 
     def _action_scopes(self, upstream_name: str) -> dict[str, tuple[str, ...]] | None:
         """A mounted Server's manager tool is mirrored as a plain tool: the scopes each of its
@@ -693,7 +692,7 @@ class Upstream:
             raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not connected ({self.bridge.last_error})")
         # a request without a context (a completion) is in flight too, as an unnamed client's:
         # what the upstream sends meanwhile must not go to a client whose call happens to be
-        call = Call(ctx)
+        call = Call(ctx, self)
         progress = None
         if ctx is not None and ctx.progress_token is not None:
             progress = ctx.report_progress
@@ -827,7 +826,7 @@ class Upstream:
         self._subscribed.add(uri)
 
         async def send() -> None:
-            call = Call(None)  # no client's call (relay.py): what the upstream sends meanwhile is nobody's
+            call = Call(None, self)  # no client's call (relay.py): what the upstream sends meanwhile is nobody's
             CURRENT_CALL.set(call)
             self._calls.append(call)
             try:
