@@ -556,22 +556,25 @@ def _read(cc: CallContext, mode: str) -> Any:
 
 def subscribe(session: ServerSession, req: RequestReceived) -> Any:
     uri = _str_param(req.params or {}, "uri", "resources/subscribe")
-    found = session.server.find_resource(uri)
-    if found is None:
-        raise session.server.not_found(uri, req.revision)
-    return _run_kind(session, req, "subscribe", found[0], uri, None)
+    return _run_kind(session, req, "subscribe", _subscribed_item(session, req, uri), uri, None)
 
 
 def watch(session: ServerSession, req: RequestReceived, uri: str) -> Any:
     """A URI of a subscriptions/listen request's ``resourceSubscriptions`` (2026-07-28): checked
     as a resources/subscribe of it is (existence, scopes, the policy's guards, middleware, audit),
     on the listen request's loop; the value, or an awaitable of it. The listener keeps the URI."""
+    item = _subscribed_item(session, req, uri)
+    pipe = session.server._pipes.get(("subscribe", item)) or kept_pipe(session.server, "subscribe", item)
+    cc = CallContext(session, req, "subscribe", item, uri, None)
+    return TERMINALS["subscribe"](cc, "sync") if pipe.plain else pipe.run(cc)
+
+
+def _subscribed_item(session: ServerSession, req: RequestReceived, uri: str) -> Any:
+    """The resource or template a subscription to ``uri`` is to, or not found (RS-10)."""
     found = session.server.find_resource(uri)
     if found is None:
         raise session.server.not_found(uri, req.revision)
-    pipe = session.server._pipes.get(("subscribe", found[0])) or kept_pipe(session.server, "subscribe", found[0])
-    cc = CallContext(session, req, "subscribe", found[0], uri, None)
-    return TERMINALS["subscribe"](cc, "sync") if pipe.plain else pipe.run(cc)
+    return found[0]
 
 
 def _subscribe(cc: CallContext, mode: str) -> Any:
