@@ -652,16 +652,16 @@ def _complete(cc: CallContext, mode: str) -> Any:
     ref, argument = params["ref"], params["argument"]
     context = params.get("context")
     context_args = context.get("arguments") if isinstance(context, dict) else None
-    fn = cc.session.server.completer_for(ref, argument["name"])
-    if fn is None:
+    completer = cc.session.server.completer_for(ref, argument["name"])
+    if completer is None:
         result = {"completion": _completion([])}
         return _settled(result) if mode == "async" else result
-    args: tuple[Any, ...] = (argument.get("value", ""), context_args or {})
-    if getattr(fn, "takes_ctx", False):
+    args = completer.arguments(ref, argument["name"], argument.get("value", ""), context_args or {})
+    if getattr(completer.fn, "takes_ctx", False):
         # a mounted Server's completer (proxy/upstream.py): the child names this caller in its
         # own rate limits (CompletionRateLimit), as for its tools, not one "anonymous" for all
         args += (cc.session.context(cc.request),)
-    return _invoke(fn, inspect.iscoroutinefunction(fn), args, {},
+    return _invoke(completer.fn, completer.is_async, args, {},
                    lambda v: {"completion": _completion(v)}, None, mode, cc.session.server)
 
 
@@ -724,10 +724,10 @@ def _handler_async(server: Any, kind: str, item: Any) -> bool:
     if kind in ("read_resource", "get_prompt"):
         return bool(item.is_async)
     if kind == "complete":
-        fns = list((getattr(item, "completions", None) or {}).values())
+        completers = list((getattr(item, "completions", None) or {}).values())
         if server._completer is not None:
-            fns.append(server._completer)
-        return any(inspect.iscoroutinefunction(f) for f in fns)
+            completers.append(server._completer)
+        return any(c.is_async for c in completers)
     return False
 
 

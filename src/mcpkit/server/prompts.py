@@ -11,11 +11,14 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import INVALID_PARAMS, McpError
 from ..protocol.meta import check_icons, check_meta
 from .content import text as text_block
+
+if TYPE_CHECKING:
+    from .registration import Completer
 
 __all__ = ["Prompt", "messages_from"]
 
@@ -37,7 +40,7 @@ class Prompt:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         context_param: str | None = None,
-        completions: dict[str, Callable[..., Any]] | None = None,
+        completions: dict[str, Completer] | None = None,
         schema: dict[str, Any] | None = None,
         bind: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
@@ -52,6 +55,7 @@ class Prompt:
         self.handler = handler
         self.is_async = inspect.iscoroutinefunction(handler)
         self.context_param = context_param
+        #: argument name -> its completer, as registration prepared it
         self.completions = completions or {}
         #: OAuth scopes a token needs to get it over authenticated HTTP (mcpkit.auth)
         self.scopes: tuple[str, ...] = ()

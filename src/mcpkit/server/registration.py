@@ -23,7 +23,7 @@ from .schema import _identity as _identity_bind
 from .schema import function_description, input_spec, output_spec
 from .tools import Tool, annotations_from_hints
 
-__all__ = ["HostCompatibilityWarning", "Registrations", "ToolPolicyOptions"]
+__all__ = ["Completer", "HostCompatibilityWarning", "Registrations", "ToolPolicyOptions"]
 
 log = logging.getLogger("mcpkit")
 
@@ -375,7 +375,7 @@ class Registrations:
                 uri_template, func, name=name or func.__name__, title=title,
                 description=description if description is not None else function_description(func),
                 mime_type=mime_type, annotations=annotations, icons=icons, meta=meta,
-                context_param=_context_param(func), completions=completions,
+                context_param=_context_param(func), completions=_completers(completions),
             )
             item.scopes = _scopes(scopes)
             existing = [t for t in self._templates if t.uri_template == uri_template]
@@ -401,7 +401,7 @@ class Registrations:
         """:meth:`resource_template` without the decorator: ``handler(**variables)`` reads a URI
         the template matches (a parameter annotated ``Context`` gets the context)."""
         item = ResourceTemplate(uri_template, handler, name=name, context_param=_context_param(handler),
-                                completions=completions, **kw)
+                                completions=_completers(completions), **kw)
         item.scopes = _scopes(scopes)
         if any(t.uri_template == uri_template for t in self._templates) and not replace:
             raise ValueError(f"a resource template {uri_template!r} is already registered")
@@ -495,7 +495,7 @@ class Registrations:
             prompt = Prompt(
                 name or func.__name__, func, arguments=arguments, title=title,
                 description=description if description is not None else function_description(func),
-                icons=icons, meta=meta, context_param=spec.context_param, completions=completions,
+                icons=icons, meta=meta, context_param=spec.context_param, completions=_completers(completions),
                 # plain str parameters take the wire's strings as they are; anything else is converted
                 schema=spec.schema if typed else None, bind=spec.bind if typed else None,
             )
@@ -531,7 +531,7 @@ class Registrations:
         annotated ``Context``. What it returns is shaped as for :meth:`prompt`."""
         prompt = Prompt(
             name, handler, arguments=[dict(a) for a in arguments], title=title, description=description,
-            icons=icons, meta=meta, context_param=_context_param(handler), completions=completions,
+            icons=icons, meta=meta, context_param=_context_param(handler), completions=_completers(completions),
         )
         prompt.scopes = _scopes(scopes)
         if name in self._prompts and not replace:
@@ -549,7 +549,7 @@ class Registrations:
 
     def completion(self, fn: F) -> F:
         """Register the fallback completer: ``fn(ref, argument, value, context) -> list[str] | dict``."""
-        self._completer = fn
+        self._completer = Completer(fn, fallback=True)
         return fn
 
     def completion_target(self, ref: dict[str, Any]) -> Prompt | Resource | ResourceTemplate:
@@ -573,25 +573,11 @@ class Registrations:
             return resource
         raise McpError(INVALID_PARAMS, f"Unknown completion reference type: {clipped(kind)!r}")
 
-    def completer_for(self, ref: dict[str, Any], argument: str) -> Callable[..., Any] | None:
+    def completer_for(self, ref: dict[str, Any], argument: str) -> Completer | None:
+        """The completer of ``argument`` of what ``ref`` names, else the fallback, else None."""
         target = self.completion_target(ref)
-        specific: Callable[..., Any] | None = (getattr(target, "completions", None) or {}).get(argument)
-        if specific is not None:
-            return _adapt_completer(specific)
-        if self._completer is not None:
-            general = self._completer
-
-            def call(value: str, context: dict[str, Any]) -> Any:
-                return general(ref, argument, value, context)
-
-            if inspect.iscoroutinefunction(general):
-
-                async def acall(value: str, context: dict[str, Any]) -> Any:
-                    return await general(ref, argument, value, context)
-
-                return acall
-            return call
-        return None
+        specific: Completer | None = (getattr(target, "completions", None) or {}).get(argument)
+        return specific if specific is not None else self._completer
 
 
 class ToolPolicyOptions(TypedDict, total=False):
@@ -747,15 +733,25 @@ def _positional_count(fn: Callable[..., Any]) -> int:
     return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
-def _adapt_completer(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Per-argument completers take ``(value)`` or ``(value, context)``."""
-    if _positional_count(fn) >= 2:
-        return fn
-    if inspect.iscoroutinefunction(fn):
+class Completer:
+    """A completion handler with its signature read once, when it is registered, so that a
+    completion (asked for at each keystroke) costs no signature inspection.
 
-        async def acall(value: str, context: dict[str, Any]) -> Any:
-            return await fn(value)
+    A per-argument completer takes ``(value)`` or ``(value, context)``; the fallback
+    (``@server.completion``) takes ``(ref, argument, value, context)``."""
 
-        return acall
-    return lambda value, context: fn(value)
+    __slots__ = ("_span", "fn", "is_async")
 
+    def __init__(self, fn: Callable[..., Any], *, fallback: bool = False) -> None:
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
+        # which of (ref, argument, value, context) it is given
+        self._span = slice(0, 4) if fallback else slice(2, 4 if _positional_count(fn) >= 2 else 3)
+
+    def arguments(self, ref: dict[str, Any], argument: str, value: str, context: dict[str, Any]) -> tuple[Any, ...]:
+        given: tuple[Any, ...] = (ref, argument, value, context)
+        return given[self._span]
+
+
+def _completers(completions: Mapping[str, Callable[..., Any]] | None) -> dict[str, Completer]:
+    return {name: Completer(fn) for name, fn in (completions or {}).items()}

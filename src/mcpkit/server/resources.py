@@ -5,9 +5,12 @@ from __future__ import annotations
 import base64
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.meta import check_icons, check_meta, check_uri_scheme
+
+if TYPE_CHECKING:
+    from .registration import Completer
 
 
 __all__ = ["Resource", "ResourceTemplate", "contents_from"]
@@ -113,7 +116,7 @@ class ResourceTemplate(_Readable):
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         context_param: str | None = None,
-        completions: dict[str, Callable[..., Any]] | None = None,
+        completions: dict[str, Completer] | None = None,
     ) -> None:
         from .uritemplate import UriTemplate  # only servers with templates pay for it
 
@@ -121,6 +124,7 @@ class ResourceTemplate(_Readable):
         self.template = UriTemplate(uri_template)
         self._init(f"resource template {uri_template!r}", handler, name, title, description, mime_type,
                    annotations, icons, meta, context_param)
+        #: variable name -> its completer, as registration prepared it
         self.completions = completions or {}
         from .schema import checking_bind
 

@@ -25,6 +25,7 @@ from .dispatch import METHODS
 from .features import FEATURE_OF_KIND, FEATURES
 from .pipeline import as_middleware, policy_layer
 from .registration import (  # noqa: F401 - HostCompatibilityWarning and ToolPolicyOptions re-exported
+    Completer,
     HostCompatibilityWarning,
     Registrations,
     ToolPolicyOptions,
@@ -127,7 +128,7 @@ class Server(Registrations):
         self.observer: Any = None
         self._templates: list[ResourceTemplate] = []
         self._prompts: dict[str, Prompt] = {}
-        self._completer: Callable[..., Any] | None = None
+        self._completer: Completer | None = None
         self._notification_handlers: dict[str, Callable[..., Any]] = {}
         self._methods = dict(METHODS)
         self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
