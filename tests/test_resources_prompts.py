@@ -564,3 +564,118 @@ async def test_a_failing_completer_is_an_internal_error(wire):
             "ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": ""}}), -32603)
         assert err.message == "Internal error." and "correlationId" in err.data
         assert await h.request("ping") == {}
+
+
+# --------------------------------------------------------------------------- completers and the request's context
+
+
+async def _complete(h, ref: dict, name: str, value: str, context: dict | None = None) -> list[str]:
+    params: dict = {"ref": ref, "argument": {"name": name, "value": value}}
+    if context is not None:
+        params["context"] = {"arguments": context}
+    return (await h.request("completion/complete", params))["completion"]["values"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+async def test_a_completer_that_declares_a_context_gets_the_requests(wire, is_async):
+    """A completer with a parameter annotated ``Context`` gets the request's context, as resource
+    and prompt handlers do, e.g. to offer each caller its own values: for a prompt argument and a
+    template variable, taking the value alone or the context arguments too, the Context last or
+    keyword-only."""
+    server = Server("t")
+    seen: list[tuple] = []
+
+    def answer(ctx: Context, *given: str) -> list[str]:
+        seen.append((ctx.method, ctx.request_id))
+        return [f"{ctx.principal}:{':'.join(given)}"]
+
+    if is_async:
+
+        async def language(value: str, ctx: Context) -> list[str]:
+            await asyncio.sleep(0)
+            return answer(ctx, value)
+
+        async def item_id(value: str, context: dict, *, ctx: Context) -> list[str]:
+            await asyncio.sleep(0)
+            return answer(ctx, context.get("owner", ""), value)
+    else:
+
+        def language(value: str, ctx: Context) -> list[str]:
+            return answer(ctx, value)
+
+        def item_id(value: str, context: dict, *, ctx: Context) -> list[str]:
+            return answer(ctx, context.get("owner", ""), value)
+
+    @server.prompt(completions={"language": language})
+    def review(language: str) -> str:
+        return language
+
+    @server.resource_template("res://{owner}/items/{id}", completions={"id": item_id})
+    def item(owner: str, id: str) -> str:
+        return id
+
+    async with connect(server, wire) as h:
+        prompt_ref = {"type": "ref/prompt", "name": "review"}
+        template_ref = {"type": "ref/resource", "uri": "res://{owner}/items/{id}"}
+        h.session.principal = "alice"
+        assert await _complete(h, prompt_ref, "language", "py") == ["alice:py"]
+        assert await _complete(h, template_ref, "id", "7", {"owner": "ann"}) == ["alice:ann:7"]
+        h.session.principal = "bob"
+        assert await _complete(h, prompt_ref, "language", "ru") == ["bob:ru"]
+        assert await _complete(h, template_ref, "id", "", {}) == ["bob::"]
+    assert [method for method, _ in seen] == ["completion/complete"] * 4
+    assert len({request_id for _, request_id in seen}) == 4  # each its own request's context
+
+
+@pytest.mark.asyncio
+async def test_the_fallback_completer_may_declare_a_context_too(wire):
+    server = _completion_server()
+
+    @server.completion
+    async def fallback(ref, argument, value, context, ctx: Context):
+        return [f"{ctx.principal}:{argument}:{value}"]
+
+    async with connect(server, wire) as h:
+        h.session.principal = "carol"
+        assert await _complete(h, {"type": "ref/prompt", "name": "review"}, "code", "x") == ["carol:code:x"]
+        # a specific completer without a Context is called as before
+        assert await _complete(h, {"type": "ref/prompt", "name": "review"}, "language", "ru") == ["rust"]
+
+
+@pytest.mark.asyncio
+async def test_a_completer_without_a_context_parameter_is_called_as_before(wire):
+    """Only the annotation asks for the context, as for resource and prompt handlers: a second
+    positional parameter without it is the context arguments, whatever its name."""
+    server = Server("t")
+
+    @server.prompt(completions={
+        "a": lambda value: [f"a:{value}"],
+        "b": lambda value, ctx: [f"b:{value}:{sorted(ctx)}"],
+        "c": lambda value, context=None: [f"c:{value}:{sorted(context)}"],
+    })
+    def p(a: str = "", b: str = "", c: str = "") -> str:
+        return a
+
+    async with connect(server, wire) as h:
+        ref = {"type": "ref/prompt", "name": "p"}
+        assert await _complete(h, ref, "a", "1", {"b": "x"}) == ["a:1"]
+        assert await _complete(h, ref, "b", "2", {"a": "x"}) == ["b:2:['a']"]
+        assert await _complete(h, ref, "c", "3", {"a": "x", "b": "y"}) == ["c:3:['a', 'b']"]
+
+
+def test_a_context_parameter_where_the_value_goes_is_refused_at_registration():
+    server = Server("t")
+
+    def first(ctx: Context, value: str) -> list[str]:
+        return []
+
+    with pytest.raises(TypeError, match="Context parameter 'ctx' must come after value"):
+        server.prompt(completions={"a": first})(lambda a: a)
+
+    def between(value: str, ctx: Context, context: dict) -> list[str]:
+        return []
+
+    with pytest.raises(TypeError, match=r"must come after \(value, context\)"):
+        server.resource_template("res://{a}", completions={"a": between})(lambda a: a)
+    assert not server._prompts and not server._templates  # nothing half-registered

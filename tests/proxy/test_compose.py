@@ -750,3 +750,46 @@ async def test_an_include_into_a_served_parent_is_one_list_changed_per_list(wire
             "notifications/tools/list_changed"]
         tools = (await h.request("tools/list"))["tools"]
         assert sorted(t["name"] for t in tools) == ["weather_forecast", "weather_second"]
+
+
+@aio
+@pytest.mark.parametrize("how", ["mount", "include"])
+async def test_a_childs_completer_that_declares_a_context_sees_the_parents_caller(parent: Server, how: str) -> None:
+    """A child's completer that offers each caller its own values (by ``ctx.principal``) must see
+    the parent's caller: a mount forwards the completion with that caller's context, an include
+    runs the completer in the parent's session. Sync and async, concurrent callers."""
+    child = Server("child")
+
+    def topics(value: str, ctx: Context) -> list[str]:
+        return [f"{ctx.principal}/{value}"]
+
+    async def names(value: str, context: dict[str, str], ctx: Context) -> list[str]:
+        await asyncio.sleep(0)
+        return [f"{ctx.principal}/{context.get('kind', '')}/{value}"]
+
+    @child.prompt(completions={"topic": topics})
+    def notes(topic: str) -> str:
+        return topic
+
+    @child.resource_template("notes://{kind}/{name}", completions={"name": names})
+    def note(kind: str, name: str) -> str:
+        return name
+
+    getattr(parent, how)(child, prefix="c")
+
+    async def as_caller(who: str | None) -> list[Any]:
+        async with Client(parent) as client:
+            if who is not None:
+                session = client.transport.session  # type: ignore[attr-defined]
+                session.principal = who
+                session.access_token = AccessToken(who, client_id="cli", scopes=frozenset())
+            prompt = await client.complete("c_notes", "topic", "x")
+            template = await client.request("completion/complete", {
+                "ref": {"type": "ref/resource", "uri": "notes://c/{kind}/{name}"},
+                "argument": {"name": "name", "value": "y"}, "context": {"arguments": {"kind": "todo"}}})
+            return [prompt["completion"]["values"], template["completion"]["values"]]
+
+    alice, bob = await asyncio.gather(as_caller("alice"), as_caller("bob"))
+    assert alice == [["alice/x"], ["alice/todo/y"]]
+    assert bob == [["bob/x"], ["bob/todo/y"]]
+    assert await as_caller(None) == [["None/x"], ["None/todo/y"]]

@@ -607,7 +607,9 @@ class Upstream:
             completions=completions, replace=True, scopes=self._scopes("prompt", upstream_name), **extra), desc)
 
     def _completer(self, ref: dict[str, Any], argument: str) -> Callable[..., Any]:
-        async def complete(value: str, context: dict[str, Any], ctx: Context | None = None) -> Any:
+        # ctx: the caller's, so that a mounted Server names this caller in its own rate limits
+        # (CompletionRateLimit), as for its tools, not one "anonymous" for all
+        async def complete(value: str, context: dict[str, Any], ctx: Context) -> Any:
             client = self._client
             if client is None or "completions" not in client.server_capabilities:
                 return []
@@ -618,7 +620,6 @@ class Upstream:
             completion = result.get("completion") if isinstance(result, dict) else None
             return completion if isinstance(completion, dict) else []
 
-        complete.takes_ctx = True  # type: ignore[attr-defined]  # dispatch._complete passes the caller's Context
         return complete
 
     def nested(self, ctx: Context, name: str, arguments: Any, want_async: bool) -> Any:

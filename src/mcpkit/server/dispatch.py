@@ -657,11 +657,11 @@ def _complete(cc: CallContext, mode: str) -> Any:
         result = {"completion": _completion([])}
         return _settled(result) if mode == "async" else result
     args = completer.arguments(ref, argument["name"], argument.get("value", ""), context_args or {})
-    if getattr(completer.fn, "takes_ctx", False):
-        # a mounted Server's completer (proxy/upstream.py): the child names this caller in its
-        # own rate limits (CompletionRateLimit), as for its tools, not one "anonymous" for all
-        args += (cc.session.context(cc.request),)
-    return _invoke(completer.fn, completer.is_async, args, {},
+    kwargs: dict[str, Any] = {}
+    if completer.context_param is not None:  # built only for a completer that asks for it
+        ctx = kwargs[completer.context_param] = cc.session.context(cc.request)
+        ctx._names = cc.item.call_names  # ctx.call_tool names, as in the completed item's handler
+    return _invoke(completer.fn, completer.is_async, args, kwargs,
                    lambda v: {"completion": _completion(v)}, None, mode, cc.session.server)
 
 

@@ -725,12 +725,17 @@ def _context_param(fn: Callable[..., Any]) -> str | None:
     return None
 
 
-def _positional_count(fn: Callable[..., Any]) -> int:
+def _positional_names(fn: Callable[..., Any]) -> list[str] | None:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return 1
-    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    names = _positional_names(fn)
+    return 1 if names is None else len(names)
 
 
 class Completer:
@@ -738,15 +743,26 @@ class Completer:
     completion (asked for at each keystroke) costs no signature inspection.
 
     A per-argument completer takes ``(value)`` or ``(value, context)``; the fallback
-    (``@server.completion``) takes ``(ref, argument, value, context)``."""
+    (``@server.completion``) takes ``(ref, argument, value, context)``. Either may also declare
+    a parameter annotated ``Context``, found as for resource and prompt handlers: it gets the
+    request's context by name (``ctx.principal``, ``ctx.access_token``, ...)."""
 
-    __slots__ = ("_span", "fn", "is_async")
+    __slots__ = ("_span", "context_param", "fn", "is_async")
 
     def __init__(self, fn: Callable[..., Any], *, fallback: bool = False) -> None:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.context_param = _context_param(fn)
+        positional = _positional_names(fn) or []
+        others = [n for n in positional if n != self.context_param]
+        given = 4 if fallback else 2 if len(others) >= 2 else 1
+        if self.context_param in positional[:given]:
+            # the value would land in the Context parameter and the context be passed twice
+            what = "(ref, argument, value, context)" if fallback else "value" if given == 1 else "(value, context)"
+            raise TypeError(f"completer {getattr(fn, '__qualname__', fn)!r}: its Context parameter "
+                            f"{self.context_param!r} must come after {what}, or be keyword-only")
         # which of (ref, argument, value, context) it is given
-        self._span = slice(0, 4) if fallback else slice(2, 4 if _positional_count(fn) >= 2 else 3)
+        self._span = slice(0, 4) if fallback else slice(2, 2 + given)
 
     def arguments(self, ref: dict[str, Any], argument: str, value: str, context: dict[str, Any]) -> tuple[Any, ...]:
         given: tuple[Any, ...] = (ref, argument, value, context)
