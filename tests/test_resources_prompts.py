@@ -679,3 +679,25 @@ def test_a_context_parameter_where_the_value_goes_is_refused_at_registration():
     with pytest.raises(TypeError, match=r"must come after \(value, context\)"):
         server.resource_template("res://{a}", completions={"a": between})(lambda a: a)
     assert not server._prompts and not server._templates  # nothing half-registered
+
+
+@pytest.mark.asyncio
+async def test_the_completion_docs_example_runs_as_written(wire, capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "completion.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.DOTALL).group(1)  # type: ignore[union-attr]
+    namespace: dict = {"__name__": "completion_example"}
+    exec(code, namespace)  # noqa: S102 - the docs' own code
+    await namespace["main"]()
+    assert capsys.readouterr().out.splitlines() == [
+        "{'completion': {'values': ['demo', 'docs'], 'total': 2, 'hasMore': False}}",
+        "{'completion': {'values': ['README.md'], 'total': 1, 'hasMore': False}}",
+    ]
+    async with connect(namespace["server"], wire) as h:
+        h.session.principal = "alice"
+        assert await _complete(h, {"type": "ref/prompt", "name": "summarize"}, "project", "w") == [
+            "website", "warehouse"]
+        template_ref = {"type": "ref/resource", "uri": "projects://{project}/files/{name}"}
+        assert await _complete(h, template_ref, "name", "", {"project": "docs"}) == []
+        assert await _complete(h, template_ref, "name", "n", {"project": "website"}) == ["notes.txt"]
