@@ -607,8 +607,7 @@ class Upstream:
             completions=completions, replace=True, scopes=self._scopes("prompt", upstream_name), **extra), desc)
 
     def _completer(self, ref: dict[str, Any], argument: str) -> Callable[..., Any]:
-        # ctx: the caller's, so that a mounted Server names this caller in its own rate limits
-        # (CompletionRateLimit), as for its tools, not one "anonymous" for all
+        # ctx: the caller's, whom a mounted Server's completion rate limit counts, not "anonymous"
         async def complete(value: str, context: dict[str, Any], ctx: Context) -> Any:
             client = self._client
             if client is None or "completions" not in client.server_capabilities:
