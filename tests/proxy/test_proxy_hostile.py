@@ -24,8 +24,9 @@ HOSTILE = str(Path(__file__).parent / "servers" / "hostile.py")
 @aio
 async def test_what_an_upstream_says_while_completing_for_one_client_never_reaches_another(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # a completion has no context, so it was not counted in flight: the upstream's log line and
-    # sampling request about B's completion went to A, the only client with a call in flight
+    # a completion was once forwarded without its client's context, so not counted in flight: the
+    # upstream's log line and sampling request about B's completion went to A, the only client
+    # with a call in flight
     monkeypatch.setenv("HOSTILE", "tell")
     proxy = Server.proxy([sys.executable, HOSTILE])
     upstream = upstreams_of(proxy)[0]

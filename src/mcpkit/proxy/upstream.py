@@ -683,22 +683,21 @@ class Upstream:
 
     # ------------------------------------------------------------------ forwarding
 
-    async def _forward(self, ctx: Context | None, method: str, params: dict[str, Any], *, tool: bool = False) -> Any:
+    async def _forward(self, ctx: Context, method: str, params: dict[str, Any], *, tool: bool = False) -> Any:
         """Send one request upstream on behalf of ``ctx``'s request and return its result."""
         client = self._client
         if client is None or not self.bridge.up:
             if tool:
                 raise self.bridge.not_connected_error()
             raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not connected ({self.bridge.last_error})")
-        # a request without a context (a completion) is in flight too, as an unnamed client's:
-        # what the upstream sends meanwhile must not go to a client whose call happens to be
+        # in flight as its client's call: what the upstream sends meanwhile goes to that client
         call = Call(ctx, self)
         progress = None
-        if ctx is not None and ctx.progress_token is not None:
+        if ctx.progress_token is not None:
             progress = ctx.report_progress
         self._calls.append(call)
         try:
-            if client.modern and ctx is not None:
+            if client.modern:
                 return await self._exchange_modern(client, call, method, params, progress, tool)
             return await self._exchange(client, call, method, params, progress)
         except RpcError as exc:
