@@ -701,3 +701,37 @@ async def test_the_completion_docs_example_runs_as_written(wire, capsys):
         template_ref = {"type": "ref/resource", "uri": "projects://{project}/files/{name}"}
         assert await _complete(h, template_ref, "name", "", {"project": "docs"}) == []
         assert await _complete(h, template_ref, "name", "n", {"project": "website"}) == ["notes.txt"]
+
+
+@pytest.mark.asyncio
+async def test_every_handler_kind_finds_its_context_parameter_as_a_tool_does(wire):
+    # resources, templates and completers found the Context only when annotated exactly
+    # ``Context``: ``Context | None = None`` (or a Context imported under TYPE_CHECKING) got None,
+    # or for a template a variable, while a tool or a prompt written the same way got the context
+    server = Server("t")
+
+    @server.resource_template("notes://{user}")
+    def note(user: str, ctx: Context | None = None) -> str:
+        return f"{user}:{type(ctx).__name__}"
+
+    @server.resource("plain://x")
+    def plain(ctx: Annotated[Context, "the request"]) -> str:
+        return type(ctx).__name__
+
+    namespace: dict[str, object] = {}
+    # as a module that imports Context only `if TYPE_CHECKING:` declares it: a name unresolved
+    exec("def later(ctx: 'Context | None' = None) -> str:\n    return type(ctx).__name__", namespace)
+    server.add_resource("later://x", namespace["later"], name="later")
+
+    def cities(value: str, ctx: Context | None = None) -> list[str]:
+        return [f"{value}:{type(ctx).__name__}"]
+
+    server.add_prompt("ask", lambda city: f"weather in {city}", arguments=[{"name": "city"}],
+                      completions={"city": cities})
+    async with connect(server, wire) as h:
+        assert (await read(h, "notes://al"))[0]["text"] == "al:Context"
+        assert (await read(h, "plain://x"))[0]["text"] == "Context"
+        assert (await read(h, "later://x"))[0]["text"] == "Context"
+        done = await h.request("completion/complete", {"ref": {"type": "ref/prompt", "name": "ask"},
+                                                        "argument": {"name": "city", "value": "Os"}})
+        assert done["completion"]["values"] == ["Os:Context"]

@@ -20,7 +20,7 @@ from .pipeline import policy_layer
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
 from .schema import _identity as _identity_bind
-from .schema import function_description, input_spec, output_spec
+from .schema import _is_context, _resolve_hints, function_description, input_spec, output_spec
 from .tools import Tool, annotations_from_hints
 
 __all__ = ["Completer", "HostCompatibilityWarning", "Registrations", "ToolPolicyOptions"]
@@ -713,14 +713,15 @@ def _return_hint(func: Callable[..., Any]) -> Any:
 
 
 def _context_param(fn: Callable[..., Any]) -> str | None:
-    import typing
-
+    """The parameter that gets the request's Context, found as a tool's is (schema.input_spec):
+    ``Context``, ``Context | None``, a subclass, ``Annotated[Context, ...]``, or ``"Context"``
+    imported only under TYPE_CHECKING. One rule for every kind of handler."""
     try:
-        hints = typing.get_type_hints(fn)
-    except Exception:  # noqa: BLE001
+        hints = _resolve_hints(fn, Context)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: no Context parameter
         return None
     for name, hint in hints.items():
-        if hint is Context and name != "return":
+        if name != "return" and _is_context(hint, Context):
             return name
     return None
 
