@@ -261,19 +261,27 @@ class Raw:
         return f"Raw(ended={self.ended!r}, data={self.data[:300]!r})"
 
 
-def raw_exchange(port: int, data: bytes, *, half_close: bool = True, timeout: float = STEP) -> Raw:
-    """Send ``data`` on a fresh connection, then read until the server closes it.
+def raw_exchange(port: int, data: bytes, *, half_close: bool = True, timeout: float = STEP,
+                 piece: int = 0, pause: float = 0.0, sock: socket.socket | None = None) -> Raw:
+    """Send ``data`` on a fresh connection (or on ``sock``), then read until the server closes it.
 
-    The sending runs in a thread and its errors are ignored: a server may answer (413, 400) and
-    close before it read everything. Fails when the server neither answers nor closes within
-    ``timeout`` (a hang).
+    ``piece`` sends it in writes of that many bytes, ``pause`` seconds apart (a server must not
+    judge a request by how it was cut up). The sending runs in a thread and its errors are
+    ignored: a server may answer (413, 400) and close before it read everything. Fails when the
+    server neither answers nor closes within ``timeout`` (a hang).
     """
-    sock = socket.create_connection(("127.0.0.1", port), timeout=STEP)
+    if sock is None:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=STEP)
     sock.settimeout(timeout)
+    if piece:  # each write its own segment, not coalesced by Nagle into fewer reads
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def send() -> None:
         try:
-            sock.sendall(data)
+            for start in range(0, len(data), piece or max(1, len(data))):
+                if start and pause:
+                    time.sleep(pause)
+                sock.sendall(data[start:start + piece] if piece else data)
             if half_close:
                 sock.shutdown(socket.SHUT_WR)
         except OSError:

@@ -1,16 +1,30 @@
 """Hostile connections to a real ``mcpkit serve --http`` (uvicorn): silent sockets, heads sent a
-byte at a time, too many connections. The server closes what does not become a request in time
-and stays healthy for everyone else."""
+byte at a time, too many connections, heads over the size limit. The server closes what does not
+become a request in time and stays healthy for everyone else.
+
+Each limit is tried the ways a client can cut its bytes: in one write, in many small writes, and
+on a kept-alive connection (after an answer, or pipelined behind another request): a limit that
+only holds for one of them does not hold."""
 
 from __future__ import annotations
 
+import http.client
+import json
+import re
 import socket
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from tests.reliability.support import HttpServer, assert_healthy, has_traceback
+from tests.reliability.support import (
+    BOTH,
+    HttpServer,
+    assert_healthy,
+    has_traceback,
+    init_message,
+    raw_exchange,
+)
 
 pytestmark = pytest.mark.reliability
 
@@ -87,3 +101,154 @@ def test_the_serve_options_refuse_nonsense_with_one_line():
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode != 0
         assert "Traceback" not in proc.stderr and f"{option} must be a positive" in proc.stderr, proc.stderr
+
+
+# ============================================================================ request heads: --max-header-bytes
+
+LIMIT = 1024  # --max-header-bytes of ``limited``
+DEFAULT_LIMIT = 64 * 1024
+UVICORN_400 = b"Invalid HTTP request received."  # uvicorn's answer to a refused head, then it closes
+
+
+@pytest.fixture(scope="module")
+def limited() -> Iterator[HttpServer]:
+    server = HttpServer("--max-header-bytes", str(LIMIT))
+    try:
+        yield server
+    finally:
+        stderr = server.stop()
+        assert not has_traceback(stderr), stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def default() -> Iterator[HttpServer]:
+    server = HttpServer()
+    try:
+        yield server
+    finally:
+        stderr = server.stop()
+        assert not has_traceback(stderr), stderr[-3000:]
+
+
+def initialize(head_bytes: int | None = None, *, body: bytes | None = None, close: bool = True) -> bytes:
+    """An initialize request whose head (request line to blank line) is ``head_bytes`` long."""
+    body = json.dumps(init_message()).encode() if body is None else body
+    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: {BOTH}\r\n"
+            f"Content-Length: {len(body)}\r\n" + ("Connection: close\r\n" if close else ""))
+    if head_bytes is not None:
+        head += "X-Pad: " + "p" * (head_bytes - len(head) - len("X-Pad: \r\n\r\n")) + "\r\n"
+    data = (head + "\r\n").encode()
+    assert head_bytes is None or len(data) == head_bytes
+    return data + body
+
+
+def statuses(data: bytes) -> list[int]:
+    """The status of each answer in ``data``, in order."""
+    return [int(m) for m in re.findall(rb"(?:^|\r\n)HTTP/1\.1 (\d{3}) ", data)]
+
+
+def answer_on(sock: socket.socket) -> int:
+    """Read one answer from a kept-alive connection (it stays open); its status."""
+    response = http.client.HTTPResponse(sock)
+    response.begin()
+    response.read()
+    assert not response.will_close, response.headers
+    return response.status
+
+
+def assert_refused(raw: object) -> None:
+    """uvicorn's 400 for a head over the limit, and the connection closed (raw_exchange read to its end)."""
+    assert statuses(raw.data)[-1:] == [400], raw  # type: ignore[attr-defined]
+    assert UVICORN_400 in raw.data, raw  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("size", [LIMIT + 1, 3000, 100_000])
+def test_a_head_over_the_limit_sent_in_one_write_gets_400(limited, size):
+    # h11 measured a head only when a read ended inside it: one whole in a read was never measured
+    assert_refused(raw_exchange(limited.port, initialize(size), half_close=False))
+    assert_healthy(limited.url)
+
+
+@pytest.mark.parametrize("piece", [1, 100, LIMIT - 1])
+def test_a_head_over_the_limit_sent_in_many_writes_gets_400(limited, piece):
+    data = initialize(3000)
+    raw = raw_exchange(limited.port, data, half_close=False, piece=piece, pause=0.002 if piece == 1 else 0.01)
+    assert_refused(raw)
+
+
+@pytest.mark.parametrize("size", [LIMIT - 1, LIMIT])
+@pytest.mark.parametrize("piece", [0, 7, 100])
+def test_a_head_at_or_under_the_limit_is_served(limited, size, piece):
+    raw = raw_exchange(limited.port, initialize(size), half_close=False, piece=piece, pause=0.001)
+    assert statuses(raw.data) == [200], raw
+
+
+@pytest.mark.parametrize(("size", "status"), [(DEFAULT_LIMIT, 200), (DEFAULT_LIMIT + 1, 400), (100_000, 400)])
+def test_the_default_limit_holds_for_a_head_sent_in_one_write(default, size, status):
+    raw = raw_exchange(default.port, initialize(size), half_close=False)
+    assert statuses(raw.data) == [status], raw
+    assert_healthy(default.url)
+
+
+def test_an_oversized_head_after_an_answer_on_a_kept_alive_connection_gets_400(limited):
+    sock = socket.create_connection(("127.0.0.1", limited.port), timeout=10)
+    sock.sendall(initialize(LIMIT, close=False))
+    assert answer_on(sock) == 200
+    assert_refused(raw_exchange(limited.port, initialize(3000), half_close=False, sock=sock))
+
+
+def test_an_oversized_head_pipelined_behind_a_request_gets_400(limited):
+    # the second head waits in h11's buffer, whole, until the first answer is out
+    raw = raw_exchange(limited.port, initialize(LIMIT, close=False) + initialize(3000), half_close=False)
+    assert statuses(raw.data) == [200, 400], raw
+    assert UVICORN_400 in raw.data, raw
+
+
+@pytest.mark.parametrize("piece", [0, 4096])
+def test_a_large_body_is_not_counted_as_head(limited, piece):
+    message = init_message()
+    message["params"]["_meta"] = {"pad": "b\r\n\r\n" * 60_000}  # 300 KB, blank lines escaped in JSON
+    big = json.dumps(message).encode()
+    raw = raw_exchange(limited.port, initialize(LIMIT, body=big, close=False) + initialize(LIMIT),
+                       half_close=False, piece=piece)
+    assert statuses(raw.data) == [200, 200], raw
+
+
+def _request_bytes(head_bytes: int) -> bytes:
+    head = "GET / HTTP/1.1\r\nHost: x\r\n"
+    return (head + "X-Pad: " + "p" * (head_bytes - len(head) - len("X-Pad: \r\n\r\n")) + "\r\n\r\n").encode()
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_every_head_is_measured_before_h11_parses_it(monkeypatch, fast):
+    # in process, on both ways of reading h11's buffer: the fast one must be the one in use
+    h11 = pytest.importorskip("h11")
+    from mcpkit.transports import connections
+
+    assert connections._FAST_BUFFER, "h11 changed its receive buffer: heads are measured on a copy"
+    monkeypatch.setattr(connections, "_FAST_BUFFER", fast)
+    assert len(_request_bytes(100)) == 100
+
+    conn = connections.HeadLimitedConnection(100)
+    conn.receive_data(_request_bytes(100) + b"GET")  # at the limit, with the next request begun
+    assert isinstance(conn.next_event(), h11.Request)
+    assert isinstance(conn.next_event(), h11.EndOfMessage)
+    conn.send(h11.Response(status_code=200, headers=[("Content-Length", "0")]))
+    conn.send(h11.EndOfMessage())
+    conn.start_next_cycle()
+    assert conn.next_event() is h11.NEED_DATA
+    conn.receive_data(_request_bytes(101)[3:])  # the kept-alive request, whole, one byte over
+    with pytest.raises(h11.RemoteProtocolError):
+        conn.next_event()
+    assert conn.their_state is h11.ERROR
+
+    conn = connections.HeadLimitedConnection(100)
+    conn.receive_data(_request_bytes(60) + _request_bytes(101))  # pipelined: measured when its turn comes
+    assert isinstance(conn.next_event(), h11.Request)
+    assert isinstance(conn.next_event(), h11.EndOfMessage)
+    assert conn.next_event() is h11.PAUSED
+    conn.send(h11.Response(status_code=200, headers=[("Content-Length", "0")]))
+    conn.send(h11.EndOfMessage())
+    conn.start_next_cycle()
+    with pytest.raises(h11.RemoteProtocolError):
+        conn.next_event()
