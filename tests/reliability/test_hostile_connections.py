@@ -19,7 +19,9 @@ import pytest
 
 from tests.reliability.support import (
     BOTH,
+    STEP,
     HttpServer,
+    Raw,
     assert_healthy,
     has_traceback,
     init_message,
@@ -29,7 +31,6 @@ from tests.reliability.support import (
 pytestmark = pytest.mark.reliability
 
 SILENT = 200  # connections that never say anything
-STEP = 10.0  # bound on one wait
 
 
 @pytest.fixture(scope="module")
@@ -252,3 +253,109 @@ def test_every_head_is_measured_before_h11_parses_it(monkeypatch, fast):
     conn.start_next_cycle()
     with pytest.raises(h11.RemoteProtocolError):
         conn.next_event()
+
+
+# ============================================================================ the other limits, every way
+
+TIMEOUT = 1.0  # --header-timeout and --body-timeout of ``timed``
+KEEP_ALIVE = 2.0  # its --keep-alive-timeout: longer, to tell which of them closed a connection
+
+
+@pytest.fixture(scope="module")
+def timed() -> Iterator[HttpServer]:
+    server = HttpServer("--header-timeout", str(TIMEOUT), "--body-timeout", str(TIMEOUT),
+                        "--keep-alive-timeout", str(KEEP_ALIVE))
+    try:
+        yield server
+    finally:
+        stderr = server.stop()
+        assert not has_traceback(stderr), stderr[-3000:]
+
+
+def kept_alive(server: HttpServer) -> socket.socket:
+    """A connection that has had one request answered and stays open."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=STEP)
+    sock.sendall(initialize(close=False))
+    assert answer_on(sock) == 200
+    return sock
+
+
+def trickle(sock: socket.socket, data: bytes, every: float = 0.1) -> Raw:
+    """Send ``data`` a byte every ``every`` seconds (far slower than any limit allows) until the
+    server closes; what it answered. Fails when it is still open after STEP seconds."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    assert len(data) * every > 2 * STEP  # the whole of it would outlast the wait
+    return raw_exchange(0, data, half_close=False, piece=1, pause=every, sock=sock)
+
+
+def test_a_head_begun_in_one_write_then_stopped_is_closed_after_the_header_timeout(timed):
+    raw = raw_exchange(timed.port, initialize(close=False)[:40], half_close=False)
+    assert raw.data == b"", raw
+
+
+@pytest.mark.parametrize("when", ["after an answer", "pipelined behind a request"])
+def test_a_kept_alive_connection_trickling_its_next_head_is_closed(timed, when):
+    head = initialize(3000, close=False)[:2000]  # well under the head size limit: only time is wrong
+    if when == "after an answer":
+        sock = kept_alive(timed)
+    else:
+        sock = socket.create_connection(("127.0.0.1", timed.port), timeout=STEP)
+        sock.sendall(initialize(close=False) + head[:10])
+        head = head[10:]
+    raw = trickle(sock, head)
+    assert statuses(raw.data) in ([], [200]), raw
+
+
+def test_an_idle_kept_alive_connection_is_closed_after_the_keep_alive_timeout(timed):
+    sock = kept_alive(timed)
+    started = time.monotonic()
+    assert closed_by_server(sock, STEP)
+    assert time.monotonic() - started >= KEEP_ALIVE * 0.9
+    sock.close()
+
+
+@pytest.mark.parametrize("when", ["first", "after an answer"])
+def test_a_trickled_body_gets_408_and_its_connection_closes(timed, when):
+    body = json.dumps(init_message()).encode()
+    sock = kept_alive(timed) if when == "after an answer" else socket.create_connection(("127.0.0.1", timed.port))
+    whole = initialize(body=body, close=False)
+    head = whole[:-len(body)]
+    sock.sendall(head + body[:5])  # the head and a little of the body at once, then a byte at a time
+    raw = trickle(sock, body[5:] * 10)
+    assert statuses(raw.data) == [408], raw
+
+
+@pytest.mark.parametrize("request_head", [
+    # answered before the body is read: 413 by its Content-Length, 404 for another path
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n",
+    b"POST /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n",
+], ids=["413", "404"])
+def test_a_body_still_trickling_after_its_answer_does_not_hold_the_connection(timed, request_head):
+    # uvicorn reads and drops the rest of such a body, and every byte of it restarted the
+    # keep-alive timer: the connection stayed open as long as the client kept trickling
+    sock = socket.create_connection(("127.0.0.1", timed.port), timeout=STEP)
+    sock.sendall(request_head + b"{")
+    raw = trickle(sock, b"x" * 4999)
+    assert statuses(raw.data) in ([413], [404]), raw
+
+
+def test_a_body_sent_whole_after_its_answer_leaves_the_connection_as_after_any_answer(timed):
+    def answered_early() -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", timed.port), timeout=STEP)
+        sock.sendall(b"POST /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n")
+        assert answer_on(sock) == 404
+        time.sleep(KEEP_ALIVE / 2)
+        sock.sendall(b"x" * 5000)  # the rest, in time
+        return sock
+
+    sock = answered_early()
+    time.sleep(KEEP_ALIVE * 0.75)  # past the rest's deadline: drained, it no longer applies
+    sock.sendall(initialize(close=False))
+    assert answer_on(sock) == 200
+    sock.close()
+
+    sock = answered_early()  # then idle: the keep-alive timeout closes it, not the header timeout
+    started = time.monotonic()
+    assert closed_by_server(sock, STEP)
+    assert time.monotonic() - started >= KEEP_ALIVE * 0.9
+    sock.close()

@@ -6,7 +6,8 @@ a client that connects and says nothing, or sends its headers a byte at a time, 
 connection for ever, and 500 of them hold 500. :class:`HeaderDeadlineH11` adds that deadline: a
 connection whose request head has not arrived whole ``header_timeout`` seconds after it opened
 (or after the previous response) is closed. The body has its own deadline in the app
-(http_body.py).
+(http_body.py), and the rest of a body the app answered without reading (413, 404) must arrive
+within the keep-alive timeout of that answer.
 
 Nor does uvicorn bound a request head's size: ``h11_max_incomplete_event_size`` only limits a
 head still incomplete when a read ends, so one that arrives whole in one read (of up to 256 KiB),
@@ -126,6 +127,8 @@ class HeaderDeadlineH11(H11Protocol):
     that arrives whole in one read (the common case) costs one state check and no timer."""
 
     _deadline: Any = None
+    #: the deadline of the rest of a body whose request was already answered
+    _drain: Any = None
 
     def __init__(self, config: Any, server_state: Any, app_state: Any, _loop: Any = None) -> None:
         super().__init__(config, server_state, app_state, _loop)
@@ -143,7 +146,18 @@ class HeaderDeadlineH11(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.conn.their_state is h11.IDLE:  # a head begun, not yet whole
+        state = self.conn.their_state
+        if self._drain is not None and state is not h11.SEND_BODY:  # drained in time
+            self._drain.cancel()
+            self._drain = None
+            if state is h11.IDLE and not self.transport.is_closing():
+                # between requests, as after an answer: idle for the keep-alive timeout, then
+                # the head deadline from the next bytes (uvicorn cancels this timer on data)
+                self._unset_keepalive_if_required()
+                self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive,
+                                                                    self.timeout_keep_alive_handler)
+                return
+        if state is h11.IDLE:  # a head begun, not yet whole
             if self._deadline is None and not self.transport.is_closing():
                 self._arm()
         elif self._deadline is not None:  # the head is in: the body has the app's deadline
@@ -155,8 +169,23 @@ class HeaderDeadlineH11(H11Protocol):
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             self.transport.close()
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # Answered before its body was read (413 by its Content-Length, 404, 401): uvicorn reads
+        # the rest and drops it, and each byte of it cancels the keep-alive timer, while the
+        # app's body deadline ended with the app. A client trickling such a body held its
+        # connection for ever. The rest must now arrive within the keep-alive timeout.
+        if self.conn.their_state is h11.SEND_BODY and self._drain is None and not self.transport.is_closing():
+            self._drain = self.loop.call_later(self.timeout_keep_alive, self._drain_overdue)
+
+    def _drain_overdue(self) -> None:
+        self._drain = None
+        if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            self.transport.close()
+
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        for timer in (self._deadline, self._drain):
+            if timer is not None:
+                timer.cancel()
+        self._deadline = self._drain = None
         super().connection_lost(exc)
