@@ -359,3 +359,34 @@ def test_a_body_sent_whole_after_its_answer_leaves_the_connection_as_after_any_a
     assert closed_by_server(sock, STEP)
     assert time.monotonic() - started >= KEEP_ALIVE * 0.9
     sock.close()
+
+
+CAP = 3  # --max-connections of ``capped``
+
+
+@pytest.fixture(scope="module")
+def capped() -> Iterator[HttpServer]:
+    server = HttpServer("--max-connections", str(CAP))
+    try:
+        yield server
+    finally:
+        stderr = server.stop()
+        assert not has_traceback(stderr), stderr[-3000:]
+
+
+def test_max_connections_are_served_at_once_and_the_next_gets_503(capped):
+    # uvicorn's limit_concurrency counts the asking connection itself: --max-connections 3
+    # served two, and --max-connections 1 served none
+    time.sleep(0.2)  # the probe connection of HttpServer's start is gone
+    held = [kept_alive(capped) for _ in range(CAP)]
+    try:
+        extra = raw_exchange(capped.port, initialize(), half_close=False)
+        assert statuses(extra.data) == [503], extra
+        held[0].sendall(initialize(close=False))  # a kept-alive one goes on being served
+        assert answer_on(held[0]) == 200
+        held.pop().close()
+        time.sleep(0.2)
+        assert statuses(raw_exchange(capped.port, initialize(), half_close=False).data) == [200]
+    finally:
+        for sock in held:
+            sock.close()

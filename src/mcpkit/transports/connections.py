@@ -57,7 +57,9 @@ class ConnectionLimits:
         return {
             "http": HeaderDeadlineH11,
             "timeout_keep_alive": self.keep_alive_timeout,
-            "limit_concurrency": self.max_connections,
+            # uvicorn refuses a request when the open connections, the asking one among them,
+            # reach limit_concurrency: at max_connections it served one fewer, at 1 none
+            "limit_concurrency": self.max_connections + 1,
             "h11_max_incomplete_event_size": self.max_header_bytes,
         }
 
