@@ -10,9 +10,9 @@ connection whose request head has not arrived whole ``header_timeout`` seconds a
 within the keep-alive timeout of that answer.
 
 Nor does uvicorn bound a request head's size: ``h11_max_incomplete_event_size`` only limits a
-head still incomplete when a read ends, so one that arrives whole in one read (of up to 256 KiB),
-or waits whole behind a pipelined request, was never measured. :class:`HeadLimitedConnection`
-measures every head before h11 parses it.
+head still incomplete when a read ends, so one that arrives whole in one read (asyncio reads up
+to 256 KiB at once), or waits whole behind a pipelined request, was never measured.
+:class:`HeadLimitedConnection` measures every head before h11 parses it.
 
 Imported only when serving HTTP with uvicorn.
 """
@@ -103,10 +103,10 @@ class HeadLimitedConnection(h11.Connection):
 
 def _fast_buffer() -> bool:
     """Whether h11 keeps the bytes received and not parsed yet in ``_receive_buffer._data``,
-    starting with the first unparsed one (h11 0.14 to 0.16 at least), so they are read without a
-    copy. Another h11 must not make every request fail: it gets the public copy,
-    ``trailing_data``. Decided once, on a probe connection; test_hostile_connections.py checks
-    the fast way is the one taken."""
+    starting with the first unparsed one (as h11 0.16 does), so they are read without a copy.
+    Another h11 must not make every request fail: it gets the public copy, ``trailing_data``.
+    Decided once, on a probe connection; test_hostile_connections.py checks the fast way is
+    the one taken."""
     probe = h11.Connection(h11.SERVER)
     probe.receive_data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGE")
     probe.next_event()
