@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 from mcpkit.client import Client, RpcError
 from mcpkit.proxy import ToolPolicy, ToolPolicyError, load_mcp_servers
 from mcpkit.proxy.config import ConfigError, parse_target
+from tests.test_http import free_port, wait_listening
 
 aio = pytest.mark.asyncio
 PY = sys.executable
@@ -282,8 +285,6 @@ def test_a_bad_mcp_servers_file_names_the_entry(tmp_path: Path, data: Any, messa
 @aio
 async def test_http_auth_and_tool_policy_scopes_guard_an_upstream(tmp_path: Path) -> None:
     import os
-    import socket
-    import time
 
     from mcpkit.client import ClientError
 
@@ -292,22 +293,7 @@ async def test_http_auth_and_tool_policy_scopes_guard_an_upstream(tmp_path: Path
     os.chmod(tokens, 0o600)
     policy = tmp_path / "tools.toml"
     policy.write_text('[tools.echo]\nscopes = ["admin"]\n')
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([*PROXY, "--http", f"127.0.0.1:{port}", "--auth", f"tokens:{tokens}",
-                             "--tool-policy", str(policy), "--", *SERVE],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+    with proxy_over_http("--auth", f"tokens:{tokens}", "--tool-policy", str(policy)) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         with pytest.raises(ClientError) as unauthorized:
             async with Client(url) as client:
@@ -320,9 +306,6 @@ async def test_http_auth_and_tool_policy_scopes_guard_an_upstream(tmp_path: Path
             assert forbidden.value.status == 403
         async with Client(url, headers={"Authorization": "Bearer admin-token-0123456789"}) as client:
             assert (await client.call_tool("echo", {"text": "x"}))["content"][0]["text"] == "x"
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 @aio
@@ -342,26 +325,27 @@ def test_the_connection_limits_apply_to_the_proxy_over_http() -> None:
     import socket
     import time
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([*PROXY, "--http", f"127.0.0.1:{port}", "--header-timeout", "0.5", "--", *SERVE],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+    with proxy_over_http("--header-timeout", "0.5") as port:
         with socket.create_connection(("127.0.0.1", port)) as silent:
             silent.settimeout(5)
             started = time.monotonic()
             assert silent.recv(10) == b""  # closed by the proxy, not by the 5 s timeout here
             assert time.monotonic() - started < 3
+
+
+@contextlib.contextmanager
+def proxy_over_http(*options: str) -> Iterator[int]:
+    """``mcpkit proxy --http 127.0.0.1:PORT OPTIONS -- mcpkit serve``, listening; its port."""
+    port = free_port()
+    proc = subprocess.Popen([*PROXY, "--http", f"127.0.0.1:{port}", *options, "--", *SERVE],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        try:
+            wait_listening(proc, port, timeout=60)
+        except RuntimeError as exc:  # exited, or not listening: say what it wrote
+            stderr = proc.stderr.read().decode() if proc.poll() is not None and proc.stderr else ""
+            raise AssertionError(f"{exc}\n{stderr}") from None
+        yield port
     finally:
         proc.terminate()
         proc.wait(15)

@@ -3,6 +3,7 @@ client, and readings from /proc (Linux)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -10,7 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,17 @@ class HttpServer:
         text = self.stderr()
         self._errlog.close()
         return text
+
+
+@contextlib.contextmanager
+def serving(*args: str, **kwargs: Any) -> Iterator[HttpServer]:
+    """An :class:`HttpServer` for a fixture's life, which must stop without a traceback."""
+    server = HttpServer(*args, **kwargs)
+    try:
+        yield server
+    finally:
+        stderr = server.stop()
+        assert not has_traceback(stderr), stderr[-3000:]
 
 
 # ----------------------------------------------------------------------------- a plain HTTP client

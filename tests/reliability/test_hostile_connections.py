@@ -23,9 +23,9 @@ from tests.reliability.support import (
     HttpServer,
     Raw,
     assert_healthy,
-    has_traceback,
     init_message,
     raw_exchange,
+    serving,
 )
 
 pytestmark = pytest.mark.reliability
@@ -35,12 +35,8 @@ SILENT = 200  # connections that never say anything
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[HttpServer]:
-    server = HttpServer("--header-timeout", "1", "--max-connections", "100")
-    try:
+    with serving("--header-timeout", "1", "--max-connections", "100") as server:
         yield server
-    finally:
-        stderr = server.stop()
-        assert not has_traceback(stderr), stderr[-3000:]
 
 
 def closed_by_server(sock: socket.socket, within: float) -> bool:
@@ -113,22 +109,14 @@ UVICORN_400 = b"Invalid HTTP request received."  # uvicorn's answer to a refused
 
 @pytest.fixture(scope="module")
 def limited() -> Iterator[HttpServer]:
-    server = HttpServer("--max-header-bytes", str(LIMIT))
-    try:
+    with serving("--max-header-bytes", str(LIMIT)) as server:
         yield server
-    finally:
-        stderr = server.stop()
-        assert not has_traceback(stderr), stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
 def default() -> Iterator[HttpServer]:
-    server = HttpServer()
-    try:
+    with serving() as server:
         yield server
-    finally:
-        stderr = server.stop()
-        assert not has_traceback(stderr), stderr[-3000:]
 
 
 def initialize(head_bytes: int | None = None, *, body: bytes | None = None, close: bool = True) -> bytes:
@@ -263,13 +251,9 @@ KEEP_ALIVE = 2.0  # its --keep-alive-timeout: longer, to tell which of them clos
 
 @pytest.fixture(scope="module")
 def timed() -> Iterator[HttpServer]:
-    server = HttpServer("--header-timeout", str(TIMEOUT), "--body-timeout", str(TIMEOUT),
-                        "--keep-alive-timeout", str(KEEP_ALIVE))
-    try:
+    with serving("--header-timeout", str(TIMEOUT), "--body-timeout", str(TIMEOUT),
+                        "--keep-alive-timeout", str(KEEP_ALIVE)) as server:
         yield server
-    finally:
-        stderr = server.stop()
-        assert not has_traceback(stderr), stderr[-3000:]
 
 
 def kept_alive(server: HttpServer) -> socket.socket:
@@ -366,12 +350,8 @@ CAP = 3  # --max-connections of ``capped``
 
 @pytest.fixture(scope="module")
 def capped() -> Iterator[HttpServer]:
-    server = HttpServer("--max-connections", str(CAP))
-    try:
+    with serving("--max-connections", str(CAP)) as server:
         yield server
-    finally:
-        stderr = server.stop()
-        assert not has_traceback(stderr), stderr[-3000:]
 
 
 def test_max_connections_are_served_at_once_and_the_next_gets_503(capped):

@@ -46,6 +46,7 @@ from tests.reliability.support import (
     has_traceback,
     http_request,
     raw_exchange,
+    serving,
     sse_messages,
     tool_call,
 )
@@ -60,12 +61,8 @@ PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[HttpServer]:
-    server = HttpServer()
-    try:
+    with serving() as server:
         yield server
-    finally:
-        stderr = server.stop()
-        assert not has_traceback(stderr), stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
