@@ -176,6 +176,52 @@ def test_an_upstream_that_exits_at_once_is_one_line_with_its_exit_code_and_stder
     assert "ConnectionError" not in lines[0] and "ClientError" not in lines[0]
 
 
+NO_SUCH = "mcpkit-no-such-command-xyz"
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    # used to run on with two WARNING lines and a "ConnectionError: upstream a: cannot start 'x'
+    # ...; retrying in the background" line per upstream, exit 0, serving nothing
+    ([f"a={NO_SUCH}", f"b={NO_SUCH} --stdio"],
+     f"upstreams 'a' and 'b' cannot start: {NO_SUCH!r} is not a command on PATH; install it, or give its full path"),
+    ([f"ref={PY} -m mcpkit serve", f"a={NO_SUCH}"],
+     f"upstream 'a' cannot start: {NO_SUCH!r} is not a command on PATH; install it, or give its full path"),
+    (["--", NO_SUCH],
+     f"cannot start the upstream: {NO_SUCH!r} is not a command on PATH; install it, or give its full path"),
+    (["--", "./no-such-server"], "cannot start the upstream: './no-such-server' does not exist"),
+])
+def test_an_upstream_command_that_is_not_there_is_one_line_with_the_fix(args: list[str], line: str) -> None:
+    done = subprocess.run([*PROXY, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          check=False)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"mcpkit proxy: {line}"), done.stderr
+    assert done.stdout == ""
+
+
+def test_an_upstream_file_that_is_not_executable_or_a_config_command_missing_is_refused(tmp_path: Path) -> None:
+    script = tmp_path / "server.sh"
+    script.write_text("#!/bin/sh\n")
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"files": {"command": NO_SUCH, "args": ["/srv"]},
+                                                 "tool": {"command": str(script)}}}))
+    done = subprocess.run([*PROXY, "--config", str(config)], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 2
+    expected = (f"mcpkit proxy: upstream 'files' cannot start: {NO_SUCH!r} is not a command on PATH; install it, "
+                f"or give its full path; upstream 'tool' cannot start: {str(script)!r} is not executable; chmod +x "
+                f"it, or start it with its interpreter (e.g. \"node {script}\" or \"python {script}\")")
+    assert done.stderr.splitlines() == [expected], done.stderr
+
+
+@aio
+async def test_a_url_upstream_that_is_down_is_still_retried_in_the_background() -> None:
+    # documented (docs/proxy.md, "Several upstreams"): only a command that is not there is refused
+    async with Client([*PROXY, "down=http://127.0.0.1:9/mcp", f"ref={PY} -m mcpkit serve"]) as client:
+        assert "ref_add" in {t["name"] for t in await client.list_tools()}
+        assert "down" in client.stderr and "retrying in the background" in client.stderr
+
+
 # ------------------------------------------------------------------------------ tool policy files
 
 

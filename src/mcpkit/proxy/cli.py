@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
+import shutil
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -116,7 +118,52 @@ def _specs(args: argparse.Namespace) -> list[Any]:
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise _fail(f"upstream name(s) used twice: {', '.join(twice)}")
+    _refuse_unrunnable(specs)
     return specs
+
+
+def _refuse_unrunnable(specs: list[Any]) -> None:
+    """One line for every stdio upstream whose command cannot be started at all: a command
+    missing from PATH (or a file that is not executable) is a mistake in the configuration, which
+    retrying in the background would never mend. An upstream that starts and then fails, or a URL
+    that is down, is retried instead (docs/proxy.md)."""
+    names_by_problem: dict[str, list[str]] = {}
+    for spec in specs:
+        problem = _unrunnable(spec)
+        if problem is not None:
+            names_by_problem.setdefault(problem, []).append(spec.name)
+    parts = []
+    for problem, names in names_by_problem.items():
+        named = [repr(n) for n in names if n]
+        who = ("cannot start the upstream" if not named else f"upstream {named[0]} cannot start" if len(named) == 1
+               else f"upstreams {', '.join(named[:-1])} and {named[-1]} cannot start")
+        parts.append(f"{who}: {problem}")
+    if parts:
+        raise _fail("; ".join(parts))
+
+
+def _unrunnable(spec: Any) -> str | None:
+    """Why a stdio upstream's command cannot be started at all, with the fix; None for a URL or
+    a command that can be started (whether it then serves is for the upstream to show)."""
+    if spec.transport != "stdio":
+        return None
+    command = str(spec.target[0])
+    if spec.cwd and not os.path.isdir(spec.cwd):
+        return f"its cwd {spec.cwd} is not a directory; give an existing one"
+    if os.sep in command or (os.altsep and os.altsep in command):
+        path = os.path.join(spec.cwd or os.getcwd(), command)
+        if not os.path.exists(path):
+            return f"{command!r} does not exist; give the path of the server's program"
+        if os.path.isdir(path):
+            return f"{command!r} is a directory; give the path of the server's program in it"
+        if not os.access(path, os.X_OK):
+            return (f"{command!r} is not executable; chmod +x it, or start it with its interpreter "
+                    f"(e.g. \"node {command}\" or \"python {command}\")")
+        return None
+    env = {**os.environ, **(spec.env or {})}
+    if shutil.which(command, path=env.get("PATH", os.defpath)) is None:
+        return f"{command!r} is not a command on PATH; install it, or give its full path"
+    return None
 
 
 def build_policy(args: argparse.Namespace) -> Any:
