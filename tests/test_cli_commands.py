@@ -112,6 +112,21 @@ def test_call_takes_key_value_pairs_after_its_options():
     assert stray.returncode == 2 and "unrecognized arguments: --nope" in stray.stderr
 
 
+def test_calls_tail_of_the_servers_stderr_has_each_line_whole(tmp_path):
+    # it read "... rate 600/min, contract envelopesbridge editor cannot connect: FileNotFoundError...":
+    # the bridge's warning, logged at import, had no log format and ran into the start-up line
+    import os
+
+    target = f"{REFERENCE} {ROOT / 'examples' / 'workspace.py'} --root {tmp_path} --read-only"
+    env = {**os.environ, "MCPKIT_EDITOR_SOCKET": str(tmp_path / "no-editor.sock")}
+    done = run("call", target, "write_file", "path=b.txt", "content=x", env=env)
+    assert done.returncode == 1
+    tail = done.stderr.split("--- the server's stderr ---\n", 1)[1].splitlines()
+    serving = [line for line in tail if line.startswith("mcpkit: serving workspace")]
+    assert len(serving) == 1 and serving[0].endswith("contract envelopes"), tail
+    assert any(line.startswith("WARNING mcpkit.bridge: bridge editor cannot connect: ") for line in tail), tail
+
+
 def test_read_output_writes_a_text_resource_too(tmp_path):
     # --output used to be ignored for a text resource: printed on stdout, no file written
     out = tmp_path / "r.txt"

@@ -205,6 +205,48 @@ def test_stdio_serve_says_what_it_serves_on_stderr_only(weather):
     assert "serving" not in quiet.stderr
 
 
+def test_a_warning_logged_while_the_server_file_is_imported_has_the_log_format(tmp_path):
+    # it went to logging.lastResort, which printed the bare message ("bridge editor cannot connect:
+    # ..." with no "WARNING mcpkit.bridge:") because serve sets the format only when it starts serving
+    server = tmp_path / "keys.py"
+    server.write_text("import logging\nfrom mcpkit import Server\nlogging.getLogger('keys').warning('no API key')\n"
+                      "server = Server('keys')\n")
+    done = subprocess.run(mcpkit_command("serve", str(server)), capture_output=True, text=True, timeout=60,
+                          input="", check=False)
+    assert done.returncode == 0 and done.stdout == ""
+    assert "WARNING keys: no API key" in done.stderr.splitlines(), done.stderr
+    # a module that configures logging itself still has it its own way
+    server.write_text("import logging\nfrom mcpkit import Server\nlogging.basicConfig(format='own %(message)s')\n"
+                      "logging.getLogger('keys').warning('no API key')\nserver = Server('keys')\n")
+    done = subprocess.run(mcpkit_command("serve", str(server)), capture_output=True, text=True, timeout=60,
+                          input="", check=False)
+    assert "own no API key" in done.stderr.splitlines(), done.stderr
+
+
+def test_the_start_up_line_is_one_write(monkeypatch):
+    # print() wrote the line and its newline apart, and another thread's warning landed between
+    # them: "... contract envelopesbridge editor cannot connect: ..."
+    import argparse
+
+    from mcpkit import cli
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.writes: list[str] = []
+
+        def write(self, text: str) -> int:
+            self.writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    recorder = Recorder()
+    monkeypatch.setattr(sys, "stderr", recorder)
+    cli._announce("mcpkit: serving x 1.0 on stdio", argparse.Namespace())
+    assert recorder.writes == ["mcpkit: serving x 1.0 on stdio\n"]
+
+
 def test_stdio_serve_on_a_terminal_says_it_waits_and_how_to_try_it(weather):
     import pty
 

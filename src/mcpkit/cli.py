@@ -150,14 +150,16 @@ def _refuse_misplaced(args: argparse.Namespace) -> None:
 
 def _announce(line: str, args: argparse.Namespace) -> None:
     if _log_level(args) <= logging.WARNING:
-        print(line, file=sys.stderr, flush=True)
+        from .startup import announce
+
+        announce(line)
 
 
 def _serve(args: argparse.Namespace) -> int:
     _refuse_misplaced(args)
     _policy_env(args)
     auth = _auth(args)
-    from .startup import startup_line, stdio_terminal_hint
+    from .startup import announce, startup_line, stdio_terminal_hint
     from .targets import resolve
 
     target = resolve(args.target)
@@ -178,7 +180,7 @@ def _serve(args: argparse.Namespace) -> int:
         _announce(startup_line(server, "stdio"), args)
         hint = stdio_terminal_hint(target.text)
         if hint:
-            print(hint, file=sys.stderr, flush=True)
+            announce(hint)
         run_stdio(server, out_fd=out_fd, **options)
         return 0
     host, port = args.http
@@ -333,6 +335,9 @@ def _proxy(args: argparse.Namespace) -> int:
     return run(args)
 
 
+#: how the mcpkit command logs on stderr (the root handler, when nothing else configured one)
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
@@ -367,9 +372,18 @@ def main(argv: list[str] | None = None) -> int:
     level = _log_level(args)
     if getattr(args, "verbose", False) or getattr(args, "log_level", None):
         logging.getLogger("mcpkit").setLevel(level)
-    if args.command not in ("serve", "dev") and not logging.getLogger().handlers:
-        # a server's own module configures logging as it likes: serve leaves the root to it
-        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    last_resort = logging.lastResort
+    kept = (last_resort.formatter, last_resort.level) if last_resort is not None else None
+    if args.command in ("serve", "dev"):
+        # a server's own module configures logging as it likes: serve leaves the root to it. Until
+        # something configures it, a record goes to logging.lastResort, which prints the bare
+        # message: a warning logged while the module is imported (a bridge that cannot connect)
+        # reads like every later one with mcpkit's format given to it
+        if last_resort is not None:
+            last_resort.setFormatter(logging.Formatter(LOG_FORMAT))
+            last_resort.setLevel(min(level, logging.WARNING))
+    elif not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format=LOG_FORMAT)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -391,6 +405,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mcpkit: unexpected error: {describe_unexpected(exc)}  (run with -v for the traceback)",
               file=sys.stderr)
         return 1
+    finally:
+        if last_resort is not None and kept is not None:
+            last_resort.setFormatter(kept[0])
+            last_resort.setLevel(kept[1])
 
 
 def _add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["startup_line", "policy_summary", "stdio_terminal_hint"]
+__all__ = ["announce", "startup_line", "policy_summary", "stdio_terminal_hint"]
 
 
 def _count(n: int, word: str) -> str:
@@ -81,3 +81,11 @@ def stdio_terminal_hint(target_text: str) -> str | None:
     dev = shlex.join(["mcpkit", "dev", *([target_text] if target_text else [])])
     return (f"mcpkit: waiting for an MCP client on stdin (Ctrl-D or Ctrl-C to stop). To try it: "
             f"{listed}   or   {dev}")
+
+
+def announce(line: str, stream: Any = None) -> None:
+    """Write ``line`` and its newline in one write, then flush: print() writes them apart, and a
+    warning logged by another thread (a bridge connecting) could land between the two."""
+    out = sys.stderr if stream is None else stream
+    out.write(line + "\n")
+    out.flush()

@@ -65,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
         return _reload(args, target, port)
     _policy_env(args)
     server = target.load()
-    from ..startup import startup_line
+    from ..startup import announce, startup_line
     from ..transports.serve import serve_http
     from .app import DevApp
 
@@ -73,8 +73,8 @@ def _run(args: argparse.Namespace) -> int:
     app = DevApp(server, mcp_app, reload=bool(os.environ.get("MCPKIT_DEV_RELOADING")))
 
     def ready(base: str) -> None:
-        print(startup_line(server, "http", base + mcp_app.path), file=sys.stderr)
-        print(f"mcpkit dev: inspector at {base}/  (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        announce(startup_line(server, "http", base + mcp_app.path))
+        announce(f"mcpkit dev: inspector at {base}/  (Ctrl-C to stop)")
         if args.open:
             import webbrowser
 

@@ -19,7 +19,6 @@ import contextlib
 import logging
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -219,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
         except ToolPolicyError as exc:
             raise _fail(str(exc)) from None
     from ..server.server import Server
+    from ..startup import announce
 
     server = cli._observed(Server(args.name or "mcpkit-proxy", policy=build_policy(args)), args)
     upstreams = []
@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             for upstream in upstreams:
                 if not upstream.up:
-                    print(f"mcpkit proxy: {upstream.last_error}; retrying in the background", file=sys.stderr)
+                    announce(f"mcpkit proxy: {upstream.last_error}; retrying in the background")
         if args.http is None:
             from ..transports.stdio import run_stdio
 

@@ -689,16 +689,14 @@ class Server(Registrations):
 
         HTTP binds to 127.0.0.1 unless told otherwise (HS-03).
         """
-        import sys
-
         startup_line = _entry("mcpkit.startup", "startup_line")
+        announce = _entry("mcpkit.startup", "announce")  # stderr, in one write: stdout is the wire
         if transport == "stdio":
-            print(startup_line(self, "stdio"), file=sys.stderr, flush=True)  # stderr: stdout is the wire
+            announce(startup_line(self, "stdio"))
             _entry("mcpkit.transports.stdio", "run_stdio")(self, **options)
         elif transport == "http":
             path = options.get("path", "/mcp")
-            options.setdefault("on_ready", lambda base: print(startup_line(self, "http", base + path), file=sys.stderr,
-                                                                flush=True))
+            options.setdefault("on_ready", lambda base: announce(startup_line(self, "http", base + path)))
             _entry("mcpkit.transports.serve", "serve_http")(self, host=host, port=port, **options)
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
