@@ -294,6 +294,40 @@ def test_a_taken_port_is_one_line_with_the_fix(weather):
         f"--http 127.0.0.1:{port + 1}"]
 
 
+#: an address of no machine here (TEST-NET-1, RFC 5737): binding to it fails, no packet is sent
+ELSEWHERE = "192.0.2.1"
+
+
+@pytest.mark.parametrize("command", [
+    ["serve", "--http", f"{ELSEWHERE}:8000"],
+    ["serve", "--http", f"{ELSEWHERE}:8000", "--workers", "2"],  # was uvicorn's own error, exit 1
+    ["proxy", "--http", f"{ELSEWHERE}:8000", "--", sys.executable, "-m", "mcpkit", "serve"],
+])
+def test_an_address_of_another_machine_is_one_line_naming_the_address_not_the_port(command):
+    # it said "(Cannot assign requested address); pick another port, e.g. --http 8.8.8.8:8001"
+    env = {k: v for k, v in os.environ.items() if k != "MCPKIT_STORE"}
+    if "--workers" in command:
+        env["MCPKIT_STORE"] = "redis://127.0.0.1:1"  # --workers needs one; the parent never connects to it
+    done = run(*command, env=env)
+    assert done.returncode == 2, done.stderr
+    expected = (f"mcpkit: cannot listen on {ELSEWHERE}:8000 (Cannot assign requested address); {ELSEWHERE} is "
+                "not an address of this machine; give one of its own, e.g. --http 127.0.0.1:8000 (this machine "
+                "only) or --http 0.0.0.0:8000 (every interface)")
+    assert done.stderr.strip().splitlines() == [expected], done.stderr
+
+
+def test_dev_on_a_taken_port_names_its_own_option():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run("dev", "--port", str(port))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"mcpkit: cannot listen on 127.0.0.1:{port} (Address already in use); pick another port, e.g. "
+        f"--port {port + 1}"), done.stderr
+
+
 @pytest.mark.parametrize("option", [["--json"], ["--stateless"], ["--cors-origin", "https://a.example"],
                                     ["--max-sessions", "3"], ["--allow-host", "x"], ["--root-path", "/api"]])
 def test_http_options_on_stdio_are_refused(weather, option):

@@ -298,23 +298,17 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
                          "events, rate limits and tasks only through a shared store")
     import json
 
-    import uvicorn
-
-    import socket
-
     from uvicorn.supervisors import Multiprocess
 
     os.environ["MCPKIT_SERVE_ARGV"] = json.dumps(sys.argv[1:] if args.argv is None else args.argv)
-    from .transports.serve import uvicorn_config
+    from .transports.serve import bind, uvicorn_config
 
     config = uvicorn_config("mcpkit.cli:worker_app", _limits(args), factory=True, host=host, port=port,
                             workers=args.workers, timeout_graceful_shutdown=_shutdown_timeout(args))
-    sock = config.bind_socket()
-    # The workers' connections are accepted from this socket; uvicorn makes it with protocol 0,
-    # so asyncio does not switch Nagle off on them and every answer waits ~40 ms for a delayed
-    # ACK. On Linux an accepted socket inherits TCP_NODELAY from its listening socket.
-    if sock.family in (socket.AF_INET, socket.AF_INET6):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    # bound as by one process (a taken port or another machine's address is one line with the
+    # fix); the workers accept from it, and inherit its TCP_NODELAY on Linux (no answer waits
+    # ~40 ms for a delayed ACK)
+    sock = bind(host, port)
     Multiprocess(config, sockets=[sock]).run()
     return 0
 

@@ -80,7 +80,8 @@ def _run(args: argparse.Namespace) -> int:
 
             webbrowser.open(base + "/")
 
-    serve_http(server, host="127.0.0.1", port=port, timeout_graceful_shutdown=1.0, app=app, on_ready=ready)
+    serve_http(server, host="127.0.0.1", port=port, timeout_graceful_shutdown=1.0, app=app, on_ready=ready,
+               bind_option="--port")
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import sys
@@ -15,9 +16,11 @@ if TYPE_CHECKING:
 __all__ = ["serve_http", "uvicorn_config", "bind"]
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, *, option: str = "--http") -> socket.socket:
     """The listening socket for HOST:PORT (port 0: any free port). Bound here rather than by
-    uvicorn so that a taken port is one clear line, and the real port is known before serving."""
+    uvicorn so that a taken port or an address of another machine is one clear line, and the real
+    port is known before serving. ``option`` is the flag the fix names (``--http HOST:PORT``, or
+    ``--port N`` for mcpkit dev)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
@@ -30,14 +33,36 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as exc:
         sock.close()
-        hint = f"pick another port, e.g. --http {host}:{port + 1}" if port else "check the address"
-        raise SystemExit(f"mcpkit: cannot listen on {host}:{port} ({exc.strerror}); {hint}") from None
+        raise SystemExit(f"mcpkit: cannot listen on {_shown(host)}:{port} ({exc.strerror}); "
+                         f"{_bind_fix(exc, host, port, option)}") from None
     if family in (socket.AF_INET, socket.AF_INET6):
         # accepted connections inherit it on Linux: no answer waits ~40 ms for a delayed ACK
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
+
+
+def _shown(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _bind_fix(exc: OSError, host: str, port: int, option: str) -> str:
+    """The fix for a failed bind: the address is not this machine's (EADDRNOTAVAIL), or the port
+    is taken (EADDRINUSE) or privileged (EACCES below 1024)."""
+    def at(address: str, number: int) -> str:
+        return f"--port {number}" if option == "--port" else f"{option} {address}:{number}"
+
+    if exc.errno == errno.EADDRNOTAVAIL:
+        local, every = ("[::1]", "[::]") if ":" in host else ("127.0.0.1", "0.0.0.0")
+        return (f"{host} is not an address of this machine; give one of its own, e.g. {at(local, port or 8000)} "
+                f"(this machine only) or {at(every, port or 8000)} (every interface)")
+    if exc.errno == errno.EACCES and 0 < port < 1024:
+        return (f"a port below 1024 needs root (or CAP_NET_BIND_SERVICE); pick one from 1024 up, e.g. "
+                f"{at(_shown(host), 8000)}")
+    if port:
+        return f"pick another port, e.g. {at(_shown(host), port + 1 if port < 65535 else 8000)}"
+    return "check the address"
 
 
 def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, **options: Any) -> Any:
@@ -56,14 +81,16 @@ def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, **options: 
 
 def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
                timeout_graceful_shutdown: float | None = 30.0, limits: ConnectionLimits | None = None,
-               app: Any = None, on_ready: Callable[[str], None] | None = None, **options: Any) -> None:
+               app: Any = None, on_ready: Callable[[str], None] | None = None, bind_option: str = "--http",
+               **options: Any) -> None:
     """Serve until SIGTERM/SIGINT; then stop accepting connections, let the requests in flight
     finish for at most ``timeout_graceful_shutdown`` seconds, and end the sessions.
 
     ``limits`` bounds connections (header deadline, keep-alive, how many at once, head size);
     the defaults of :class:`~mcpkit.transports.connections.ConnectionLimits` apply without it.
     ``app`` replaces ``server.http_app(**options)`` (e.g. with more routes around it);
-    ``on_ready(base_url)`` is called once the socket listens, with e.g. ``http://127.0.0.1:8000``."""
+    ``on_ready(base_url)`` is called once the socket listens, with e.g. ``http://127.0.0.1:8000``;
+    ``bind_option`` is the flag a failed bind's fix names (:func:`bind`)."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - depends on the environment
@@ -72,7 +99,7 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if app is None:
         app = server.http_app(**options)
-    sock = bind(host, port)  # a taken port is one line; port 0 gets its real number before serving
+    sock = bind(host, port, option=bind_option)  # a taken port is one line; port 0 gets its number now
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn_config(app, limits, timeout_graceful_shutdown=timeout_graceful_shutdown)
