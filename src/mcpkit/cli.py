@@ -81,71 +81,31 @@ def _policy_env(args: argparse.Namespace) -> None:
         os.environ["MCPKIT_POLICY"] = "1"
 
 
-def _auth(args: argparse.Namespace) -> Any:
-    """The ResourceServer the --auth options describe (docs/auth.md), or None."""
-    if not args.auth:
-        return None
-    from .auth import IntrospectionVerifier, JWTVerifier, StaticTokens
-    from .auth.resource import ResourceServer
+def _auth(args: argparse.Namespace, *, announce: bool = True) -> Any:
+    """The ResourceServer the --auth options describe (docs/auth.md), or None (cli_auth.py)."""
+    from .cli_auth import resource_server
 
-    mode, _, argument = args.auth.partition(":")
-    audience: Any = args.audience
-    if audience is None and args.resource:
-        from .auth.resource import canonical_uri
-
-        # AU-15: the canonical form, and the same with a trailing slash, which some providers add
-        canonical = canonical_uri(args.resource)
-        audience = [canonical, canonical + "/"]
-    if mode == "tokens":
-        verifier: Any = StaticTokens.from_file(argument) if argument else StaticTokens.from_env("MCPKIT_AUTH_TOKENS")
-    elif mode == "jwt":
-        if not args.issuer or not audience:
-            raise SystemExit("mcpkit: --auth jwt needs --issuer and --resource (or --audience)")
-        jwks = args.jwks_uri or args.issuer.rstrip("/") + "/.well-known/jwks.json"
-        types = [t.strip() for t in (args.jwt_types or "at+jwt").split(",") if t.strip()]
-        try:
-            verifier = JWTVerifier(args.issuer, audience, jwks_uri=jwks, token_types=types)
-        except ValueError as exc:  # name the option that gave the bad value
-            text = str(exc)
-            flag = ("--jwt-types" if "token_types" in text else
-                    ("--jwks-uri" if args.jwks_uri else "--issuer") if "jwks_uri" in text else "--auth jwt")
-            hint = " (the keys are read from ISSUER/.well-known/jwks.json unless --jwks-uri is given)" \
-                if flag == "--issuer" else ""
-            raise SystemExit(f"mcpkit: {flag}: {exc}{hint}") from None
-    elif mode == "introspection":
-        if not args.introspection_url:
-            raise SystemExit("mcpkit: --auth introspection needs --introspection-url")
-        verifier = IntrospectionVerifier(
-            args.introspection_url, client_id=args.client_id,
-            client_secret=os.environ.get("MCPKIT_INTROSPECTION_CLIENT_SECRET"), audience=audience,
-            issuer=args.issuer,
-        )
-    else:
-        raise SystemExit(f"mcpkit: unknown --auth {mode!r}: use tokens:FILE, tokens (MCPKIT_AUTH_TOKENS), jwt or "
-                         "introspection")
-    servers = args.authorization_server or ([args.issuer] if args.issuer else [])
-    return ResourceServer(verifier, resource=args.resource, authorization_servers=servers,
-                          scopes_supported=args.scope or (), required_scopes=args.required_scope or ())
+    return resource_server(args, announce=announce and _log_level(args) <= logging.WARNING)
 
 
 #: serve options that only mean something over HTTP, with their "not given" value
 _HTTP_ONLY = {"json": False, "stateless": False, "allow_host": None, "allow_origin": None, "cors_origin": None,
               "max_sessions": None, "workers": None, "shutdown_timeout": 30.0, "session_idle_timeout": None,
-              "auth": None, "root_path": None, "metrics": False,
+              "root_path": None, "metrics": False,
               "header_timeout": None, "keep_alive_timeout": None, "max_connections": None, "max_header_bytes": None}
 
 
 def _refuse_misplaced(args: argparse.Namespace) -> None:
-    """Options that do not apply to the chosen transport are refused, not silently ignored."""
-    if args.http is not None:
-        return
-    for dest, unset in _HTTP_ONLY.items():
-        if getattr(args, dest, unset) != unset:
-            flag = "--" + dest.replace("_", "-")
-            if dest == "auth":
-                raise SystemExit("mcpkit: --auth is for --http; a stdio server takes its credentials from the "
-                                 "environment (AU-01)")
-            raise SystemExit(f"mcpkit: {flag} applies to HTTP only; add --http HOST:PORT or drop {flag}")
+    """Options that do not apply to the chosen transport, or to the chosen --auth mode, are
+    refused, not silently ignored."""
+    from .cli_auth import refuse_misplaced
+
+    if args.http is None:
+        for dest, unset in _HTTP_ONLY.items():
+            if getattr(args, dest, unset) != unset:
+                flag = "--" + dest.replace("_", "-")
+                raise SystemExit(f"mcpkit: {flag} applies to HTTP only; add --http HOST:PORT or drop {flag}")
+    refuse_misplaced(args)
 
 
 def _announce(line: str, args: argparse.Namespace) -> None:
@@ -320,7 +280,8 @@ def worker_app() -> Any:
     parser = _parser()
     args = parser.parse_args(json.loads(os.environ["MCPKIT_SERVE_ARGV"]))
     _policy_env(args)
-    return _observed(load_server(args.target), args).http_app(**_http_options(args, _auth(args)))
+    auth = _auth(args, announce=False)  # the parent said what there was to say about it
+    return _observed(load_server(args.target), args).http_app(**_http_options(args, auth))
 
 
 def _proxy(args: argparse.Namespace) -> int:
@@ -492,31 +453,9 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--otel", action="store_true", default=os.environ.get("MCPKIT_OTEL") == "1",
                        help="trace and measure every request with OpenTelemetry, to the globally configured "
                        "providers (needs opentelemetry-api: mcpkit[otel]; also MCPKIT_OTEL=1)")
-    auth = serve.add_argument_group("authorization (HTTP only; docs/auth.md; each option also from MCPKIT_AUTH_*)")
-    env = os.environ.get
-    auth.add_argument("--auth", metavar="MODE", default=env("MCPKIT_AUTH"),
-                      help="tokens:FILE (static bearer tokens), tokens (from MCPKIT_AUTH_TOKENS), jwt, "
-                      "or introspection")
-    auth.add_argument("--resource", metavar="URL", default=env("MCPKIT_AUTH_RESOURCE"),
-                      help="this server's canonical URI, e.g. https://mcp.example.com/mcp")
-    auth.add_argument("--authorization-server", action="append", metavar="URL",
-                      help="an authorization server clients get tokens from (repeatable; default: --issuer)")
-    auth.add_argument("--issuer", metavar="URL", default=env("MCPKIT_AUTH_ISSUER"),
-                      help="jwt/introspection: the token issuer")
-    auth.add_argument("--audience", metavar="URI", default=env("MCPKIT_AUTH_AUDIENCE"),
-                      help="jwt/introspection: the expected audience (default: --resource)")
-    auth.add_argument("--jwks-uri", metavar="URL", default=env("MCPKIT_AUTH_JWKS_URI"),
-                      help="jwt: the signing keys (default: ISSUER/.well-known/jwks.json)")
-    auth.add_argument("--jwt-types", metavar="TYP[,TYP]", default=env("MCPKIT_AUTH_JWT_TYPES"),
-                      help="jwt: the accepted typ headers (default at+jwt, RFC 9068); add JWT for an identity "
-                      "provider that types access tokens as plain JWT")
-    auth.add_argument("--introspection-url", metavar="URL", default=env("MCPKIT_AUTH_INTROSPECTION_URL"),
-                      help="introspection: the RFC 7662 endpoint")
-    auth.add_argument("--client-id", metavar="ID", default=env("MCPKIT_AUTH_CLIENT_ID"),
-                      help="introspection: this server's client id (secret from MCPKIT_INTROSPECTION_CLIENT_SECRET)")
-    auth.add_argument("--scope", action="append", metavar="SCOPE", help="a scope to advertise (repeatable)")
-    auth.add_argument("--required-scope", action="append", metavar="SCOPE",
-                      help="a scope every request needs (repeatable)")
+    from .cli_auth import add_arguments as add_auth_arguments
+
+    add_auth_arguments(serve)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -10,6 +12,9 @@ from mcpkit.protocol.errors import McpError
 from mcpkit.protocol.sealed import Sealer
 from mcpkit.server.rounds import Rounds
 from tests.conftest import mcpkit_command
+
+#: the environment of these commands, without an MCPKIT_AUTH* setting of the caller's
+ENV_WITHOUT_AUTH = {k: v for k, v in os.environ.items() if not k.startswith("MCPKIT_AUTH")}
 
 
 @pytest.mark.req("AU-01")
@@ -33,6 +38,66 @@ def test_incomplete_auth_options_are_refused_with_the_fix(args, message):
     done = subprocess.run(mcpkit_command("serve", "--http", "127.0.0.1:0", *args), capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode != 0 and message in done.stderr
+
+
+#: a tokens file the HTTP tests below may name (never read: every case is refused before)
+TOKENS = "/nonexistent/tokens.txt"
+#: an address of no machine here (RFC 5737): a command that got past its options would stop at the
+#: bind with another line, rather than serve until the test's timeout
+HTTP = ["--http", "192.0.2.1:8000"]
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    # each was accepted and did nothing
+    ([*HTTP, "--resource", "https://mcp.example.com/mcp"],
+     ("--resource needs --auth (tokens, jwt or introspection), and no --auth is given: add --auth MODE, or drop "
+      "--resource")),
+    ([*HTTP, "--scope", "notes:read"], "--scope needs --auth (tokens, jwt or introspection)"),
+    ([*HTTP, "--jwks-uri", "https://id.example.com/jwks"],
+     "--jwks-uri needs --auth jwt, and no --auth is given: add --auth jwt, or drop --jwks-uri"),
+    ([*HTTP, "--auth", f"tokens:{TOKENS}", "--issuer", "https://id.example.com"],
+     "--issuer needs --auth jwt or introspection, not --auth tokens: drop --issuer"),
+    ([*HTTP, "--auth", f"tokens:{TOKENS}", "--jwt-types", "at+jwt,JWT"],
+     "--jwt-types needs --auth jwt, not --auth tokens: drop --jwt-types"),
+    ([*HTTP, "--auth", "jwt", "--issuer", "https://id.example.com", "--resource", "https://mcp.example.com/mcp",
+      "--introspection-url", "https://id.example.com/introspect"],
+     "--introspection-url needs --auth introspection, not --auth jwt: drop --introspection-url"),
+    (["--resource", "https://mcp.example.com/mcp"],
+     ("--resource is for --http; a stdio server takes its credentials from the environment (AU-01): drop "
+      "--resource, or add --http HOST:PORT")),
+])
+@pytest.mark.parametrize("command", ["serve", "proxy"])
+def test_an_auth_option_where_it_does_nothing_is_refused_naming_the_mode_it_needs(command, args, line):
+    upstream = ["--", sys.executable, "-c", "pass"] if command == "proxy" else []
+    done = subprocess.run(mcpkit_command(command, *args, *upstream), capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, check=False, env=ENV_WITHOUT_AUTH)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(f"mcpkit: {line}"), done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(("env", "args", "line"), [
+    # it said "--auth is for --http" to a user who had given no --auth
+    ({"MCPKIT_AUTH": "jwt"}, [], ("MCPKIT_AUTH is for --http; a stdio server takes its credentials from the "
+                                  "environment (AU-01): unset MCPKIT_AUTH, or add --http HOST:PORT")),
+    ({"MCPKIT_AUTH": "jwt"}, HTTP, "MCPKIT_AUTH=jwt needs --issuer and --resource (or --audience)"),
+    ({"MCPKIT_AUTH": "magic"}, HTTP, "unknown MCPKIT_AUTH 'magic'"),
+    ({"MCPKIT_AUTH_RESOURCE": "https://mcp.example.com/mcp"}, HTTP,
+     ("MCPKIT_AUTH_RESOURCE needs --auth (tokens, jwt or introspection), and no --auth is given: add --auth "
+      "MODE, or unset MCPKIT_AUTH_RESOURCE")),
+    ({"MCPKIT_AUTH": f"tokens:{TOKENS}", "MCPKIT_AUTH_JWKS_URI": "https://id.example.com/jwks"}, HTTP,
+     "MCPKIT_AUTH_JWKS_URI needs --auth jwt, not MCPKIT_AUTH=tokens: unset MCPKIT_AUTH_JWKS_URI"),
+    ({"MCPKIT_AUTH_JWT_TYPES": "id_token"}, [*HTTP, "--auth", "jwt", "--issuer", "https://id.example.com",
+                                             "--resource", "https://mcp.example.com/mcp"],
+     "MCPKIT_AUTH_JWT_TYPES: token_types may not include"),
+    # the command line still wins, and is what is named
+    ({"MCPKIT_AUTH": "jwt"}, ["--auth", "tokens"], "--auth is for --http"),
+])
+def test_an_auth_setting_from_the_environment_is_named_as_the_variable(env, args, line):
+    done = subprocess.run(mcpkit_command("serve", *args), capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, check=False, env={**ENV_WITHOUT_AUTH, **env})
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(f"mcpkit: {line}"), done.stderr
 
 
 @pytest.mark.req("SEC-04", "MR-06")
