@@ -81,11 +81,11 @@ def _policy_env(args: argparse.Namespace) -> None:
         os.environ["MCPKIT_POLICY"] = "1"
 
 
-def _auth(args: argparse.Namespace, *, announce: bool = True) -> Any:
+def _auth(args: argparse.Namespace, *, warn: bool = True) -> Any:
     """The ResourceServer the --auth options describe (docs/auth.md), or None (cli_auth.py)."""
     from .cli_auth import resource_server
 
-    return resource_server(args, announce=announce and _log_level(args) <= logging.WARNING)
+    return resource_server(args, warn=warn and _log_level(args) <= logging.WARNING)
 
 
 #: serve options that only mean something over HTTP, with their "not given" value
@@ -280,7 +280,7 @@ def worker_app() -> Any:
     parser = _parser()
     args = parser.parse_args(json.loads(os.environ["MCPKIT_SERVE_ARGV"]))
     _policy_env(args)
-    auth = _auth(args, announce=False)  # the parent said what there was to say about it
+    auth = _auth(args, warn=False)  # the parent said what there was to say about it
     return _observed(load_server(args.target), args).http_app(**_http_options(args, auth))
 
 

@@ -10,6 +10,7 @@ one line naming it and the mode it needs, as ``--json`` without ``--http`` is, n
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -132,8 +133,9 @@ def refuse_misplaced(args: argparse.Namespace) -> None:
             raise SystemExit(f"mcpkit: {named(args, dest)} needs {_modes(modes)}, not {chosen}: {_drop(args, dest)}")
 
 
-def resource_server(args: argparse.Namespace, *, announce: bool = True) -> Any:
-    """The ResourceServer the --auth options describe (docs/auth.md), or None."""
+def resource_server(args: argparse.Namespace, *, warn: bool = True) -> Any:
+    """The ResourceServer the --auth options describe (docs/auth.md), or None; ``warn``: say
+    what is weaker than it could be (introspection without an audience) on stderr."""
     if not args.auth:
         return None
     from .auth import IntrospectionVerifier, JWTVerifier, StaticTokens
@@ -167,11 +169,25 @@ def resource_server(args: argparse.Namespace, *, announce: bool = True) -> Any:
     elif mode == "introspection":
         if not args.introspection_url:
             raise SystemExit(f"mcpkit: {auth} needs --introspection-url")
-        verifier = IntrospectionVerifier(
-            args.introspection_url, client_id=args.client_id,
-            client_secret=os.environ.get("MCPKIT_INTROSPECTION_CLIENT_SECRET"), audience=audience,
-            issuer=args.issuer,
-        )
+        if audience is None and warn:
+            # a warning, not a refusal: RFC 7662 §4 lets the authorization server judge the audience
+            # (docs/auth.md), and one whose answers carry no "aud" would have every token refused
+            from .startup import announce
+
+            announce(f"mcpkit: warning: {auth} without --resource or --audience: a token's audience is checked by "
+                     "the authorization server only, not here (AU-05); give --resource URL (this server's URI) "
+                     "or --audience URI")
+        quiet = logging.getLogger("mcpkit.auth")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # the verifier's own warning says the same, without the fix
+        try:
+            verifier = IntrospectionVerifier(
+                args.introspection_url, client_id=args.client_id,
+                client_secret=os.environ.get("MCPKIT_INTROSPECTION_CLIENT_SECRET"), audience=audience,
+                issuer=args.issuer,
+            )
+        finally:
+            quiet.setLevel(level)
     else:
         raise SystemExit(f"mcpkit: unknown {named(args, 'auth')} {mode!r}: use tokens:FILE, tokens "
                          "(MCPKIT_AUTH_TOKENS), jwt or introspection")

@@ -100,6 +100,29 @@ def test_an_auth_setting_from_the_environment_is_named_as_the_variable(env, args
     assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(f"mcpkit: {line}"), done.stderr
 
 
+@pytest.mark.parametrize("command", ["serve", "proxy"])
+def test_introspection_without_an_audience_is_one_warning_line_with_the_fix(command):
+    # it was "IntrospectionVerifier(https://...) has no audience: the authorization server alone
+    # decides ...": no "mcpkit:", no fix. Not refused: RFC 7662 §4 lets the authorization server
+    # judge the audience (docs/auth.md)
+    upstream = ["--", sys.executable, "-c", "pass"] if command == "proxy" else []
+    done = subprocess.run(mcpkit_command(command, *HTTP, "--auth", "introspection", "--introspection-url",
+                                         "https://id.example.com/introspect", *upstream),
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
+                          env=ENV_WITHOUT_AUTH)
+    lines = done.stderr.splitlines()
+    assert lines[0] == ("mcpkit: warning: --auth introspection without --resource or --audience: a token's audience "
+                        "is checked by the authorization server only, not here (AU-05); give --resource URL (this "
+                        "server's URI) or --audience URI"), done.stderr
+    assert not any("IntrospectionVerifier(" in line for line in lines), done.stderr
+    given = subprocess.run(mcpkit_command(command, *HTTP, "--auth", "introspection", "--introspection-url",
+                                          "https://id.example.com/introspect", "--resource",
+                                          "https://mcp.example.com/mcp", *upstream),
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
+                           env=ENV_WITHOUT_AUTH)
+    assert "audience" not in given.stderr, given.stderr
+
+
 @pytest.mark.req("SEC-04", "MR-06")
 def test_request_state_issued_to_one_user_does_not_resume_for_another():
     sealer = Sealer(b"k" * 32)
