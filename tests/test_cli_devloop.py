@@ -347,6 +347,8 @@ def test_http_options_on_stdio_are_refused(weather, option):
     ("ok", ["serve", "weather.py", "--policy"], {"MCPKIT_TOOL_TIMEOUT": "-1"}, "or 0 for no timeout"),
     ("ok", ["serve", "weather.py", "--policy"], {"MCPKIT_TOOL_TIMEOUT": "nan"}, "give a positive number"),
     ("ok", ["serve", "weather.py", "--policy"], {"MCPKIT_READ_ONLY": "maybe"}, "MCPKIT_READ_ONLY"),
+    # only "1" was read, anything else silently left it off
+    ("ok", ["serve", "weather.py"], {"MCPKIT_OTEL": "maybe"}, "MCPKIT_OTEL='maybe' is not a boolean"),
     ("tokens", ["serve", "weather.py", "--http", "127.0.0.1:0", "--auth", "tokens:tokens.txt"], {}, "tokens.txt"),
     ("ok", ["call", "weather.py", "forecast", "city"], {}, "arguments are key=value"),
     ("ok", ["serve", "weather.py", "--policy", "--root", "no-such-dir"], {}, "sandbox root"),
@@ -367,6 +369,20 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path, setup, args, env, expec
     if not expected.startswith("mcpkit: no such file") and "key=value" not in expected and "no file" not in expected \
             and "attribute" not in expected:
         assert "Traceback" in verbose.stderr  # -v shows where it came from
+
+
+@pytest.mark.parametrize(("env", "flag", "named"), [({"MCPKIT_OTEL": "true"}, [], "MCPKIT_OTEL=true"),
+                                                ({}, ["--otel"], "--otel")])
+def test_otel_names_what_turned_it_on_when_its_package_is_missing(weather, tmp_path, env, flag, named):
+    # MCPKIT_OTEL=true was silently off (only "1" was read)
+    blocker = tmp_path / "blocker" / "opentelemetry"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('blocked for the test')\n")
+    env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join([str(blocker.parent), os.environ.get("PYTHONPATH", "")])}
+    done = run("serve", str(weather), *flag, env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (f"mcpkit: {named}: OpenTelemetry needs the opentelemetry-api package: pip install "
+                                   "'mcpkit[otel]'"), done.stderr
 
 
 def test_a_missing_optional_dependency_is_one_line_with_the_pip_command(weather, tmp_path):

@@ -208,16 +208,20 @@ def _observed(server: Any, args: argparse.Namespace) -> Any:
             open_audit()
         except OSError as exc:
             raise SystemExit(f"mcpkit: {exc.strerror or exc}") from None
-    if args.otel:
+    from .policy.gates import env_flag
+
+    # MCPKIT_OTEL is read as every boolean switch is: 'true' turns it on, 'maybe' is a mistake
+    otel = "--otel" if args.otel else "MCPKIT_OTEL=" + os.environ["MCPKIT_OTEL"] if env_flag("MCPKIT_OTEL") else None
+    if otel is not None:
         try:
             from .observe.otel import OpenTelemetry
         except ImportError as exc:
-            raise SystemExit(f"mcpkit: {exc}") from None
+            raise SystemExit(f"mcpkit: {otel}: {exc}") from None
         others = getattr(server.observer, "observers", [server.observer] if server.observer else [])
         try:
             server.observe(*others, OpenTelemetry())
         except ImportError as exc:
-            raise SystemExit(f"mcpkit: {exc}") from None
+            raise SystemExit(f"mcpkit: {otel}: {exc}") from None
     return server
 
 
@@ -450,7 +454,7 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
                        help="HTTP: end sessions idle this long (default 1800)")
     serve.add_argument("--metrics", action="store_true",
                        help="HTTP: serve Prometheus metrics at /metrics (needs prometheus-client: mcpkit[metrics])")
-    serve.add_argument("--otel", action="store_true", default=os.environ.get("MCPKIT_OTEL") == "1",
+    serve.add_argument("--otel", action="store_true",
                        help="trace and measure every request with OpenTelemetry, to the globally configured "
                        "providers (needs opentelemetry-api: mcpkit[otel]; also MCPKIT_OTEL=1)")
     from .cli_auth import add_arguments as add_auth_arguments
