@@ -249,6 +249,53 @@ def test_serve_refuses_a_policy_flag_for_a_server_without_a_policy(tmp_path, fla
     assert served.returncode == 0 and "policy: " in served.stderr, served.stderr
 
 
+WRITER = ("from mcpkit import Server\nfrom mcpkit.policy import Policy\n"
+          "server = Server('rw', policy=Policy.secure({extra}))\n\n"
+          "@server.tool(open_world=False, destructive=False)\ndef save() -> str:\n    return 'saved'\n")
+
+
+def test_a_read_only_refusal_names_what_the_user_did(tmp_path):
+    # under `mcpkit serve --read-only` it said "(MCPKIT_READ_ONLY is set)", a variable the user never set
+    import os
+
+    server = tmp_path / "rw.py"
+    server.write_text(WRITER.format(extra=""))
+    env = {k: v for k, v in os.environ.items() if k != "MCPKIT_READ_ONLY"}
+    flagged = run("call", f"{REFERENCE} {server} --read-only", "save", env=env)
+    assert flagged.returncode == 1
+    assert "read-only mode (--read-only is given)" in flagged.stderr and "MCPKIT_READ_ONLY" not in flagged.stderr, \
+        flagged.stderr
+    assert "save: hidden, not declared read-only under --read-only; declare read_only=True or drop --read-only" \
+        in flagged.stderr, flagged.stderr
+    from_env = run("call", f"{REFERENCE} {server}", "save", env={**env, "MCPKIT_READ_ONLY": "1"})
+    assert from_env.returncode == 1 and "read-only mode (MCPKIT_READ_ONLY is set)" in from_env.stderr, from_env.stderr
+
+
+@pytest.mark.parametrize(("extra", "how"), [
+    ("gate_switches={'read_only': 'READ_ONLY_MODE'}", "reads read-only mode from READ_ONLY_MODE: set READ_ONLY_MODE=1"),
+    ("read_only=False", "sets read-only mode in its code: change it there"),
+])
+def test_read_only_on_a_policy_that_does_not_read_it_is_refused(tmp_path, extra, how):
+    # --read-only sets MCPKIT_READ_ONLY; a policy reading another switch served every tool
+    server = tmp_path / "rw.py"
+    server.write_text(WRITER.format(extra=extra))
+    done = run("serve", str(server), "--read-only")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"mcpkit: --read-only would change nothing: the policy of the server 'rw' {how}, "
+                                   "or drop --read-only"), done.stderr
+
+
+def test_dev_refuses_a_policy_flag_for_a_server_without_a_policy(tmp_path):
+    # `mcpkit dev rw.py --read-only` served every tool, where serve refuses
+    server = tmp_path / "rw.py"
+    server.write_text("from mcpkit import Server\nserver = Server('rw')\n")
+    done = subprocess.run(mcpkit_command("dev", str(server), "--read-only", "--port", "0"), capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("mcpkit: --read-only needs a policy, and the server 'rw' has none"), \
+        done.stderr
+
+
 @pytest.mark.parametrize(("option", "value"), [
     ("--max-sessions", "-1"),            # served, and refused every session with 503
     ("--max-sessions", "0"),             # silently the default 1000

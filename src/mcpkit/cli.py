@@ -187,13 +187,31 @@ def _limits(args: argparse.Namespace) -> Any:
 
 def _policy_flags_apply(server: Any, args: argparse.Namespace) -> None:
     """--read-only and --root set the policy's switches; a server without a policy reads none
-    of them, so it would serve every tool as if they had not been given: refused, not ignored."""
-    if getattr(server, "policy", None) is not None:
+    of them, so it would serve every tool as if they had not been given: refused, not ignored.
+    Under --read-only the refusals name --read-only, not the MCPKIT_READ_ONLY it sets."""
+    policy = getattr(server, "policy", None)
+    if policy is None:
+        for flag, given in (("--read-only", getattr(args, "read_only", False)),
+                            ("--root", getattr(args, "root", None))):
+            if given:
+                raise SystemExit(f"mcpkit: {flag} needs a policy, and the server {server.name!r} has none, so it "
+                                 "would change nothing; add --policy (or build the Server with policy=...)")
         return
-    for flag, given in (("--read-only", getattr(args, "read_only", False)), ("--root", getattr(args, "root", None))):
-        if given:
-            raise SystemExit(f"mcpkit: {flag} needs a policy, and the server {server.name!r} has none, so it "
-                             "would change nothing; add --policy (or build the Server with policy=...)")
+    if not getattr(args, "read_only", False):
+        return
+    gates = policy.gates
+    if gates is None or not gates.read_only:
+        where = gates.switch("read_only") if gates is not None else None
+        how = (f"reads read-only mode from {where}: set {where}=1" if where not in (None, "MCPKIT_READ_ONLY") else
+               "sets read-only mode in its code: change it there" if gates is not None else
+               "has no gates: give it Gates (or Policy.secure())")
+        raise SystemExit(f"mcpkit: --read-only would change nothing: the policy of the server {server.name!r} "
+                         f"{how}, or drop --read-only")
+    if gates.switch("read_only") == "MCPKIT_READ_ONLY":
+        import dataclasses
+
+        switches = tuple((name, "--read-only" if name == "read_only" else where) for name, where in gates.switches)
+        server.policy = dataclasses.replace(policy, gates=dataclasses.replace(gates, switches=switches))
 
 
 def _observed(server: Any, args: argparse.Namespace) -> Any:

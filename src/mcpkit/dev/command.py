@@ -53,7 +53,7 @@ def _port(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..cli import _policy_env
+    from ..cli import _policy_env, _policy_flags_apply
     from ..targets import resolve
 
     target = resolve(args.target)
@@ -65,6 +65,7 @@ def _run(args: argparse.Namespace) -> int:
         return _reload(args, target, port)
     _policy_env(args)
     server = target.load()
+    _policy_flags_apply(server, args)  # --read-only and --root refused where they change nothing, as by serve
     from ..startup import announce, startup_line
     from ..transports.serve import serve_http
     from .app import DevApp

@@ -62,15 +62,17 @@ class Gates:
     server keeps its documented ``READ_ONLY_MODE`` / ``ALLOW_DANGEROUS_OPS``.
 
     ``switches`` records where each switch was set: field -> the environment variable that
-    sets it, a command-line flag (``--read-only``, ``--deny-destructive``: mcpkit proxy, where
-    the tools' declarations come from ``--tool-policy``), or None when the server's code does;
-    refusals name what would change the answer.
+    sets it, a command-line flag (``--read-only``: mcpkit serve or proxy; ``--deny-destructive``:
+    mcpkit proxy), or None when the server's code does; refusals name what would change the
+    answer. ``declared_in`` is where the tools' declarations are made: None for the server's code,
+    or an option such as ``--tool-policy`` (mcpkit proxy, whose tools are another server's).
     """
 
     read_only: bool = False
     allow_destructive: bool = False
     allow_open_world: bool = False
     switches: tuple[tuple[str, str | None], ...] = field(default=(), compare=False)
+    declared_in: str | None = field(default=None, compare=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, prefix: str = "MCPKIT_",
@@ -146,17 +148,21 @@ class Gates:
         ann = annotations or {}
         if self.read_only and not read_only:
             flag = self._flag("read_only")
-            if flag is not None:
+            if flag is not None and self.declared_in is not None:
                 return (f"hidden, not declared read-only under {flag}; set read_only = true for it in "
-                        f"--tool-policy, or drop {flag}")
+                        f"{self.declared_in}, or drop {flag}")
+            if flag is not None:
+                return f"hidden, not declared read-only under {flag}; declare read_only=True or drop {flag}"
             name = self.switch("read_only")
             switch = f"unset {name}" if name is not None else "turn read-only mode off in the server's code"
             return f"hidden, not declared read-only in read-only mode; declare read_only=True or {switch}"
         if destructive and not self.allow_destructive:
             flag = self._flag("allow_destructive")
             if flag is not None:
+                where = f"set destructive = false for it in {self.declared_in}" if self.declared_in else \
+                    "declare destructive=False"
                 return (f"hidden, {'destructive' if 'destructiveHint' in ann else 'destructive undeclared'}; "
-                        f"set destructive = false for it in --tool-policy, or drop {flag}")
+                        f"{where}, or drop {flag}")
             name = self.switch("allow_destructive")
             switch = f"set {name}=1" if name is not None else "allow destructive tools in the server's code"
             why = "destructive" if "destructiveHint" in ann else "destructive undeclared"
@@ -165,8 +171,10 @@ class Gates:
         if open_world and not self.allow_open_world:
             flag = self._flag("allow_open_world")
             if flag is not None:
+                where = f"set open_world = false for it in {self.declared_in}" if self.declared_in else \
+                    "declare open_world=False"
                 return (f"hidden, {'open-world' if 'openWorldHint' in ann else 'open_world undeclared'}; "
-                        f"set open_world = false for it in --tool-policy, or drop {flag}")
+                        f"{where}, or drop {flag}")
             name = self.switch("allow_open_world")
             switch = f"set {name}=1" if name is not None else "allow open-world tools in the server's code"
             why = "open-world" if "openWorldHint" in ann else "open_world undeclared"

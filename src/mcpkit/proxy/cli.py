@@ -190,7 +190,7 @@ def build_policy(args: argparse.Namespace) -> Any:
     switches = (("read_only", "--read-only" if args.read_only else "MCPKIT_READ_ONLY"),
                 ("allow_destructive", "--deny-destructive"), ("allow_open_world", "--deny-open-world"))
     gates = Gates(read_only=read_only, allow_destructive=not args.deny_destructive,
-                  allow_open_world=not args.deny_open_world, switches=switches)
+                  allow_open_world=not args.deny_open_world, switches=switches, declared_in="--tool-policy")
     return Policy(gates=gates, audit=audit, rate_limiter=limiter, redact_logs=True)
 
 
