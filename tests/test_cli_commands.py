@@ -127,6 +127,14 @@ def test_calls_tail_of_the_servers_stderr_has_each_line_whole(tmp_path):
     assert any(line.startswith("WARNING mcpkit.bridge: bridge editor cannot connect: ") for line in tail), tail
 
 
+def test_an_unknown_protocol_revision_is_refused_with_the_known_ones():
+    # it was offered, and the server answered its own newest as if nothing had been asked
+    done = run("list", REFERENCE, "--protocol-version", "1999-01-01")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "argument --protocol-version: unknown revision '1999-01-01'; give one of 2024-11-05" in done.stderr
+    assert run("list", REFERENCE, "--protocol-version", "2025-06-18").returncode == 0
+
+
 def test_read_output_writes_a_text_resource_too(tmp_path):
     # --output used to be ignored for a text resource: printed on stdout, no file written
     out = tmp_path / "r.txt"

@@ -70,6 +70,16 @@ _positive_seconds = _seconds(zero=False)
 _seconds_or_zero = _seconds(zero=True)
 
 
+def _revision(value: str) -> str:
+    """A protocol revision mcpkit speaks (argparse type): an unknown one would be offered and
+    silently negotiated away, or refused by the server after the connection is made."""
+    from .protocol.revisions import SUPPORTED_VERSIONS
+
+    if value not in SUPPORTED_VERSIONS:
+        raise argparse.ArgumentTypeError(f"unknown revision {value!r}; give one of {', '.join(SUPPORTED_VERSIONS)}")
+    return value
+
+
 def _policy_env(args: argparse.Namespace) -> None:
     """Policy switches on the command line are the environment switches the policy reads
     (mcpkit.policy), set before the user's module builds its server."""

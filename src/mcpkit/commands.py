@@ -94,7 +94,10 @@ def _add_target(parser: argparse.ArgumentParser, *, sse: bool = True, optional: 
                         help="server.py, package.module:ATTR, a command line in quotes (\"node build/index.js\"), "
                         "or a URL")
     parser.add_argument("--header", action="append", metavar="'NAME: VALUE'", help="an HTTP header (repeatable)")
-    parser.add_argument("--protocol-version", metavar="V", help="the revision to offer (default: the newest)")
+    from .cli import _revision
+
+    parser.add_argument("--protocol-version", type=_revision, metavar="V",
+                        help="the revision to offer (default: the newest)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each answer")
     if sse:
         parser.add_argument("--sse", action="store_true", help="the URL is a legacy HTTP+SSE endpoint")

@@ -143,6 +143,9 @@ async def test_a_shared_tool_policy_rule_for_one_upstream_does_not_reach_a_tool_
     (["--timeout", "-1", "--", PY], "argument --timeout: must be a positive number of seconds, got '-1'"),
     (["--connect-timeout", "0", "--", PY], "argument --connect-timeout: must be a positive number of seconds"),
     (["--probe-interval", "0", "--", PY], "argument --probe-interval: must be a positive number of seconds"),
+    # an unknown revision was offered upstream, where the upstream silently answered another
+    (["--protocol-version", "1999-01-01", "--", PY],
+     "argument --protocol-version: unknown revision '1999-01-01'; give one of 2024-11-05, 2025-03-26"),
     # options of HTTP serving were accepted and ignored on stdio, as `mcpkit serve` refuses them
     (["--json", "--", PY], "--json applies to HTTP only; add --http HOST:PORT or drop --json"),
     (["--allow-host", "x.example", "--", PY], "--allow-host applies to HTTP only"),

@@ -27,6 +27,7 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..cli import _positive_seconds as _seconds  # 0 or less would fail every connection
+    from ..cli import _revision
 
     parser.add_argument("targets", nargs="*", metavar="TARGET",
                         help="[NAME=]URL or [NAME=]\"command line\"; or give one command after --")
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     upstream.add_argument("--flatten-schemas", action="store_true",
                           help="list tools whose schema has a root oneOf/anyOf/allOf (refused by the Anthropic, "
                           "OpenAI and Gemini APIs) as a flat copy; calls are still validated against the original")
-    upstream.add_argument("--protocol-version", metavar="V",
+    upstream.add_argument("--protocol-version", type=_revision, metavar="V",
                           help="the revision to speak upstream (default: the newest handshake revision)")
     upstream.add_argument("--timeout", type=_seconds, default=300.0, metavar="SECONDS",
                           help="longest wait for one upstream answer (default 300)")
