@@ -135,6 +135,49 @@ def test_an_unknown_protocol_revision_is_refused_with_the_known_ones():
     assert run("list", REFERENCE, "--protocol-version", "2025-06-18").returncode == 0
 
 
+def test_a_401_says_which_header_carries_the_token(tmp_path):
+    # it was "mcpkit: HTTP 401: -32600: Authorization required: send an OAuth bearer token." and
+    # exit 1, with no word of --header
+    import os
+
+    from mcpkit.auth import hash_token
+
+    token = "cli-test-token-0123456789abcdef"
+    env = {**os.environ, "MCPKIT_AUTH_TOKENS": f"{hash_token(token)} alice"}
+    proc = subprocess.Popen(mcpkit_command("serve", "--http", "127.0.0.1:0", "--auth", "tokens"), env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("mcpkit: serving"), line
+        url = line.split(" on ")[1].split(" ")[0]
+        metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+        missing = run("list", url)
+        assert missing.returncode == 2 and missing.stdout == ""
+        expected = ("mcpkit: HTTP 401: Authorization required: send an OAuth bearer token; pass a token with "
+                    f"--header 'Authorization: Bearer TOKEN' (the server's authorization metadata: {metadata})")
+        assert missing.stderr.splitlines() == [expected], missing.stderr
+        wrong = run("call", url, "add", "a=1", "b=2", "--header", "Authorization: Bearer not-the-token")
+        assert wrong.returncode == 2
+        assert wrong.stderr.startswith("mcpkit: HTTP 401: Invalid access token: unknown token; pass a valid token "
+                                       "with --header 'Authorization: Bearer TOKEN'"), wrong.stderr
+        right = run("call", url, "add", "a=1", "b=2", "--header", f"Authorization: Bearer {token}")
+        assert right.returncode == 0 and json.loads(right.stdout) == {"result": 3}, right.stderr
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_a_401_of_an_api_key_server_names_its_header():
+    from mcpkit.client import ClientError
+    from mcpkit.commands import _unauthorized
+
+    refused = ClientError("HTTP 401 from POST https://x.example/mcp: An API key is required.", status=401,
+                          headers={"WWW-Authenticate": 'ApiKey realm="designs", header="X-API-Key"'})
+    assert _unauthorized(refused) == ("HTTP 401 from POST https://x.example/mcp: An API key is required; pass the "
+                                      "key with --header 'X-API-Key: KEY'")
+
+
 def test_read_output_writes_a_text_resource_too(tmp_path):
     # --output used to be ignored for a text resource: printed on stdout, no file written
     out = tmp_path / "r.txt"

@@ -109,9 +109,29 @@ def _run(coro: Any) -> int:
     try:
         return int(asyncio.run(coro) or 0)
     except (ClientError, RpcError, OSError) as exc:
+        if getattr(exc, "status", None) == 401:  # no credentials, or the wrong ones: a mistake in the asking
+            print(f"mcpkit: {_unauthorized(exc)}", file=sys.stderr)
+            return 2
         print(f"mcpkit: {exc}", file=sys.stderr)
         # a command line that cannot be started is a mistake in the TARGET, as a missing file is
         return 2 if isinstance(exc, ClientError) and isinstance(exc.__cause__, OSError) else 1
+
+
+def _unauthorized(exc: Any) -> str:
+    """A 401, with the --header that would carry what the server's challenge asks for."""
+    import re
+
+    message = getattr(exc, "message", None) or str(exc)
+    text = message if message.startswith("HTTP 401") else f"HTTP 401: {message}"
+    headers = {str(k).lower(): str(v) for k, v in (getattr(exc, "headers", None) or {}).items()}
+    challenge = headers.get("www-authenticate", "")
+    params = dict(re.findall(r'([A-Za-z_]+)="([^"]*)"', challenge))
+    if challenge.split(" ", 1)[0].lower() == "apikey" and params.get("header"):
+        return f"{text.rstrip('.')}; pass the key with --header '{params['header']}: KEY'"
+    fix = "pass a valid token" if params.get("error") == "invalid_token" else "pass a token"
+    where = f" (the server's authorization metadata: {params['resource_metadata']})" \
+        if params.get("resource_metadata") else ""
+    return f"{text.rstrip('.')}; {fix} with --header 'Authorization: Bearer TOKEN'{where}"
 
 
 # ------------------------------------------------------------------------------------------ list
