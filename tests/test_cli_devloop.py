@@ -371,6 +371,22 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path, setup, args, env, expec
         assert "Traceback" in verbose.stderr  # -v shows where it came from
 
 
+@pytest.mark.parametrize(("args", "expected"), [
+    (["serve", "--http", "127.0.0.1"], "mcpkit serve: error: argument --http: expected HOST:PORT or PORT"),
+    (["proxy", "--timeout", "abc"], "mcpkit proxy: error: argument --timeout"),
+    (["serve", "--bogus"], "mcpkit: error: unrecognized arguments: --bogus"),
+    (["proxy", "--rate-limit"], "mcpkit proxy: error: argument --rate-limit: expected one argument"),
+    (["bogus"], "mcpkit: error: argument COMMAND: invalid choice: 'bogus'"),
+])
+def test_a_mistyped_option_is_one_line_not_the_usage_of_every_option(tmp_path, args, expected):
+    # argparse printed the usage block of every option (18 lines for serve) before the one line
+    done = run(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(expected), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "--help" in done.stderr  # where the options are
+
+
 @pytest.mark.parametrize(("env", "flag", "named"), [({"MCPKIT_OTEL": "true"}, [], "MCPKIT_OTEL=true"),
                                                 ({}, ["--otel"], "--otel")])
 def test_otel_names_what_turned_it_on_when_its_package_is_missing(weather, tmp_path, env, flag, named):

@@ -20,7 +20,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from .targets import load_server
 
@@ -407,10 +407,18 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
                         help="stderr logging level (default warning; error also hides the start-up line)")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A mistake on the command line is one line, the option and its fix, and exit 2: not the
+    usage block of every option before it (``--help`` shows that). Subcommands inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="mcpkit", description="Build, serve and check MCP servers.")
+    parser = OneLineParser(prog="mcpkit", description="Build, serve and check MCP servers.")
     parser.add_argument("--version", action="version", version=f"mcpkit {__version__}")
     _add_common(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
