@@ -678,6 +678,12 @@ def test_a_context_parameter_where_the_value_goes_is_refused_at_registration():
 
     with pytest.raises(TypeError, match=r"must come after \(value, context\)"):
         server.resource_template("res://{a}", completions={"a": between})(lambda a: a)
+
+    def positional_only(value: str, ctx: Context, /) -> list[str]:  # it is passed by name
+        return []
+
+    with pytest.raises(TypeError, match="Context parameter 'ctx' is positional-only"):
+        server.prompt(completions={"a": positional_only})(lambda a: a)
     assert not server._prompts and not server._templates  # nothing half-registered
 
 

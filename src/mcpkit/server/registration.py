@@ -734,6 +734,13 @@ def _positional_names(fn: Callable[..., Any]) -> list[str] | None:
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
+def _positional_only(fn: Callable[..., Any]) -> set[str]:
+    try:
+        return {p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.POSITIONAL_ONLY}
+    except (TypeError, ValueError):
+        return set()
+
+
 def _positional_count(fn: Callable[..., Any]) -> int:
     names = _positional_names(fn)
     return 1 if names is None else len(names)
@@ -757,6 +764,10 @@ class Completer:
         positional = _positional_names(fn) or []
         others = [n for n in positional if n != self.context_param]
         given = 4 if fallback else 2 if len(others) >= 2 else 1
+        if self.context_param is not None and self.context_param in _positional_only(fn):
+            raise TypeError(f"completer {getattr(fn, '__qualname__', fn)!r}: its Context parameter "
+                            f"{self.context_param!r} is positional-only, and the context is passed by name: "
+                            "move it after the '/' or make it keyword-only")
         if self.context_param in positional[:given]:
             # the value would land in the Context parameter and the context be passed twice
             what = "(ref, argument, value, context)" if fallback else "value" if given == 1 else "(value, context)"
