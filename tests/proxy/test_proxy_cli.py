@@ -398,3 +398,27 @@ def proxy_over_http(*options: str) -> Iterator[int]:
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+def test_an_address_that_cannot_be_served_is_refused_before_any_upstream_starts(tmp_path: Path) -> None:
+    # the upstreams were started first: a bad --http address was reported only after each had
+    # run (or, for an upstream that failed, not at all: its own failure was the one line)
+    marker = tmp_path / "started"
+    upstream = [PY, "-c", f"open({str(marker)!r}, 'w').close()"]
+    done = subprocess.run([*PROXY, "--http", "192.0.2.1:8000", "--", *upstream], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("mcpkit: cannot listen on 192.0.2.1:8000"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not marker.exists()  # the upstream was never run
+
+
+def test_the_proxy_serves_on_the_port_it_bound_first() -> None:
+    with proxy_over_http() as port:
+        import httpx
+
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        answer = httpx.post(f"http://127.0.0.1:{port}/mcp",
+                            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+                            headers={"Accept": "application/json, text/event-stream"}, timeout=30)
+        assert answer.status_code == 200, answer.text

@@ -222,6 +222,13 @@ def run(args: argparse.Namespace) -> int:
     from ..startup import announce
 
     server = cli._observed(Server(args.name or "mcpkit-proxy", policy=build_policy(args)), args)
+    sock = None
+    if args.http is not None:
+        from ..transports.serve import bind
+
+        # before any upstream starts: an address that cannot be served is one line, and no
+        # upstream command has been run (or left behind) for it
+        sock = bind(*args.http)
     upstreams = []
     for spec in specs:
         prefix = spec.name if len(specs) > 1 else args.prefix
@@ -262,8 +269,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             host, port = args.http
             server.run("http", host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout,
-                       limits=limits, **cli._http_options(args, auth))
+                       limits=limits, sock=sock, **cli._http_options(args, auth))
     finally:
+        if sock is not None:
+            sock.close()  # served and closed by uvicorn, or never served: an upstream did not start
         for upstream in upstreams:
             upstream.close()
         if server.policy is not None and server.policy.audit is not None:

@@ -82,7 +82,7 @@ def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, **options: 
 def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
                timeout_graceful_shutdown: float | None = 30.0, limits: ConnectionLimits | None = None,
                app: Any = None, on_ready: Callable[[str], None] | None = None, bind_option: str = "--http",
-               **options: Any) -> None:
+               sock: socket.socket | None = None, **options: Any) -> None:
     """Serve until SIGTERM/SIGINT; then stop accepting connections, let the requests in flight
     finish for at most ``timeout_graceful_shutdown`` seconds, and end the sessions.
 
@@ -90,7 +90,9 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
     the defaults of :class:`~mcpkit.transports.connections.ConnectionLimits` apply without it.
     ``app`` replaces ``server.http_app(**options)`` (e.g. with more routes around it);
     ``on_ready(base_url)`` is called once the socket listens, with e.g. ``http://127.0.0.1:8000``;
-    ``bind_option`` is the flag a failed bind's fix names (:func:`bind`)."""
+    ``bind_option`` is the flag a failed bind's fix names (:func:`bind`); ``sock``, a socket
+    :func:`bind` made already (a caller that must know the address is usable before it starts
+    anything else), is served instead of binding ``host`` and ``port``."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - depends on the environment
@@ -99,7 +101,8 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if app is None:
         app = server.http_app(**options)
-    sock = bind(host, port, option=bind_option)  # a taken port is one line; port 0 gets its number now
+    if sock is None:
+        sock = bind(host, port, option=bind_option)  # a taken port is one line; port 0 gets its number now
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn_config(app, limits, timeout_graceful_shutdown=timeout_graceful_shutdown)
