@@ -505,14 +505,15 @@ class Server(Registrations):
 
         return deco
 
-    def _changed(self, kind: str) -> None:
+    def _changed(self, *kinds: str) -> None:
         self._rebuild()  # the items' steps are chosen again, batched or not
         batch = self._batch
         if batch is not None and batch[0] == threading.get_ident():
-            batch[1].add(kind)  # one notification per kind when the batch ends
+            batch[1].update(kinds)  # one notification per list when the batch ends
             return
-        self._deliver_changed(kind)
-        self._announce("changed", {"kind": kind})
+        self._deliver_changed(*kinds)
+        # "kind" too: a process of an earlier version reads only that
+        self._announce("changed", {"kind": min(kinds), "kinds": sorted(kinds)})
 
     @contextlib.contextmanager
     def batch_changes(self, *, notify: bool = True) -> Iterator[None]:
@@ -533,9 +534,7 @@ class Server(Registrations):
                 kinds = self._batch[1]
                 self._batch = None
                 if notify and kinds:
-                    self._rebuild()
-                    self._deliver_changed(*kinds)
-                    self._announce("changed", {"kind": min(kinds), "kinds": sorted(kinds)})
+                    self._changed(*kinds)
                 else:
                     self._cache_gen += 1
                     for key in [k for k in self._cache if k[0] in kinds]:
