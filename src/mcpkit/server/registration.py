@@ -726,24 +726,12 @@ def _context_param(fn: Callable[..., Any]) -> str | None:
     return None
 
 
-def _positional_names(fn: Callable[..., Any]) -> list[str] | None:
+def _positional_count(fn: Callable[..., Any]) -> int:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return None
-    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-
-def _positional_only(fn: Callable[..., Any]) -> set[str]:
-    try:
-        return {p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.POSITIONAL_ONLY}
-    except (TypeError, ValueError):
-        return set()
-
-
-def _positional_count(fn: Callable[..., Any]) -> int:
-    names = _positional_names(fn)
-    return 1 if names is None else len(names)
+        return 1
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 class Completer:
@@ -761,10 +749,14 @@ class Completer:
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn)
         self.context_param = _context_param(fn)
-        positional = _positional_names(fn) or []
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         others = [n for n in positional if n != self.context_param]
         given = 4 if fallback else 2 if len(others) >= 2 else 1
-        if self.context_param is not None and self.context_param in _positional_only(fn):
+        if any(p.name == self.context_param and p.kind is p.POSITIONAL_ONLY for p in params):
             raise TypeError(f"completer {getattr(fn, '__qualname__', fn)!r}: its Context parameter "
                             f"{self.context_param!r} is positional-only, and the context is passed by name: "
                             "move it after the '/' or make it keyword-only")
