@@ -40,16 +40,13 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
         name = params.get("name")
         item = server._prompts.get(name) if isinstance(name, str) else None
     elif method in ("resources/read", "resources/subscribe"):
-        uri = params.get("uri")
-        found = server.find_resource(uri) if isinstance(uri, str) else None
-        item = found[0] if found is not None else None
+        item = _resource(server, params.get("uri"))
     elif method == "subscriptions/listen":  # each URI watched is a subscription (server/listen.py)
         asked = params.get("notifications")
         uris = asked.get("resourceSubscriptions") if type(asked) is dict else None
         needed: dict[str, None] = {}
         for uri in uris if type(uris) is list else ():
-            found = server.find_resource(uri) if isinstance(uri, str) else None
-            needed.update(dict.fromkeys(getattr(found[0], "scopes", ()) or () if found is not None else ()))
+            needed.update(dict.fromkeys(getattr(_resource(server, uri), "scopes", ()) or ()))
         return tuple(needed)
     elif method == "completion/complete":  # CP-05: completing an item needs what using it needs
         ref = params.get("ref")
@@ -60,6 +57,13 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
     else:
         return ()
     return tuple(getattr(item, "scopes", ()) or ())
+
+
+def _resource(server: Any, uri: Any) -> Any:
+    """The resource or template ``uri`` names, or None (also for a URI that is no string: the
+    session answers that with -32602)."""
+    found = server.find_resource(uri) if isinstance(uri, str) else None
+    return found[0] if found is not None else None
 
 
 def _call_scopes(server: Any, tool: Any, arguments: Any) -> tuple[str, ...]:

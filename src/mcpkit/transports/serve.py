@@ -104,7 +104,7 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
     if sock is None:
         sock = bind(host, port, option=bind_option)  # a taken port is one line; port 0 gets its number now
     bound_host, bound_port = sock.getsockname()[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    shown = _shown(bound_host)
     config = uvicorn_config(app, limits, timeout_graceful_shutdown=timeout_graceful_shutdown)
     if on_ready is not None:
         on_ready(f"http://{shown}:{bound_port}")
