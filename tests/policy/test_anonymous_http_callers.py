@@ -38,11 +38,12 @@ async def client_at(clients: Any, app: Any, address: str) -> Any:
     return client
 
 
-async def look_from(clients: Any, app: Any, address: str) -> list[bool]:
+async def look_from(clients: Any, app: Any, address: str, tool: str = "look", times: int = 3) -> list[bool]:
+    """Whether each of ``times`` calls of ``tool`` from ``address`` was refused."""
     client = await client_at(clients, app, address)
     refused = []
-    for _ in range(3):
-        refused.append(bool((await client.tool("look")).get("isError")))
+    for _ in range(times):
+        refused.append(bool((await client.tool(tool)).get("isError")))
     return refused
 
 
@@ -100,11 +101,8 @@ async def test_a_mounted_childs_rate_limits_and_audit_name_each_address(clients,
     upstream = parent.mount(child, prefix="c", **({"protocol_version": revision} if revision else {}))
     try:
         app = clients.app(parent)
-        refused = []
-        for address in ("10.0.0.1", "10.0.0.2"):
-            client = await client_at(clients, app, address)
-            for _ in range(2):
-                refused.append(bool((await client.tool("c_once")).get("isError")))
+        refused = [*await look_from(clients, app, "10.0.0.1", "c_once", 2),
+                   *await look_from(clients, app, "10.0.0.2", "c_once", 2)]
         assert [(line["principal"], line["tool"]) for line in audit.lines] == [
             ("anonymous@10.0.0.1", "once")] * 2 + [("anonymous@10.0.0.2", "once")] * 2
         assert refused == [False, True, False, True]

@@ -21,7 +21,7 @@ from mcpkit.policy import Policy
 from mcpkit.proxy import upstreams_of
 from tests.auth.test_scopes_everywhere import _Modern
 from tests.harness import connect
-from tests.policy.test_anonymous_http_callers import client_at
+from tests.policy.test_anonymous_http_callers import look_from
 from tests.policy.test_pipeline_rules import MemoryAudit
 from tests.test_http import clients  # noqa: F401 - a fixture
 
@@ -59,11 +59,8 @@ async def test_a_server_mounted_in_a_mount_names_each_caller(clients, wire, revi
                 break
             await asyncio.sleep(0.02)
         app = clients.app(parent)
-        refused = []
-        for address in ("10.0.0.1", "10.0.0.2"):
-            client = await client_at(clients, app, address)
-            for _ in range(2):
-                refused.append(bool((await client.tool("c_g_once")).get("isError")))
+        refused = [*await look_from(clients, app, "10.0.0.1", "c_g_once", 2),
+                   *await look_from(clients, app, "10.0.0.2", "c_g_once", 2)]
         # each address its own budget in the grandchild, and its own audit name
         assert refused == [False, True, False, True]
         assert [line["principal"] for line in audit.lines] == ["anonymous@10.0.0.1"] * 2 + \
