@@ -89,6 +89,22 @@ class OffloadedCall(SyncCall):
     __slots__ = ()
 
 
+def on_loop_thread(loop: Any) -> bool:
+    """True when the calling thread is the one running ``loop``.
+
+    Asked of the running loop itself, never of a loop's private attributes: asyncio's
+    ``_thread_id`` does not exist on uvloop's loop, so a check built on it answered "another
+    thread" on the loop's own thread, and a hand-off that then waited for the loop (a server
+    request such as sampling, a nested call) waited for ever (README: uvloop is what
+    ``mcpkit[fast]`` and ``uvicorn[standard]`` install).
+    """
+    if loop is None:
+        return False
+    from asyncio import _get_running_loop  # imported only once a loop exists (stdio start-up)
+
+    return _get_running_loop() is loop
+
+
 def partial_run(context: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
     """``fn`` to be run in ``context`` (a contextvars.Context), on whichever thread calls it."""
     return lambda: context.run(fn)
@@ -262,7 +278,7 @@ class ServerSession:
         self.loop.call_soon(self.flush)
 
     def _on_loop_thread(self) -> bool:
-        return self._loop is not None and getattr(self._loop, "_thread_id", None) == threading.get_ident()
+        return on_loop_thread(self._loop)
 
     def _flush_soon(self) -> None:
         if self._on_loop_thread():

@@ -20,7 +20,6 @@ import asyncio
 import itertools
 import logging
 import os
-import threading
 import time
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,7 @@ from ..protocol import revisions
 from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
 from ..protocol.jsonrpc import NO_ID, Invalid, classify
 from ..protocol.errors import McpError
-from ..server.session import ServerSession
+from ..server.session import ServerSession, on_loop_thread
 from .http_auth import AuthRoutes
 from .http_body import DEFAULT_BODY_TIMEOUT, DEFAULT_OFF_LOOP_BYTES, BodyReading
 from .http_guard import LOOPBACK_HOSTS, HostGuard, repeated_header
@@ -167,7 +166,7 @@ class _HttpSession:
 
     def _send(self, messages: list[Outgoing]) -> None:
         # called under the session lock, possibly from a worker thread
-        if threading.get_ident() == getattr(self.loop, "_thread_id", None):
+        if on_loop_thread(self.loop):
             self._route(messages)
             return
         self.app.from_worker(self, messages)

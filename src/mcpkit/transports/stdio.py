@@ -124,7 +124,7 @@ class StdioServer:
                 loop.call_soon(started.set)
                 self._loop_thread = threading.Thread(target=loop.run_forever, name="mcpkit-loop", daemon=True)
                 self._loop_thread.start()
-                started.wait()  # run_forever has set the loop's thread id: _on_loop_thread is right
+                started.wait()  # the loop runs in its thread now: on_loop_thread answers right from here on
                 self.loop = loop
             return self.loop
 
