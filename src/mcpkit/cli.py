@@ -101,7 +101,7 @@ def _auth(args: argparse.Namespace, *, warn: bool = True) -> Any:
 #: serve options that only mean something over HTTP, with their "not given" value
 _HTTP_ONLY = {"json": False, "stateless": False, "allow_host": None, "allow_origin": None, "cors_origin": None,
               "max_sessions": None, "workers": None, "shutdown_timeout": 30.0, "session_idle_timeout": None,
-              "root_path": None, "metrics": False,
+              "root_path": None, "metrics": False, "loop": None,
               "header_timeout": None, "keep_alive_timeout": None, "max_connections": None, "max_header_bytes": None}
 
 
@@ -115,6 +115,10 @@ def _refuse_misplaced(args: argparse.Namespace) -> None:
             if getattr(args, dest, unset) != unset:
                 flag = "--" + dest.replace("_", "-")
                 raise SystemExit(f"mcpkit: {flag} applies to HTTP only; add --http HOST:PORT or drop {flag}")
+    else:
+        from .transports.serve import event_loop
+
+        args.loop = event_loop(args.loop)  # an unknown or missing loop is refused before anything starts
     refuse_misplaced(args)
 
 
@@ -168,7 +172,7 @@ def _serve(args: argparse.Namespace) -> int:
         _announce(startup_line(server, "http", base + path), args)
 
     serve_http(server, host=host, port=port, timeout_graceful_shutdown=_shutdown_timeout(args), app=app,
-               on_ready=ready, limits=limits)
+               on_ready=ready, limits=limits, loop=args.loop)
     return 0
 
 
@@ -296,7 +300,7 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
     from .transports.serve import bind, uvicorn_config
 
     config = uvicorn_config("mcpkit.cli:worker_app", _limits(args), factory=True, host=host, port=port,
-                            workers=args.workers, timeout_graceful_shutdown=_shutdown_timeout(args))
+                            workers=args.workers, timeout_graceful_shutdown=_shutdown_timeout(args), loop=args.loop)
     # bound as by one process (a taken port or another machine's address is one line with the
     # fix); the workers accept from it, and inherit its TCP_NODELAY on Linux (no answer waits
     # ~40 ms for a delayed ACK)
@@ -488,6 +492,9 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
                        help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
     serve.add_argument("--session-idle-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
                        help="HTTP: end sessions idle this long (default 1800)")
+    serve.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default=None,
+                       help="HTTP: the event loop; auto is uvloop when installed (mcpkit[fast]), else asyncio "
+                       "(default: MCPKIT_LOOP, else auto)")
     serve.add_argument("--metrics", action="store_true",
                        help="HTTP: serve Prometheus metrics at /metrics (needs prometheus-client: mcpkit[metrics])")
     serve.add_argument("--otel", action="store_true",

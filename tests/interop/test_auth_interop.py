@@ -29,7 +29,7 @@ BOB = "bob-" + secrets.token_hex(16)  # mcp only
 
 
 @pytest.fixture(scope="module")
-def protected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def protected(tmp_path_factory: pytest.TempPathFactory, serving_loop: str) -> Iterator[str]:
     """The protected server; yields its MCP endpoint URL."""
     tokens = tmp_path_factory.mktemp("auth") / "tokens"
     tokens.write_text(f"{hash_token(ALICE)} alice mcp notes:write\n{hash_token(BOB)} bob mcp\n")

@@ -19,10 +19,16 @@ RUNNER = ROOT / "tools" / "conformance"
 pytestmark = pytest.mark.interop
 
 
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+SERVE = [sys.executable, "-m", "mcpkit", "serve", "--http", "127.0.0.1:{port}"]
+#: the reference server's app on uvicorn's own command line with what uvicorn[standard] installs
+#: (uvloop and httptools), as an ASGI deployment runs ``server.http_app()``
+UVICORN_STANDARD = [sys.executable, "-m", "uvicorn", "tests.interop.reference_app:app", "--host", "127.0.0.1",
+                    "--port", "{port}", "--loop", "uvloop", "--http", "httptools", "--log-level", "warning"]
+
+
+def _run(*args: str, env: dict[str, str] | None = None, serve: list[str] = SERVE) -> subprocess.CompletedProcess[str]:
     if shutil.which("npm") is None:
         component_missing("npm is needed to install the conformance suite (apt-get install npm)")
-    serve = [sys.executable, "-m", "mcpkit", "serve", "--http", "127.0.0.1:{port}"]
     return subprocess.run(
         [str(RUNNER), *args, "--", *serve],
         capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})}, cwd=ROOT,
@@ -31,6 +37,7 @@ def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 
 @pytest.mark.req("BP-17", "LC-01", "LC-02", "PG-01", "TL-09", "TL-10", "RS-03", "PM-03", "CP-02", "LG-02", "PR-01",
                  "SA-01", "EL-02", "JS-01", "HS-01", "HS-02", "HL-01", "HL-06", "HL-07", "HL-15")
+@pytest.mark.usefixtures("serving_loop")
 def test_conformance_suite_passes_every_scenario() -> None:
     done = _run("--suite", "all")
     summary = re.findall(r"^conformance: (\d+) passed, (\d+) failed$", done.stdout, re.M)
@@ -43,6 +50,7 @@ def test_conformance_suite_passes_every_scenario() -> None:
 @pytest.mark.req("VN-01", "VN-02", "VN-03", "MT-05", "MT-08", "BP-10", "CA-01", "HM-11", "HM-12", "HM-13",
                  "HM-15", "HM-16", "HM-19", "HM-20", "MR-03", "MR-06", "RS-08", "SB-02", "TX-01", "TX-02",
                  "TX-03", "TX-04", "TX-05", "TX-07")
+@pytest.mark.usefixtures("serving_loop")
 def test_the_2026_07_28_conformance_suite_passes_every_scenario() -> None:
     """Suite 0.2.0-alpha.12 (pinned): both eras on one endpoint, the tasks extension included."""
     done = _run("--suite", "all", env={"CONFORMANCE_VERSION": "0.2.0-alpha.12"})
@@ -50,4 +58,21 @@ def test_the_2026_07_28_conformance_suite_passes_every_scenario() -> None:
     assert summary, f"no summary line; output:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     passed, failed = map(int, summary[-1])
     assert (passed, failed) == (65, 0), done.stdout[-4000:]
+    assert done.returncode == 0
+
+
+@pytest.mark.parametrize(("version", "scenarios"), [("0.1.16", 32), ("0.2.0-alpha.12", 65)])
+def test_both_suites_pass_against_the_app_on_uvicorn_standard(version: str, scenarios: int) -> None:
+    """``server.http_app()`` served by uvicorn itself on uvloop and httptools: server requests
+    (sampling, elicitation) hand off between the handlers' threads and a loop that is not
+    asyncio's, and every scenario after them is still answered."""
+    for module in ("uvloop", "httptools"):
+        try:
+            __import__(module)
+        except ImportError:
+            component_missing(f"{module} is not installed: pip install -e '.[dev]' installs it")
+    done = _run("--suite", "all", env={"CONFORMANCE_VERSION": version}, serve=UVICORN_STANDARD)
+    summary = re.findall(r"^conformance: (\d+) passed, (\d+) failed$", done.stdout, re.M)
+    assert summary, f"no summary line; output:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert tuple(map(int, summary[-1])) == (scenarios, 0), done.stdout[-4000:]
     assert done.returncode == 0

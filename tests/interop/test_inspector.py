@@ -339,7 +339,7 @@ def test_prompts_get_through_the_inspector(inspector: Inspector, wire: Any) -> N
 
 
 @pytest.fixture
-def http_server() -> Any:
+def http_server(serving_loop: str) -> Any:
     """``mcpkit serve --http`` on a free loopback port; yields its base URL."""
     import socket
     import time

@@ -167,7 +167,7 @@ class Served:
 
 
 @pytest.fixture(scope="module", params=list(MODES))
-def served(request: pytest.FixtureRequest) -> Iterator[Served]:
+def served(request: pytest.FixtureRequest, serving_loop: str) -> Iterator[Served]:
     options, path, sse, stateful = MODES[request.param]
     proc, port = start_server(*options)
     yield Served(request.param, port, path, sse, stateful)

@@ -32,7 +32,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def http_url() -> Any:
+def http_url(serving_loop: str) -> Any:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

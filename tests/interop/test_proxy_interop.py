@@ -34,7 +34,7 @@ PY = sys.executable
 SERVE = [PY, "-m", "mcpkit", "serve"]
 PROXY = [PY, "-m", "mcpkit", "proxy"]
 MODERN = "2026-07-28"
-pytestmark = [pytest.mark.interop, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(1800), pytest.mark.usefixtures("serving_loop")]
 
 
 def free_port() -> int:

@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             host, port = args.http
             server.run("http", host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout,
-                       limits=limits, sock=sock, **cli._http_options(args, auth))
+                       limits=limits, sock=sock, loop=args.loop, **cli._http_options(args, auth))
     finally:
         if sock is not None:
             sock.close()  # served and closed by uvicorn, or never served: an upstream did not start

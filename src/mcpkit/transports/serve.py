@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -13,7 +14,11 @@ if TYPE_CHECKING:
     from ..server.server import Server
     from .connections import ConnectionLimits
 
-__all__ = ["serve_http", "uvicorn_config", "bind"]
+__all__ = ["serve_http", "uvicorn_config", "bind", "LOOPS", "event_loop"]
+
+#: the event loops ``--loop`` / ``MCPKIT_LOOP`` choose from: ``auto`` is uvloop when it is
+#: installed (``mcpkit[fast]``, ``uvicorn[standard]``), else asyncio, as uvicorn itself decides
+LOOPS = ("auto", "asyncio", "uvloop")
 
 
 def bind(host: str, port: int, *, option: str = "--http") -> socket.socket:
@@ -65,6 +70,24 @@ def _bind_fix(exc: OSError, host: str, port: int, option: str) -> str:
     return "check the address"
 
 
+def event_loop(choice: str | None = None) -> str:
+    """The event loop to serve on: ``choice`` (``--loop``), else ``MCPKIT_LOOP``, else ``auto``.
+
+    A value outside :data:`LOOPS`, or ``uvloop`` when it is not installed, is one line with the
+    fix (SystemExit), before anything is served."""
+    where = "--loop" if choice is not None else "MCPKIT_LOOP"
+    value = choice if choice is not None else os.environ.get("MCPKIT_LOOP", "").strip() or "auto"
+    if value not in LOOPS:
+        raise SystemExit(f"mcpkit: {where}={value!r}: takes one of {', '.join(LOOPS)}")
+    if value == "uvloop":
+        try:
+            import uvloop  # noqa: F401
+        except ImportError:
+            raise SystemExit(f"mcpkit: {where} uvloop needs uvloop, which is not installed: "
+                             "pip install 'mcpkit[fast]'") from None
+    return value
+
+
 def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, **options: Any) -> Any:
     """A uvicorn Config with the connection limits (transports/connections.py) applied."""
     import uvicorn
@@ -82,7 +105,7 @@ def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, **options: 
 def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
                timeout_graceful_shutdown: float | None = 30.0, limits: ConnectionLimits | None = None,
                app: Any = None, on_ready: Callable[[str], None] | None = None, bind_option: str = "--http",
-               sock: socket.socket | None = None, **options: Any) -> None:
+               sock: socket.socket | None = None, loop: str | None = None, **options: Any) -> None:
     """Serve until SIGTERM/SIGINT; then stop accepting connections, let the requests in flight
     finish for at most ``timeout_graceful_shutdown`` seconds, and end the sessions.
 
@@ -92,11 +115,13 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
     ``on_ready(base_url)`` is called once the socket listens, with e.g. ``http://127.0.0.1:8000``;
     ``bind_option`` is the flag a failed bind's fix names (:func:`bind`); ``sock``, a socket
     :func:`bind` made already (a caller that must know the address is usable before it starts
-    anything else), is served instead of binding ``host`` and ``port``."""
+    anything else), is served instead of binding ``host`` and ``port``; ``loop``, the event
+    loop (:func:`event_loop`: ``auto``, ``asyncio`` or ``uvloop``; ``MCPKIT_LOOP`` without it)."""
     try:
         import uvicorn
     except ImportError:  # pragma: no cover - depends on the environment
         raise SystemExit("mcpkit: serving HTTP needs uvicorn: pip install 'mcpkit[http]'") from None
+    loop = event_loop(loop)
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if app is None:
@@ -105,7 +130,7 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
         sock = bind(host, port, option=bind_option)  # a taken port is one line; port 0 gets its number now
     bound_host, bound_port = sock.getsockname()[:2]
     shown = _shown(bound_host)
-    config = uvicorn_config(app, limits, timeout_graceful_shutdown=timeout_graceful_shutdown)
+    config = uvicorn_config(app, limits, timeout_graceful_shutdown=timeout_graceful_shutdown, loop=loop)
     if on_ready is not None:
         on_ready(f"http://{shown}:{bound_port}")
     uvicorn.Server(config).run(sockets=[sock])
