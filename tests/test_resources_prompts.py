@@ -195,6 +195,38 @@ async def test_templates_match_with_variables_and_conversion(wire):
     ]
 
 
+@pytest.mark.asyncio
+async def test_a_resource_uri_with_variables_is_a_template(wire):
+    """``@server.resource("notes://{note_id}")``, as other frameworks write it: braces are not URI
+    characters, so the URI names many resources and is served as the template it is."""
+    server = Server("t")
+
+    @server.resource("notes://{note_id}", mime_type="text/plain", ttl_ms=5000, scopes=["notes"])
+    def note(note_id: int) -> str:
+        """One note."""
+        return f"note {note_id}"
+
+    assert list(server._resources) == [] and [t.uri_template for t in server._templates] == ["notes://{note_id}"]
+    assert (server._templates[0].ttl_ms, server._templates[0].scopes) == (5000, ("notes",))
+    async with connect(server, wire) as h:
+        assert (await h.request("resources/templates/list"))["resourceTemplates"] == [
+            {"uriTemplate": "notes://{note_id}", "name": "note", "description": "One note.", "mimeType": "text/plain"}]
+        assert (await h.request("resources/list"))["resources"] == []
+        assert await read(h, "notes://7") == [{"uri": "notes://7", "mimeType": "text/plain", "text": "note 7"}]
+
+
+def test_a_resource_uri_with_variables_is_refused_where_it_cannot_be_a_template():
+    server = Server("t")
+    with pytest.raises(ValueError, match=r"has \{variables\}, so it names many resources: register it with "
+                                         r"add_resource_template"):
+        server.add_resource("notes://{note_id}", lambda note_id: "", name="note")
+    with pytest.raises(ValueError, match=r"size= describes one resource; drop it"):
+        server.resource("notes://{note_id}", size=10)(lambda note_id: "")
+    with pytest.raises(ValueError, match="no parameter for variable 'note_id'"):
+        server.resource("notes://{note_id}")(lambda: "")
+    assert server._resources == {} and server._templates == []
+
+
 def test_template_variables_need_handler_parameters():
     server = Server("t")
     with pytest.raises(ValueError, match="no parameter for variable 'id'"):

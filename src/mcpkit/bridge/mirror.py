@@ -234,9 +234,13 @@ class Mirror:
                 del self._resources[uri]
                 server.remove_resource(uri)
             for uri, (text, r) in changed.items():
-                server.add_resource(uri, self._reader(uri), name=r["name"], replace=True,
-                                    title=r.get("title"), description=r.get("description"),
-                                    mime_type=r.get("mimeType"))
+                try:
+                    server.add_resource(uri, self._reader(uri), name=r["name"], replace=True,
+                                        title=r.get("title"), description=r.get("description"),
+                                        mime_type=r.get("mimeType"))
+                except ValueError as exc:  # not a URI (braces: a template listed as a resource)
+                    log.warning("bridge %s: resource %r skipped: %s", self.bridge.name, uri, exc)
+                    continue
                 self._resources[uri] = text
         return True
 

@@ -266,17 +266,26 @@ class Registrations:
 
         ``ttl_ms`` and ``cache_scope`` override the server's cache hints for reads of it (CA-01);
         use ``cache_scope="private"`` for content that depends on who asks (CA-05).
+
+        A ``uri`` with ``{variables}`` names many resources, not one (braces cannot stand in a URI,
+        RFC 3986 section 2): it is registered as :meth:`resource_template`, each variable an
+        argument of ``func``, as other MCP frameworks read the same line.
         """
 
         def deco(func: F) -> F:
             _check_cache(ttl_ms, cache_scope)  # before registering: a refusal leaves nothing behind
+            described = dict(name=name or func.__name__, title=title, mime_type=mime_type, annotations=annotations,
+                             icons=icons, meta=meta, replace=replace, scopes=scopes,
+                             description=description if description is not None else function_description(func))
             # the scopes go in with the item: a read racing the registration never finds it unscoped
-            item = self.add_resource(
-                uri, func, name=name or func.__name__, title=title,
-                description=description if description is not None else function_description(func),
-                mime_type=mime_type, size=size, annotations=annotations, icons=icons, meta=meta, replace=replace,
-                scopes=scopes,
-            )
+            item: Resource | ResourceTemplate
+            if _is_template(uri):
+                if size is not None:
+                    raise ValueError(f"resource {uri!r} is a template (its {{variables}} name many resources): "
+                                     "size= describes one resource; drop it")
+                item = self.add_resource_template(uri, func, **described)
+            else:
+                item = self.add_resource(uri, func, size=size, **described)
             item.ttl_ms, item.cache_scope = ttl_ms, cache_scope
             return func
 
@@ -284,6 +293,9 @@ class Registrations:
 
     def add_resource(self, uri: str, handler: Callable[..., Any], *, name: str, replace: bool = False,
                      scopes: Sequence[str] = (), **kw: Any) -> Resource:
+        if _is_template(uri):
+            raise ValueError(f"resource {uri!r} has {{variables}}, so it names many resources: register it with "
+                             "add_resource_template (or the resource_template decorator)")
         if uri in self._resources and not replace:
             raise ValueError(f"a resource {uri!r} is already registered (pass replace=True to replace it)")
         item = Resource(uri, handler, name=name, context_param=_context_param(handler), **kw)
@@ -371,18 +383,12 @@ class Registrations:
         """Register a handler for every URI matching an RFC 6570 template; variables become arguments."""
 
         def deco(func: F) -> F:
-            item = ResourceTemplate(
+            self.add_resource_template(
                 uri_template, func, name=name or func.__name__, title=title,
                 description=description if description is not None else function_description(func),
-                mime_type=mime_type, annotations=annotations, icons=icons, meta=meta,
-                context_param=_context_param(func), completions=_completers(completions),
+                mime_type=mime_type, annotations=annotations, icons=icons, meta=meta, completions=completions,
+                replace=replace, scopes=scopes,
             )
-            item.scopes = _scopes(scopes)
-            existing = [t for t in self._templates if t.uri_template == uri_template]
-            if existing and not replace:
-                raise ValueError(f"a resource template {uri_template!r} is already registered")
-            self._templates = [t for t in self._templates if t.uri_template != uri_template] + [item]
-            self._changed("resourceTemplates")
             return func
 
         return deco
@@ -670,6 +676,11 @@ def _warn_root_combinators(tool: str, schema: Any) -> None:
                f"schema), or express the alternatives inside properties.")
     log.warning("%s", message)
     warnings.warn(message, HostCompatibilityWarning, stacklevel=3)
+
+
+def _is_template(uri: str) -> bool:
+    """An RFC 6570 expression in a resource's URI: braces are not URI characters (RFC 3986)."""
+    return "{" in uri and "}" in uri
 
 
 def _check_cache(ttl_ms: Any, scope: Any) -> None:
