@@ -24,7 +24,7 @@ def readme_example() -> str:
     """The README's ten-line example, as printed there."""
     text = README.read_text()
     section = text[text.index("## Ten lines"):]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    return re.search(r"```python[^\n]*\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
 
 
 @pytest.mark.asyncio

@@ -142,9 +142,10 @@ async def test_the_readme_guard_rails_example_runs_as_written(wire, tmp_path, mo
     for name in ("MCPKIT_READ_ONLY", "MCPKIT_ALLOW_DESTRUCTIVE", "MCPKIT_ALLOW_OPEN_WORLD", "MCPKIT_AUDIT_LOG"):
         monkeypatch.delenv(name, raising=False)
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    code = readme.split("## Guard rails", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    code = readme.split("## Guard rails", 1)[1].split("```python", 1)[1].split("\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, object] = {}
-    exec(code.replace("/srv/project", str(tmp_path)), namespace)  # noqa: S102 - the README's own code
+    monkeypatch.chdir(tmp_path)  # its root is the directory it starts in
+    exec(code, namespace)  # noqa: S102 - the README's own code
     server = namespace["server"]
     (tmp_path / "note.txt").write_text("hi")
     async with connect(server, wire, LATEST_HANDSHAKE) as c:
