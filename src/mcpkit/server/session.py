@@ -100,9 +100,13 @@ def on_loop_thread(loop: Any) -> bool:
     """
     if loop is None:
         return False
-    from asyncio import _get_running_loop  # imported only once a loop exists (stdio start-up)
+    global _running_loop
+    if _running_loop is None:  # asyncio is imported only once a loop exists (stdio start-up)
+        from asyncio import _get_running_loop as _running_loop
+    return _running_loop() is loop
 
-    return _get_running_loop() is loop
+
+_running_loop: Callable[[], Any] | None = None
 
 
 def partial_run(context: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
