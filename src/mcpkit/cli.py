@@ -125,8 +125,35 @@ def _announce(line: str, args: argparse.Namespace) -> None:
         announce(line)
 
 
+def needed_extras(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(option, extra) for every serving option given that needs an optional package
+    (_extras.EXTRAS): serve and proxy require them all at once, before anything starts."""
+    needed = [("--http", "http")] if args.http is not None else []
+    if args.metrics:
+        needed.append(("--metrics", "metrics"))
+    otel = _otel(args)
+    if otel is not None:
+        needed.append((otel, "otel"))
+    if (args.auth or "").partition(":")[0] == "jwt":
+        from .cli_auth import named
+
+        needed.append((named(args, "auth", value=True), "auth"))
+    return needed
+
+
+def _otel(args: argparse.Namespace) -> str | None:
+    """What turned OpenTelemetry on: --otel, or MCPKIT_OTEL read as every boolean switch is
+    ('true' turns it on, 'maybe' is a mistake); None when neither did."""
+    from .policy.gates import env_flag
+
+    return "--otel" if args.otel else "MCPKIT_OTEL=" + os.environ["MCPKIT_OTEL"] if env_flag("MCPKIT_OTEL") else None
+
+
 def _serve(args: argparse.Namespace) -> int:
     _refuse_misplaced(args)
+    from ._extras import require
+
+    require(*needed_extras(args))
     _policy_env(args)
     auth = _auth(args)
     from .startup import announce, startup_line, stdio_terminal_hint
@@ -236,20 +263,12 @@ def _observed(server: Any, args: argparse.Namespace) -> Any:
             open_audit()
         except OSError as exc:
             raise SystemExit(f"mcpkit: {exc.strerror or exc}") from None
-    from .policy.gates import env_flag
-
-    # MCPKIT_OTEL is read as every boolean switch is: 'true' turns it on, 'maybe' is a mistake
-    otel = "--otel" if args.otel else "MCPKIT_OTEL=" + os.environ["MCPKIT_OTEL"] if env_flag("MCPKIT_OTEL") else None
+    otel = _otel(args)
     if otel is not None:
-        try:
-            from .observe.otel import OpenTelemetry
-        except ImportError as exc:
-            raise SystemExit(f"mcpkit: {otel}: {exc}") from None
+        from .observe.otel import OpenTelemetry
+
         others = getattr(server.observer, "observers", [server.observer] if server.observer else [])
-        try:
-            server.observe(*others, OpenTelemetry())
-        except ImportError as exc:
-            raise SystemExit(f"mcpkit: {otel}: {exc}") from None
+        server.observe(*others, OpenTelemetry())
     return server
 
 
@@ -290,7 +309,10 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
                          "events, rate limits and tasks only through a shared store")
     import json
 
-    from uvicorn.supervisors import Multiprocess
+    from ._extras import needs
+
+    with needs("http", "--workers"):
+        from uvicorn.supervisors import Multiprocess
 
     os.environ["MCPKIT_SERVE_ARGV"] = json.dumps(sys.argv[1:] if args.argv is None else args.argv)
     from .transports.serve import bind, uvicorn_config

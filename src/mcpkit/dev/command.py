@@ -53,9 +53,11 @@ def _port(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .._extras import require
     from ..cli import _policy_env, _policy_flags_apply
     from ..targets import resolve
 
+    require(("mcpkit dev", "http"), *([("--reload", "reload")] if args.reload else []))
     target = resolve(args.target)
     if target.loadable() is None:
         raise SystemExit(f"mcpkit: dev serves an mcpkit server (a .py file or package.module:ATTR); for "
@@ -87,10 +89,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _reload(args: argparse.Namespace, target: Any, port: int) -> int:
-    try:
+    from .._extras import needs
+
+    with needs("reload", "dev --reload"):
         import watchfiles
-    except ModuleNotFoundError:
-        raise SystemExit("mcpkit: dev --reload needs watchfiles: pip install 'mcpkit[reload]'") from None
     if port == 0:
         from ..transports.serve import bind
 

@@ -686,19 +686,28 @@ class Server(Registrations):
     def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
         """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn).
 
-        HTTP binds to 127.0.0.1 unless told otherwise (HS-03).
+        HTTP binds to 127.0.0.1 unless told otherwise (HS-03). An optional package not installed
+        (uvicorn for HTTP) is one line on stderr and exit code 2, as under ``mcpkit serve``.
         """
+        from .._extras import MissingExtra
+
         startup_line = _entry("mcpkit.startup", "startup_line")
         announce = _entry("mcpkit.startup", "announce")  # stderr, in one write: stdout is the wire
-        if transport == "stdio":
-            announce(startup_line(self, "stdio"))
-            _entry("mcpkit.transports.stdio", "run_stdio")(self, **options)
-        elif transport == "http":
-            path = options.get("path", "/mcp")
-            options.setdefault("on_ready", lambda base: announce(startup_line(self, "http", base + path)))
-            _entry("mcpkit.transports.serve", "serve_http")(self, host=host, port=port, **options)
-        else:
-            raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+        try:
+            if transport == "stdio":
+                announce(startup_line(self, "stdio"))
+                _entry("mcpkit.transports.stdio", "run_stdio")(self, **options)
+            elif transport == "http":
+                path = options.get("path", "/mcp")
+                options.setdefault("on_ready", lambda base: announce(startup_line(self, "http", base + path)))
+                _entry("mcpkit.transports.serve", "serve_http")(self, host=host, port=port, **options)
+            else:
+                raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+        except MissingExtra as exc:
+            import sys
+
+            print(f"mcpkit: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
 
 
 def _entry(module: str, name: str) -> Any:

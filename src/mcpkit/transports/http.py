@@ -394,7 +394,10 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         if not self.guard.host_allowed(host):
             await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
             return
-        from prometheus_client import CONTENT_TYPE_LATEST
+        from .._extras import needs
+
+        with needs("metrics", "--metrics"):
+            from prometheus_client import CONTENT_TYPE_LATEST
 
         body = self.metrics.render()  # type: ignore[union-attr]
         await send({"type": "http.response.start", "status": 200,

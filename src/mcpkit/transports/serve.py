@@ -67,7 +67,10 @@ def _bind_fix(exc: OSError, host: str, port: int, option: str) -> str:
 
 def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, **options: Any) -> Any:
     """A uvicorn Config with the connection limits (transports/connections.py) applied."""
-    import uvicorn
+    from .._extras import needs
+
+    with needs("http", "serving HTTP"):
+        import uvicorn
 
     from .connections import ConnectionLimits
 
@@ -93,10 +96,10 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
     ``bind_option`` is the flag a failed bind's fix names (:func:`bind`); ``sock``, a socket
     :func:`bind` made already (a caller that must know the address is usable before it starts
     anything else), is served instead of binding ``host`` and ``port``."""
-    try:
+    from .._extras import needs
+
+    with needs("http", "serving HTTP"):
         import uvicorn
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise SystemExit("mcpkit: serving HTTP needs uvicorn: pip install 'mcpkit[http]'") from None
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if app is None:
