@@ -79,6 +79,7 @@ def run(core: Path, *argv: str, env: dict[str, str] | None = None, stdin: str = 
                                                         "MCPKIT_AUTH_RESOURCE": AUTH[1]}, "http,auth"),
     (["serve", "server.py", "--http", "127.0.0.1:0", "--auth", "introspection", *AUTH,
       "--introspection-url", "https://id.example.com/introspect"], {}, "http"),
+    (["serve", "server.py"], {"MCPKIT_STORE": "redis://127.0.0.1:1/0"}, "redis"),
     (["serve", "regex_server.py"], {}, "regex"),
     (["serve", "model_server.py"], {}, "pydantic"),
     (["dev", "server.py"], {}, "http"),

@@ -82,11 +82,15 @@ def _revision(value: str) -> str:
 
 def _policy_env(args: argparse.Namespace) -> None:
     """Policy switches on the command line are the environment switches the policy reads
-    (mcpkit.policy), set before the user's module builds its server."""
+    (mcpkit.policy), set before the user's module builds its server; a refusal names the flag."""
+    from .switches import given_as
+
     if args.root:
         os.environ["MCPKIT_ROOT"] = os.pathsep.join(os.path.abspath(r) for r in args.root)
+        given_as("MCPKIT_ROOT", "--root")
     if args.read_only:
         os.environ["MCPKIT_READ_ONLY"] = "1"
+        given_as("MCPKIT_READ_ONLY", "--read-only")
     if args.policy:
         os.environ["MCPKIT_POLICY"] = "1"
 
@@ -144,9 +148,10 @@ def needed_extras(args: argparse.Namespace) -> list[tuple[str, str]]:
 def _otel(args: argparse.Namespace) -> str | None:
     """What turned OpenTelemetry on: --otel, or MCPKIT_OTEL read as every boolean switch is
     ('true' turns it on, 'maybe' is a mistake); None when neither did."""
-    from .policy.gates import env_flag
+    from .switches import claim, read
 
-    return "--otel" if args.otel else "MCPKIT_OTEL=" + os.environ["MCPKIT_OTEL"] if env_flag("MCPKIT_OTEL") else None
+    claim("MCPKIT_OTEL")
+    return "--otel" if args.otel else "MCPKIT_OTEL=" + os.environ["MCPKIT_OTEL"] if read("MCPKIT_OTEL") else None
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -224,17 +229,12 @@ def _limits(args: argparse.Namespace) -> Any:
 
 def _policy_flags_apply(server: Any, args: argparse.Namespace) -> None:
     """--read-only and --root set the policy's switches; a server without a policy reads none
-    of them, so it would serve every tool as if they had not been given: refused, not ignored.
+    of them, so it would serve every tool as if they had not been given: refused, not ignored,
+    as the variables are (Server.check_environment, which names the flags _policy_env set).
     Under --read-only the refusals name --read-only, not the MCPKIT_READ_ONLY it sets."""
+    server.check_environment()  # before the start-up line, which would say it serves
     policy = getattr(server, "policy", None)
-    if policy is None:
-        for flag, given in (("--read-only", getattr(args, "read_only", False)),
-                            ("--root", getattr(args, "root", None))):
-            if given:
-                raise SystemExit(f"mcpkit: {flag} needs a policy, and the server {server.name!r} has none, so it "
-                                 "would change nothing; add --policy (or build the Server with policy=...)")
-        return
-    if not getattr(args, "read_only", False):
+    if policy is None or not getattr(args, "read_only", False):
         return
     gates = policy.gates
     if gates is None or not gates.read_only:
@@ -255,6 +255,7 @@ def _observed(server: Any, args: argparse.Namespace) -> Any:
     """--otel: OpenTelemetry spans and metrics to the providers configured globally (by the
     OpenTelemetry SDK or auto-instrumentation). And the policy's audit file is opened now: one
     that cannot be written is a mistake at start-up, not a lost line on every call."""
+    otel = _otel(args)  # first: the environment check knows then that MCPKIT_OTEL was read
     _policy_flags_apply(server, args)
     policy = getattr(server, "policy", None)
     open_audit = getattr(getattr(policy, "audit", None), "open", None)
@@ -263,7 +264,6 @@ def _observed(server: Any, args: argparse.Namespace) -> Any:
             open_audit()
         except OSError as exc:
             raise SystemExit(f"mcpkit: {exc.strerror or exc}") from None
-    otel = _otel(args)
     if otel is not None:
         from .observe.otel import OpenTelemetry
 
@@ -329,10 +329,10 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
 
 def worker_app() -> Any:
     """The ASGI app of one ``--workers`` process, built from the parent's command line."""
-    import json
+    from .switches import read
 
     parser = _parser()
-    args = parser.parse_args(json.loads(os.environ["MCPKIT_SERVE_ARGV"]))
+    args = parser.parse_args(read("MCPKIT_SERVE_ARGV"))
     _policy_env(args)
     auth = _auth(args, warn=False)  # the parent said what there was to say about it
     return _observed(load_server(args.target), args).http_app(**_http_options(args, auth))
@@ -394,6 +394,10 @@ def main(argv: list[str] | None = None) -> int:
     elif not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format=LOG_FORMAT)
     try:
+        if args.command in ("serve", "dev", "proxy"):
+            from .switches import check
+
+            check()  # every MCPKIT_* value is read before anything starts: a bad one is one line, exit 2
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130

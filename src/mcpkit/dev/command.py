@@ -69,11 +69,12 @@ def _run(args: argparse.Namespace) -> int:
     server = target.load()
     _policy_flags_apply(server, args)  # --read-only and --root refused where they change nothing, as by serve
     from ..startup import announce, startup_line
+    from ..switches import read
     from ..transports.serve import serve_http
     from .app import DevApp
 
     mcp_app = server.http_app()
-    app = DevApp(server, mcp_app, reload=bool(os.environ.get("MCPKIT_DEV_RELOADING")))
+    app = DevApp(server, mcp_app, reload=read("MCPKIT_DEV_RELOADING", default=False))
 
     def ready(base: str) -> None:
         announce(startup_line(server, "http", base + mcp_app.path))

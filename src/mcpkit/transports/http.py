@@ -248,6 +248,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         card_name: str | None = None,
         metrics: Any = None,
     ) -> None:
+        server.check_environment()  # a bad MCPKIT_* value, or one nothing reads, stops it here
         self.server = server
         #: --metrics: a mcpkit.observe.PrometheusMetrics whose page GET /metrics serves
         self.metrics = None
