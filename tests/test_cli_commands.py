@@ -294,7 +294,8 @@ def test_serve_refuses_a_policy_flag_for_a_server_without_a_policy(tmp_path, fla
     done = run("serve", str(server), *flag, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip() == (f"mcpkit: {flag[0]} needs a policy, and the server 'rw' has none, so it would "
-                                   "change nothing; add --policy (or build the Server with policy=...)")
+                                   "change nothing; add --policy (or build the Server with policy=...)  (run with -v "
+                                   "for the traceback)")
     assert "serving" not in done.stderr
     served = run("serve", str(server), *flag, "--policy", cwd=tmp_path)  # EOF on stdin: serves, then exits
     assert served.returncode == 0 and "policy: " in served.stderr, served.stderr

@@ -397,8 +397,8 @@ def test_otel_names_what_turned_it_on_when_its_package_is_missing(weather, tmp_p
     env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join([str(blocker.parent), os.environ.get("PYTHONPATH", "")])}
     done = run("serve", str(weather), *flag, env=env)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip() == (f"mcpkit: {named}: OpenTelemetry needs the opentelemetry-api package: pip install "
-                                   "'mcpkit[otel]'"), done.stderr
+    assert done.stderr.strip() == (f"mcpkit: {named} needs opentelemetry-api, which cannot be imported (blocked for "
+                                   "the test): pip install 'mcpkit[otel]'  (run with -v for the traceback)"), done.stderr
 
 
 def test_a_missing_optional_dependency_is_one_line_with_the_pip_command(weather, tmp_path):

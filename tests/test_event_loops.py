@@ -84,14 +84,31 @@ def test_server_requests_over_http_answer_and_the_server_serves_on(loop: str) ->
 
 
 def test_a_loop_that_is_not_installed_or_not_known_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpkit._extras import MissingExtra
+    from mcpkit.switches import SwitchError
     from mcpkit.transports.serve import event_loop
 
     monkeypatch.setenv("MCPKIT_LOOP", "trio")
-    with pytest.raises(SystemExit, match=r"^mcpkit: MCPKIT_LOOP='trio': takes one of auto, asyncio, uvloop$"):
+    with pytest.raises(SwitchError, match=r"^MCPKIT_LOOP='trio' is not an event loop: use auto, asyncio or uvloop$"):
         event_loop()
     assert event_loop("asyncio") == "asyncio"  # the option wins over the variable
     monkeypatch.delenv("MCPKIT_LOOP")
     assert event_loop() == "auto"
     monkeypatch.setitem(__import__("sys").modules, "uvloop", None)  # as if not installed
-    with pytest.raises(SystemExit, match=r"--loop uvloop needs uvloop, which is not installed: pip install 'mcpkit\[fast\]'"):
+    with pytest.raises(MissingExtra, match=r"--loop uvloop needs uvloop.*pip install 'mcpkit\[fast\]'"):
         event_loop("uvloop")
+
+
+def test_the_command_refuses_a_bad_loop_before_serving_in_one_line(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    for argv, env, said in (
+        (["serve", "--http", "127.0.0.1:0"], {"MCPKIT_LOOP": "trio"}, "MCPKIT_LOOP='trio' is not an event loop"),
+        (["serve", "--loop", "uvloop"], {}, "--loop applies to HTTP only; add --http HOST:PORT or drop --loop"),
+    ):
+        done = subprocess.run([sys.executable, "-m", "mcpkit", *argv], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, **env}, stdin=subprocess.DEVNULL, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and said in done.stderr, done.stderr

@@ -82,11 +82,15 @@ def _revision(value: str) -> str:
 
 def _policy_env(args: argparse.Namespace) -> None:
     """Policy switches on the command line are the environment switches the policy reads
-    (mcpkit.policy), set before the user's module builds its server."""
+    (mcpkit.policy), set before the user's module builds its server; a refusal names the flag."""
+    from .switches import given_as
+
     if args.root:
         os.environ["MCPKIT_ROOT"] = os.pathsep.join(os.path.abspath(r) for r in args.root)
+        given_as("MCPKIT_ROOT", "--root")
     if args.read_only:
         os.environ["MCPKIT_READ_ONLY"] = "1"
+        given_as("MCPKIT_READ_ONLY", "--read-only")
     if args.policy:
         os.environ["MCPKIT_POLICY"] = "1"
 
@@ -129,8 +133,36 @@ def _announce(line: str, args: argparse.Namespace) -> None:
         announce(line)
 
 
+def needed_extras(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(option, extra) for every serving option given that needs an optional package
+    (_extras.EXTRAS): serve and proxy require them all at once, before anything starts."""
+    needed = [("--http", "http")] if args.http is not None else []
+    if args.metrics:
+        needed.append(("--metrics", "metrics"))
+    otel = _otel(args)
+    if otel is not None:
+        needed.append((otel, "otel"))
+    if (args.auth or "").partition(":")[0] == "jwt":
+        from .cli_auth import named
+
+        needed.append((named(args, "auth", value=True), "auth"))
+    return needed
+
+
+def _otel(args: argparse.Namespace) -> str | None:
+    """What turned OpenTelemetry on: --otel, or MCPKIT_OTEL read as every boolean switch is
+    ('true' turns it on, 'maybe' is a mistake); None when neither did."""
+    from .switches import claim, read
+
+    claim("MCPKIT_OTEL")
+    return "--otel" if args.otel else "MCPKIT_OTEL=" + os.environ["MCPKIT_OTEL"] if read("MCPKIT_OTEL") else None
+
+
 def _serve(args: argparse.Namespace) -> int:
     _refuse_misplaced(args)
+    from ._extras import require
+
+    require(*needed_extras(args))
     _policy_env(args)
     auth = _auth(args)
     from .startup import announce, startup_line, stdio_terminal_hint
@@ -201,17 +233,12 @@ def _limits(args: argparse.Namespace) -> Any:
 
 def _policy_flags_apply(server: Any, args: argparse.Namespace) -> None:
     """--read-only and --root set the policy's switches; a server without a policy reads none
-    of them, so it would serve every tool as if they had not been given: refused, not ignored.
+    of them, so it would serve every tool as if they had not been given: refused, not ignored,
+    as the variables are (Server.check_environment, which names the flags _policy_env set).
     Under --read-only the refusals name --read-only, not the MCPKIT_READ_ONLY it sets."""
+    server.check_environment()  # before the start-up line, which would say it serves
     policy = getattr(server, "policy", None)
-    if policy is None:
-        for flag, given in (("--read-only", getattr(args, "read_only", False)),
-                            ("--root", getattr(args, "root", None))):
-            if given:
-                raise SystemExit(f"mcpkit: {flag} needs a policy, and the server {server.name!r} has none, so it "
-                                 "would change nothing; add --policy (or build the Server with policy=...)")
-        return
-    if not getattr(args, "read_only", False):
+    if policy is None or not getattr(args, "read_only", False):
         return
     gates = policy.gates
     if gates is None or not gates.read_only:
@@ -232,6 +259,7 @@ def _observed(server: Any, args: argparse.Namespace) -> Any:
     """--otel: OpenTelemetry spans and metrics to the providers configured globally (by the
     OpenTelemetry SDK or auto-instrumentation). And the policy's audit file is opened now: one
     that cannot be written is a mistake at start-up, not a lost line on every call."""
+    otel = _otel(args)  # first: the environment check knows then that MCPKIT_OTEL was read
     _policy_flags_apply(server, args)
     policy = getattr(server, "policy", None)
     open_audit = getattr(getattr(policy, "audit", None), "open", None)
@@ -240,20 +268,11 @@ def _observed(server: Any, args: argparse.Namespace) -> Any:
             open_audit()
         except OSError as exc:
             raise SystemExit(f"mcpkit: {exc.strerror or exc}") from None
-    from .policy.gates import env_flag
-
-    # MCPKIT_OTEL is read as every boolean switch is: 'true' turns it on, 'maybe' is a mistake
-    otel = "--otel" if args.otel else "MCPKIT_OTEL=" + os.environ["MCPKIT_OTEL"] if env_flag("MCPKIT_OTEL") else None
     if otel is not None:
-        try:
-            from .observe.otel import OpenTelemetry
-        except ImportError as exc:
-            raise SystemExit(f"mcpkit: {otel}: {exc}") from None
+        from .observe.otel import OpenTelemetry
+
         others = getattr(server.observer, "observers", [server.observer] if server.observer else [])
-        try:
-            server.observe(*others, OpenTelemetry())
-        except ImportError as exc:
-            raise SystemExit(f"mcpkit: {otel}: {exc}") from None
+        server.observe(*others, OpenTelemetry())
     return server
 
 
@@ -294,7 +313,10 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
                          "events, rate limits and tasks only through a shared store")
     import json
 
-    from uvicorn.supervisors import Multiprocess
+    from ._extras import needs
+
+    with needs("http", "--workers"):
+        from uvicorn.supervisors import Multiprocess
 
     os.environ["MCPKIT_SERVE_ARGV"] = json.dumps(sys.argv[1:] if args.argv is None else args.argv)
     from .transports.serve import bind, uvicorn_config
@@ -311,10 +333,10 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
 
 def worker_app() -> Any:
     """The ASGI app of one ``--workers`` process, built from the parent's command line."""
-    import json
+    from .switches import read
 
     parser = _parser()
-    args = parser.parse_args(json.loads(os.environ["MCPKIT_SERVE_ARGV"]))
+    args = parser.parse_args(read("MCPKIT_SERVE_ARGV"))
     _policy_env(args)
     auth = _auth(args, warn=False)  # the parent said what there was to say about it
     return _observed(load_server(args.target), args).http_app(**_http_options(args, auth))
@@ -376,6 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     elif not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format=LOG_FORMAT)
     try:
+        if args.command in ("serve", "dev", "proxy"):
+            from .switches import check
+
+            check()  # every MCPKIT_* value is read before anything starts: a bad one is one line, exit 2
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130

@@ -136,6 +136,11 @@ def refuse_misplaced(args: argparse.Namespace) -> None:
 def resource_server(args: argparse.Namespace, *, warn: bool = True) -> Any:
     """The ResourceServer the --auth options describe (docs/auth.md), or None; ``warn``: say
     what is weaker than it could be (introspection without an audience) on stderr."""
+    from .switches import claim
+
+    # read here, or refused by refuse_misplaced where they would do nothing (the secrets below
+    # are claimed only by the mode that reads them)
+    claim(*ENVIRONMENT.values())
     if not args.auth:
         return None
     from .auth import IntrospectionVerifier, JWTVerifier, StaticTokens
@@ -151,6 +156,8 @@ def resource_server(args: argparse.Namespace, *, warn: bool = True) -> Any:
         audience = [canonical, canonical + "/"]
     auth = named(args, "auth", value=True)
     if mode == "tokens":
+        if not argument:
+            claim("MCPKIT_AUTH_TOKENS")
         verifier: Any = StaticTokens.from_file(argument) if argument else StaticTokens.from_env("MCPKIT_AUTH_TOKENS")
     elif mode == "jwt":
         if not args.issuer or not audience:
@@ -177,6 +184,7 @@ def resource_server(args: argparse.Namespace, *, warn: bool = True) -> Any:
             announce(f"mcpkit: warning: {auth} without --resource or --audience: a token's audience is checked by "
                      "the authorization server only, not here (AU-05); give --resource URL (this server's URI) "
                      "or --audience URI")
+        claim("MCPKIT_INTROSPECTION_CLIENT_SECRET")
         quiet = logging.getLogger("mcpkit.auth")
         level = quiet.level
         quiet.setLevel(logging.ERROR)  # the verifier's own warning says the same, without the fix

@@ -62,10 +62,13 @@ def _print_log(params: dict[str, Any]) -> None:
 
 
 def _client(args: argparse.Namespace, target: Any = None, transport: str | None = None, **options: Any) -> Any:
+    from ._extras import require
     from .client import Client
 
     if target is None:
         target, transport = _target(args)
+    if transport in ("http", "sse"):
+        require(("a URL target", "client"))
     return _Closing(Client(target, transport=transport or "auto", headers=_headers(args) or None,
                            protocol_version=getattr(args, "protocol_version", None), timeout=args.timeout,
                            **options))
@@ -438,7 +441,7 @@ async def _doctor_server(args: argparse.Namespace, problems: list[str]) -> None:
     target, transport = _target(args)
     print(f"\nserver: {target if isinstance(target, str) else shlex.join(target)}")
     if transport in ("http", "sse") and _version("httpx") is None:
-        problems.append("talking to an HTTP server needs httpx: pip install 'mcpkit[client]'")
+        print("  not reached: httpx is not installed (listed above)")
         return
     started = time.perf_counter()
     client = _client(args, target, transport)
@@ -459,12 +462,16 @@ async def _doctor_server(args: argparse.Namespace, problems: list[str]) -> None:
         print("  stdout: only protocol messages")
 
 
-#: (distribution, import name, what needs it, extra)
-_PACKAGES = (("orjson", "orjson", "core", "core"), ("jsonschema-rs", "jsonschema_rs", "core", "core"),
-             ("uvicorn", "uvicorn", "serve --http, dev", "http"), ("httpx", "httpx", "URL targets", "client"),
-             ("cryptography", "cryptography", "--auth jwt", "auth"), ("PyJWT", "jwt", "--auth jwt", "auth"),
-             ("redis", "redis", "MCPKIT_STORE=redis://", "redis"), ("pydantic", "pydantic", "pydantic models", "pydantic"),
-             ("watchfiles", "watchfiles", "dev --reload", "reload"))
+def _packages() -> list[tuple[str, str, str, str]]:
+    """(distribution, import name, what needs it, extra): the core's, then each extra's once."""
+    from ._extras import EXTRAS
+
+    out = [("orjson", "orjson", "core", "core"), ("jsonschema-rs", "jsonschema_rs", "core", "core")]
+    for extra, spec in EXTRAS.items():
+        for module, distribution in spec.packages:
+            if all(distribution != listed for listed, *_ in out):
+                out.append((distribution, module, spec.used_by, extra))
+    return out
 
 
 def _needed(args: argparse.Namespace) -> set[str]:
@@ -508,9 +515,9 @@ def _doctor(args: argparse.Namespace) -> int:
     if sys.version_info < (3, 11):
         problems.append("mcpkit needs Python 3.11 or newer")
     needed = _needed(args)
-    for package, module, need, extra in _PACKAGES:
+    for package, module, need, extra in _packages():
         version = _version(package) if _imports(module) else None
-        print(f"  {package:14} {version or 'not installed':16} ({need})")
+        print(f"  {package:17} {version or 'not installed':16} ({need})")
         if version is None and (extra == "core" or module in needed):
             fix = "pip install mcpkit" if extra == "core" else f"pip install 'mcpkit[{extra}]'"
             problems.append(f"{package} is missing and {'mcpkit' if extra == 'core' else 'this server'} needs it "

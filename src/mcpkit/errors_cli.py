@@ -9,33 +9,27 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["explain", "OPTIONAL_DEPENDENCIES", "missing_dependency"]
-
-#: importable name -> (what needs it, the pip extra that installs it)
-OPTIONAL_DEPENDENCIES: dict[str, tuple[str, str]] = {
-    "uvicorn": ("serving HTTP", "http"),
-    "httpx": ("talking to an HTTP server", "client"),
-    "redis": ("MCPKIT_STORE=redis://", "redis"),
-    "jwt": ("--auth jwt", "auth"),
-    "cryptography": ("--auth jwt", "auth"),
-    "pydantic": ("a tool parameter typed with a pydantic model", "pydantic"),
-    "watchfiles": ("mcpkit dev --reload", "reload"),
-}
+__all__ = ["explain", "missing_dependency"]
 
 
-def missing_dependency(name: str) -> str | None:
-    """The fix for a missing optional module, or None when ``name`` is not one of ours."""
-    top = name.split(".")[0]
-    if top not in OPTIONAL_DEPENDENCIES:
+def missing_dependency(exc: ModuleNotFoundError) -> str | None:
+    """The fix for a missing optional package, or None when it is not one an extra installs.
+    mcpkit's own imports of them say which extra (_extras.needs); what is left is a module the
+    server's code imports (``import re2``, ``from pydantic import BaseModel``)."""
+    from ._extras import MissingExtra, extra_of
+
+    if isinstance(exc, MissingExtra):
+        return str(exc)
+    extra = extra_of(exc.name or "")
+    if extra is None:
         return None
-    need, extra = OPTIONAL_DEPENDENCIES[top]
-    return f"{need} needs {top}, which is not installed: pip install 'mcpkit[{extra}]'"
+    return f"{exc.name} is not installed: pip install 'mcpkit[{extra}]'"
 
 
 def explain(exc: BaseException) -> str | None:
     """The one line for a user's mistake, or None for an unexpected error (a bug to report)."""
-    if isinstance(exc, ModuleNotFoundError) and exc.name:
-        return missing_dependency(exc.name)
+    if isinstance(exc, ModuleNotFoundError):
+        return missing_dependency(exc)
     if isinstance(exc, PermissionError):
         return str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror or exc}"
     if isinstance(exc, FileNotFoundError):

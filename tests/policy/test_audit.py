@@ -283,7 +283,7 @@ def test_from_env(tmp_path: Path) -> None:
     log = AuditLog.from_env(tmp_path / "d.log", environ=env, fsync=True)
     assert log is not None
     assert (log.path, log.max_bytes, log.backups, log.fsync) == (str(tmp_path / "e.log"), 1000, 2, True)
-    with pytest.raises(ValueError, match="MCPKIT_AUDIT_BACKUPS must be a whole number"):
+    with pytest.raises(ValueError, match="MCPKIT_AUDIT_BACKUPS='many' is not a whole number"):
         AuditLog.from_env(environ={**env, "MCPKIT_AUDIT_BACKUPS": "many"})
     with pytest.raises(ValueError, match="ST-02"):
         AuditLog.from_env(environ={"MCPKIT_AUDIT_LOG": "-"})

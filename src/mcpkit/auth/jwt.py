@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._extras import needs
 from .tokens import AccessToken, InvalidToken, audience_key, check_endpoint_url, http_request, parse_scopes
 
 __all__ = ["DEFAULT_ALGORITHMS", "DEFAULT_TOKEN_TYPES", "SUPPORTED_ALGORITHMS", "JWTVerifier"]
@@ -113,11 +114,9 @@ class JWTVerifier:
         token_types: Sequence[str] = DEFAULT_TOKEN_TYPES,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        try:
+        with needs("auth", "JWTVerifier"):
             import cryptography  # noqa: F401
             import jwt  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("JWTVerifier needs PyJWT and cryptography: pip install 'mcpkit[auth]'") from exc
         if not isinstance(issuer, str) or not issuer:
             raise ValueError("issuer must be a non-empty string")
         audiences = (audience,) if isinstance(audience, str) else tuple(audience)
@@ -164,7 +163,8 @@ class JWTVerifier:
     # -- keys ----------------------------------------------------------------------------------
 
     def _parse_jwks(self, jwks: Any) -> list[_Key]:
-        from jwt import algorithms as jwa
+        with needs("auth", "JWTVerifier"):
+            from jwt import algorithms as jwa
 
         if not isinstance(jwks, Mapping):
             raise TypeError("a JWKS is a JSON object with a 'keys' list")
@@ -265,8 +265,9 @@ class JWTVerifier:
     # -- verification --------------------------------------------------------------------------
 
     async def verify(self, token: str) -> AccessToken:
-        import jwt
-        from jwt.api_jws import PyJWS
+        with needs("auth", "JWTVerifier"):
+            import jwt
+            from jwt.api_jws import PyJWS
 
         from mcpkit import _json
 

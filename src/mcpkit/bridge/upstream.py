@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._extras import needs
 from ..protocol.errors import (
     E_INTERNAL,
     E_NOT_CONNECTED,
@@ -198,7 +199,8 @@ class Upstream:
 
     async def _send(self, method: str, path: str, headers: dict[str, str], json: Any,
                     params: Mapping[str, Any] | None) -> Any:
-        import httpx
+        with needs("bridge", "mcpkit.bridge.Upstream"):
+            import httpx
 
         client = self._client
         if client is None:

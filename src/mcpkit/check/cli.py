@@ -129,6 +129,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     target = _target(args.target)
+    if isinstance(target, str):  # a URL: the client's HTTP transport
+        from .._extras import MissingExtra, require
+
+        try:
+            require(("a URL target", "client"))
+        except MissingExtra as exc:
+            return _fail(str(exc))
     transport = "auto"
     if args.sse:
         if not isinstance(target, str):

@@ -121,13 +121,13 @@ async def _unreachable(exc: BaseException, client: Any, kind: str, label: str) -
         return f"could not start the server: {text[len('cannot start '):]}"
     if kind in ("http", "sse"):
         cause = exc.__cause__
-        try:
+        from .._extras import needs
+
+        with needs("client", "mcpkit check of a URL"):  # the client reached the URL with it
             import httpx
 
-            if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
-                return f"could not connect to {label}: {cause}"
-        except ImportError:  # pragma: no cover - the HTTP client needs httpx
-            pass
+        if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
+            return f"could not connect to {label}: {cause}"
         return None
     proc = getattr(client.transport, "proc", None)
     if kind == "stdio" and proc is not None and not client.transport.stdout_noise:

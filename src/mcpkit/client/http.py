@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from .. import _json
+from .._extras import needs
 from ..protocol import revisions
 from .errors import ClientError, HttpRpcError
 from .transports import Deliver, Lost, Transport, is_jsonrpc
@@ -94,7 +95,8 @@ class _HttpBase(Transport):
 
     async def start(self, deliver: Deliver, lost: Lost) -> None:
         await super().start(deliver, lost)
-        import httpx
+        with needs("client", "mcpkit.Client over HTTP"):
+            import httpx
 
         limit = self.timeout
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=limit, write=limit, pool=limit))
@@ -218,7 +220,8 @@ class StreamableHttpTransport(_HttpBase):
         await self._post(data, message if isinstance(message, dict) else None, raw=True)
 
     async def _post(self, body: bytes, message: dict[str, Any] | None, raw: bool = False) -> None:
-        import httpx
+        with needs("client", "mcpkit.Client over HTTP"):
+            import httpx
 
         want = message.get("id") if message is not None and "method" in message else None
         try:
@@ -272,7 +275,8 @@ class StreamableHttpTransport(_HttpBase):
 
     async def _standalone(self) -> None:
         """HL-12: the GET stream for what the server sends outside any request."""
-        import httpx
+        with needs("client", "mcpkit.Client over HTTP"):
+            import httpx
 
         last_id: str | None = None
         failures = 0
@@ -333,7 +337,8 @@ class SseTransport(_HttpBase):
             raise ClientError(f"no endpoint event from {self.url} within {self.timeout} s") from None
 
     async def _listen(self, ready: asyncio.Future[str]) -> None:
-        import httpx
+        with needs("client", "mcpkit.Client over HTTP"):
+            import httpx
 
         error: ClientError | None = None
         try:
@@ -363,7 +368,8 @@ class SseTransport(_HttpBase):
         await self.send_raw(_json.dumps(message))
 
     async def send_raw(self, data: bytes) -> None:
-        import httpx
+        with needs("client", "mcpkit.Client over HTTP"):
+            import httpx
 
         if self.endpoint is None:
             raise ClientError("not connected: no endpoint yet")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._extras import needs
 from .errors import RpcError
 
 __all__ = ["traced"]
@@ -20,7 +21,8 @@ __all__ = ["traced"]
 async def traced(
     client: Any, method: str, params: dict[str, Any] | None, send: Callable[[dict[str, Any] | None], Awaitable[Any]],
 ) -> Any:
-    from opentelemetry import propagate, trace
+    with needs("otel", "mcpkit.Client(tracer_provider=...)"):
+        from opentelemetry import propagate, trace
 
     tracer = trace.get_tracer("mcpkit", tracer_provider=client.tracer_provider)
     attributes: dict[str, Any] = {"mcp.method.name": method, "mcp.protocol.version": client.requested_version}

@@ -226,6 +226,7 @@ class MemoryTransport(Transport):
         await super().start(deliver, lost)
         from ..server.session import ServerSession
 
+        self.server.check_environment()  # served in-process as on a wire: the environment is checked alike
         self._loop = asyncio.get_running_loop()
         self.session = ServerSession(self.server, self._from_server, self._loop, inline_sync=False)
 

@@ -53,9 +53,11 @@ def _port(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .._extras import require
     from ..cli import _policy_env, _policy_flags_apply
     from ..targets import resolve
 
+    require(("mcpkit dev", "http"), *([("--reload", "reload")] if args.reload else []))
     target = resolve(args.target)
     if target.loadable() is None:
         raise SystemExit(f"mcpkit: dev serves an mcpkit server (a .py file or package.module:ATTR); for "
@@ -67,11 +69,12 @@ def _run(args: argparse.Namespace) -> int:
     server = target.load()
     _policy_flags_apply(server, args)  # --read-only and --root refused where they change nothing, as by serve
     from ..startup import announce, startup_line
+    from ..switches import read
     from ..transports.serve import serve_http
     from .app import DevApp
 
     mcp_app = server.http_app()
-    app = DevApp(server, mcp_app, reload=bool(os.environ.get("MCPKIT_DEV_RELOADING")))
+    app = DevApp(server, mcp_app, reload=read("MCPKIT_DEV_RELOADING", default=False))
 
     def ready(base: str) -> None:
         announce(startup_line(server, "http", base + mcp_app.path))
@@ -87,10 +90,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _reload(args: argparse.Namespace, target: Any, port: int) -> int:
-    try:
+    from .._extras import needs
+
+    with needs("reload", "dev --reload"):
         import watchfiles
-    except ModuleNotFoundError:
-        raise SystemExit("mcpkit: dev --reload needs watchfiles: pip install 'mcpkit[reload]'") from None
     if port == 0:
         from ..transports.serve import bind
 

@@ -39,10 +39,10 @@ class PrometheusMetrics:
     """Counts and times every request of the server it observes."""
 
     def __init__(self) -> None:
-        try:
+        from .._extras import needs
+
+        with needs("metrics", "PrometheusMetrics (--metrics)"):
             from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-        except ImportError:
-            raise ImportError("--metrics needs the prometheus-client package: pip install 'mcpkit[metrics]'") from None
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("mcp_server_requests", "MCP requests answered, by method, tool and outcome.",
                                 ["method", "tool", "outcome"], registry=self.registry)
@@ -60,7 +60,8 @@ class PrometheusMetrics:
 
         class _Bridges:  # read at scrape time: bridge state is whatever it is now
             def collect(inner) -> Iterator[Any]:  # noqa: N805 - a collector protocol method
-                from prometheus_client.core import GaugeMetricFamily
+                with needs("metrics", "PrometheusMetrics (--metrics)"):
+                    from prometheus_client.core import GaugeMetricFamily
 
                 family = GaugeMetricFamily("mcp_server_bridge_up", "1 while the bridge is up, else 0.",
                                            labels=["bridge"])
@@ -94,7 +95,10 @@ class PrometheusMetrics:
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
-        from prometheus_client import generate_latest
+        from .._extras import needs
+
+        with needs("metrics", "PrometheusMetrics (--metrics)"):
+            from prometheus_client import generate_latest
 
         return bytes(generate_latest(self.registry))
 

@@ -51,11 +51,10 @@ class OpenTelemetry:
     SDK or auto-instrumentation configured)."""
 
     def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None) -> None:
-        try:
+        from .._extras import needs
+
+        with needs("otel", "OpenTelemetry"):
             from opentelemetry import context, metrics, propagate, trace
-        except ImportError:
-            raise ImportError("OpenTelemetry needs the opentelemetry-api package: pip install 'mcpkit[otel]'") \
-                from None
         self._context = context
         self._propagate = propagate
         self._trace = trace

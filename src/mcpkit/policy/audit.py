@@ -512,20 +512,19 @@ class AuditLog:
         ``MCPKIT_AUDIT_BACKUPS``, ``MCPKIT_AUDIT_MAX_ARGUMENT_BYTES``, ``MCPKIT_AUDIT_KEEP_RECENT``
         (seconds) and ``MCPKIT_AUDIT_MAX_BACKUPS``; ``None`` when neither the environment nor
         ``default_path`` names a file. ``options`` go to the constructor."""
+        from ..switches import read
+
         env = os.environ if environ is None else environ
-        path = env.get("MCPKIT_AUDIT_LOG") or default_path
+        path = read("MCPKIT_AUDIT_LOG", env) or default_path
         if not path:
             return None
         for name, option in (("MCPKIT_AUDIT_MAX_BYTES", "max_bytes"), ("MCPKIT_AUDIT_BACKUPS", "backups"),
                              ("MCPKIT_AUDIT_MAX_ARGUMENT_BYTES", "max_argument_bytes"),
                              ("MCPKIT_AUDIT_KEEP_RECENT", "keep_recent"),
                              ("MCPKIT_AUDIT_MAX_BACKUPS", "max_backups")):
-            raw = env.get(name, "").strip()
-            if raw:
-                try:
-                    options[option] = int(raw.replace("_", ""))
-                except ValueError:
-                    raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
+            value = read(name, env)
+            if value is not None:
+                options[option] = value
         return cls(path, **options)
 
 

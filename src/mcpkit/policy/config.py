@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..server.session import caller_of
-from .gates import Gates, env_flag
+from ..switches import read
+from .gates import Gates
 
 __all__ = ["Policy", "ToolOptions", "INHERIT"]
 
@@ -76,17 +77,6 @@ class ToolOptions:
         return cls(**given, requires=bridges)
 
 
-def _env_int(environ: Mapping[str, str], name: str, default: int | None) -> int | None:
-    raw = environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not an integer") from None
-    return None if value <= 0 else value
-
-
 @dataclass(frozen=True)
 class Policy:
     """What the server enforces on every tool call (TL-11). Anything left None is off.
@@ -145,37 +135,26 @@ class Policy:
         from .sandbox import Sandbox
 
         env = os.environ if environ is None else environ
-        if root is None and env.get("MCPKIT_ROOT"):
-            root = [p for p in env["MCPKIT_ROOT"].split(os.pathsep) if p]
+        if root is None:
+            root = read("MCPKIT_ROOT", env) or None
         sandbox = Sandbox(root if root is None or isinstance(root, list) else [root])
         audit_log = None
         if audit is True:
             audit_log = _default_audit(env, sandbox)
         elif audit not in (None, False):
             audit_log = audit
-        rate = env.get("MCPKIT_RATE_LIMIT", rate_limit)
+        rate = read("MCPKIT_RATE_LIMIT", env, rate_limit)  # the variable's off/none/0 read as None
         limiter = None if rate in (None, False, "off", "none", "0") else RateLimiter(rate)
         defaults = Limits()
-        timeout_raw = env.get("MCPKIT_TOOL_TIMEOUT")
-        timeout = defaults.timeout
-        if timeout_raw:
-            try:
-                timeout = float(timeout_raw)
-            except ValueError:
-                raise ValueError(f"MCPKIT_TOOL_TIMEOUT={timeout_raw!r} is not a number of seconds") from None
-            if timeout < 0 or timeout != timeout or timeout == float("inf"):  # -1, nan, inf: a mistake
-                raise ValueError(f"MCPKIT_TOOL_TIMEOUT={timeout_raw!r}: give a positive number of seconds, "
-                                 "or 0 for no timeout")
-            timeout = None if timeout == 0 else timeout
         limits = Limits(
-            max_argument_bytes=_env_int(env, "MCPKIT_MAX_ARGUMENT_BYTES", defaults.max_argument_bytes),
-            max_result_bytes=_env_int(env, "MCPKIT_MAX_RESULT_BYTES", defaults.max_result_bytes),
-            timeout=timeout,
+            max_argument_bytes=read("MCPKIT_MAX_ARGUMENT_BYTES", env, defaults.max_argument_bytes),
+            max_result_bytes=read("MCPKIT_MAX_RESULT_BYTES", env, defaults.max_result_bytes),
+            timeout=read("MCPKIT_TOOL_TIMEOUT", env, defaults.timeout),
             sanitize=True,
         )
         return cls(
             gates=Gates.from_env(env, prefix=env_prefix, names=gate_switches, **gates),
-            contract=contract or env_flag("MCPKIT_CONTRACT", False, env),
+            contract=contract or read("MCPKIT_CONTRACT", env, False),
             audit=audit_log,
             rate_limiter=limiter,
             limits=limits,
@@ -193,7 +172,7 @@ def _default_audit(env: Mapping[str, str], sandbox: Any) -> Any:
     from .audit import AuditLog
 
     # buffered for at most a tenth of a second: the write leaves the tool call's path
-    path = env.get("MCPKIT_AUDIT_LOG")
+    path = read("MCPKIT_AUDIT_LOG", env)
     if path:
         return AuditLog.from_env(default_path=path, environ=env, flush_interval=0.1)
     try:

@@ -15,29 +15,14 @@ switch would permit the tool.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# a yes/no switch is read as every switch of the table is (mcpkit/switches.py): a typo is an error
+from ..switches import env_flag
+
 __all__ = ["Gates", "SWITCHES", "env_flag", "tool_kinds"]
-
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off", ""})
-
-
-def env_flag(name: str, default: bool = False, environ: Mapping[str, str] | None = None) -> bool:
-    """A boolean switch from the environment; a value that is neither yes nor no is an error
-    at start-up rather than a silent default (a typo must not open a gate)."""
-    raw = (os.environ if environ is None else environ).get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f"{name}={raw!r} is not a boolean: use 1/true/yes/on or 0/false/no/off")
 
 
 def tool_kinds(annotations: Mapping[str, Any] | None) -> tuple[bool, bool, bool]:

@@ -359,16 +359,10 @@ def _pool() -> _WorkerPool:
 
 
 def _new_pool() -> _WorkerPool:
-    raw = os.environ.get(_ENV_WORKERS, "").strip()
-    try:
-        size = int(raw) if raw else min(4, os.cpu_count() or 1)
-    except ValueError:
-        raise ValueError(f"{_ENV_WORKERS}={raw!r} is not a whole number of worker processes") from None
-    if size < 1:
-        raise ValueError(f"{_ENV_WORKERS} must be at least 1, not {size}")
-    method = os.environ.get(_ENV_START, "").strip() or ("fork" if os.name == "posix" else "spawn")
-    if method not in ("fork", "spawn", "forkserver"):
-        raise ValueError(f"{_ENV_START}={method!r}: use fork, spawn or forkserver")
+    from ..switches import read
+
+    size = read(_ENV_WORKERS, default=min(4, os.cpu_count() or 1))
+    method = read(_ENV_START, default="fork" if os.name == "posix" else "spawn")
     import atexit
     import multiprocessing.util  # noqa: F401 - its exit hook (joining children) is registered first
 

@@ -89,11 +89,9 @@ def _converts(tool: Any) -> bool:
 
 def resolve(value: Any) -> Any:
     """What ``Server(policy=...)`` means: True (or MCPKIT_POLICY=1 with None) is Policy.secure()."""
-    import os
+    from ..switches import read
 
-    from .gates import env_flag
-
-    if value is None and env_flag("MCPKIT_POLICY", False, os.environ):
+    if value is None and read("MCPKIT_POLICY", default=False):
         value = True
     if value is True:
         from .config import Policy

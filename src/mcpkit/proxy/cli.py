@@ -199,6 +199,14 @@ def run(args: argparse.Namespace) -> int:
     from .. import cli
 
     cli._refuse_misplaced(args)  # an HTTP option on stdio is refused, as by `mcpkit serve`
+    specs = _specs(args)
+    from .._extras import require
+
+    # every optional package the options and the upstreams need, named at once before any starts
+    needed = cli.needed_extras(args)
+    if any(spec.transport != "stdio" for spec in specs):
+        needed.append(("a URL upstream", "client"))
+    require(*needed)
     limits = cli._limits(args) if args.http is not None else None
     try:
         auth = cli._auth(args)
@@ -209,7 +217,6 @@ def run(args: argparse.Namespace) -> int:
         from ..transports.stdio import guard_stdout
 
         out_fd = guard_stdout()  # ST-02: nothing but protocol messages on stdout, from here on
-    specs = _specs(args)
     tool_policy = None
     if args.tool_policy:
         from .toolpolicy import ToolPolicy, ToolPolicyError

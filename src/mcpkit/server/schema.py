@@ -32,6 +32,8 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Annotated, Any, Callable, Literal, Union, get_args, get_origin
 
+from .._extras import needs
+
 __all__ = ["BindError", "InputSpec", "OutputSpec", "SchemaError", "checking_bind", "function_description",
            "input_spec", "output_spec", "type_schema"]
 
@@ -190,7 +192,8 @@ def _to_json(v: Any) -> Any:
     if isinstance(v, abc.Sequence):
         return [_to_json(x) for x in v]
     if "pydantic_core" in sys.modules:  # pydantic-only values (Url, SecretStr...), if loaded
-        from pydantic_core import to_jsonable_python
+        with needs("pydantic", "a pydantic value"):
+            from pydantic_core import to_jsonable_python
         return to_jsonable_python(v)
     raise TypeError(f"{t.__qualname__} is not JSON-serializable")
 
@@ -280,7 +283,8 @@ class _Builder:
             if issubclass(tp, cls):
                 return dict(schema)
         if hasattr(tp, "__get_pydantic_core_schema__"):  # pydantic-aware types (AnyUrl, ...)
-            from pydantic import TypeAdapter
+            with needs("pydantic", "a pydantic-aware type"):
+                from pydantic import TypeAdapter
             mode = "serialization" if self.output else "validation"
             return self.hoist(TypeAdapter(tp).json_schema(ref_template=_REF + "{model}", mode=mode))
         raise SchemaError(f"unsupported type {_name_of(tp)}")
@@ -561,7 +565,8 @@ def _loader(tp: Any, memo: dict, dump: bool = False) -> _Conv | None:
     if issubclass(tp, (bytes, bytearray)):
         return _b64 if tp is bytes else (lambda v: tp(_b64(v)))
     if not issubclass(tp, (bool, int, float, str)) and hasattr(tp, "__get_pydantic_core_schema__"):
-        from pydantic import TypeAdapter
+        with needs("pydantic", "a pydantic-aware type"):
+            from pydantic import TypeAdapter
         return TypeAdapter(tp).validate_python
     return None
 

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from ..protocol.errors import INVALID_PARAMS, McpError
 from ..protocol.meta import check_icons
 from ..protocol.revisions import Revision
+from ..switches import SwitchError
 from .dispatch import METHODS
 from .features import FEATURE_OF_KIND, FEATURES
 from .pipeline import as_middleware, policy_layer
@@ -211,10 +212,23 @@ class Server(Registrations):
 
     @policy.setter
     def policy(self, policy: Any) -> None:
-        if policy is None and os.environ.get("MCPKIT_POLICY", "").strip():
-            policy = policy_layer().resolve(None)  # MCPKIT_POLICY=1: Policy.secure()
-        elif policy is not None:
-            policy = policy_layer().resolve(policy)  # True: Policy.secure(); False: none
+        self._policy_error = None
+        try:
+            if policy is None and os.environ.get("MCPKIT_POLICY", "").strip():
+                policy = policy_layer().resolve(None)  # MCPKIT_POLICY=1: Policy.secure()
+            elif policy is not None:
+                policy = policy_layer().resolve(policy)  # True: Policy.secure(); False: none
+        except ValueError as exc:
+            if policy is not None and policy is not True:
+                raise
+            # the environment the secure policy reads is wrong (MCPKIT_TOOL_TIMEOUT=soon, a root
+            # that does not exist): a mistake of the environment, not of the code that built this
+            # Server, said in one line when serving starts (check_environment), where server.run()
+            # and mcpkit can exit with it; nothing serves without the policy meanwhile
+            if not isinstance(exc, SwitchError):
+                exc = SwitchError(str(exc)).with_traceback(exc.__traceback__)
+            self._policy_error = exc
+            policy = None
         self._policy = policy
         if policy is not None and policy.rate_limiter is not None and self.shared:
             # several processes: the buckets live in the shared store, so a limit is global
@@ -683,22 +697,44 @@ class Server(Registrations):
         options["allowed_origins"] = [*(options.get("allowed_origins") or ()), *cors]
         return _entry("mcpkit.transports.cors", "CorsMiddleware")(app_class(self, **options), cors)
 
+    def check_environment(self) -> None:
+        """Refuse to serve in an environment this server would not honour (docs/environment.md):
+        a policy the environment asked for that could not be built, an ``MCPKIT_*`` value that does
+        not parse, a policy switch on a server without a policy, a switch only the ``mcpkit``
+        command reads. A SwitchError of one line; every transport calls this as it starts."""
+        if self._policy_error is not None:
+            raise self._policy_error
+        from ..switches import check
+
+        check(server=self.name, policy=self._policy is not None)
+
     def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
         """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn).
 
-        HTTP binds to 127.0.0.1 unless told otherwise (HS-03).
+        HTTP binds to 127.0.0.1 unless told otherwise (HS-03). A mistake in the environment (a bad
+        ``MCPKIT_*`` value, a switch nothing here reads, an optional package not installed) is
+        one line on stderr and exit code 2, as under ``mcpkit serve``.
         """
+        from .._extras import MissingExtra
+
         startup_line = _entry("mcpkit.startup", "startup_line")
         announce = _entry("mcpkit.startup", "announce")  # stderr, in one write: stdout is the wire
-        if transport == "stdio":
-            announce(startup_line(self, "stdio"))
-            _entry("mcpkit.transports.stdio", "run_stdio")(self, **options)
-        elif transport == "http":
-            path = options.get("path", "/mcp")
-            options.setdefault("on_ready", lambda base: announce(startup_line(self, "http", base + path)))
-            _entry("mcpkit.transports.serve", "serve_http")(self, host=host, port=port, **options)
-        else:
-            raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+        try:
+            if transport == "stdio":
+                self.check_environment()  # before the start-up line, which would say it serves
+                announce(startup_line(self, "stdio"))
+                _entry("mcpkit.transports.stdio", "run_stdio")(self, **options)
+            elif transport == "http":
+                path = options.get("path", "/mcp")
+                options.setdefault("on_ready", lambda base: announce(startup_line(self, "http", base + path)))
+                _entry("mcpkit.transports.serve", "serve_http")(self, host=host, port=port, **options)
+            else:
+                raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+        except (SwitchError, MissingExtra) as exc:
+            import sys
+
+            print(f"mcpkit: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
 
 
 def _entry(module: str, name: str) -> Any:

@@ -8,7 +8,6 @@ names: unset (or ``memory``) keeps everything in this process; ``redis://host:po
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,11 +16,8 @@ __all__ = ["from_env"]
 
 def from_env(environ: Mapping[str, str] | None = None) -> Any:
     """The Stores bundle of ``MCPKIT_STORE`` (see the module docstring)."""
-    url = ((os.environ if environ is None else environ).get("MCPKIT_STORE") or "").strip()
+    from ..switches import read
     from .redis import Stores, from_url
 
-    if not url or url == "memory":
-        return Stores.memory()
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        return from_url(url)
-    raise ValueError(f"MCPKIT_STORE={url!r}: use 'memory' or a redis:// URL")
+    url = read("MCPKIT_STORE", environ, "memory")  # memory, or a redis URL (a bad value is refused)
+    return Stores.memory() if url == "memory" else from_url(url)

@@ -14,6 +14,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .._extras import needs
+
 __all__ = [
     "CONNECT_TIMEOUT",
     "SOCKET_TIMEOUT",
@@ -34,6 +36,8 @@ CONNECT_TIMEOUT = 1.5
 SOCKET_TIMEOUT = 2.0
 #: a connection idle this long is PINGed before it is used again (catches half-open sockets)
 HEALTH_CHECK_INTERVAL = 30
+#: what needs redis-py, as a missing one's line says
+_WHAT = "the Redis stores (MCPKIT_STORE=redis://)"
 
 
 class StoreUnavailable(RuntimeError):
@@ -46,13 +50,9 @@ class StoreUnavailable(RuntimeError):
 
 
 def require_redis() -> ModuleType:
-    """The ``redis`` package, or an ImportError that says how to install it."""
-    try:
+    """The ``redis`` package, or a MissingExtra that says how to install it."""
+    with needs("redis", _WHAT):
         import redis
-    except ImportError as exc:
-        raise ImportError(
-            "the Redis stores need the 'redis' package (redis-py >= 5): pip install 'mcpkit[redis]'"
-        ) from exc
     return redis
 
 
@@ -111,12 +111,14 @@ def sync_client(client_or_url: Any, what: str) -> tuple[Any, bool]:
     built from a URL (owned: ours to close), or the client given (not ours)."""
     redis = require_redis()
     if isinstance(client_or_url, str):
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
+        with needs("redis", _WHAT):
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
 
         url, cluster = cluster_url(client_or_url)
         if cluster:
-            from redis.cluster import RedisCluster
+            with needs("redis", _WHAT):
+                from redis.cluster import RedisCluster
 
             return RedisCluster.from_url(url, **_options(Retry, NoBackoff)), True
         return redis.Redis.from_url(url, **_options(Retry, NoBackoff)), True
@@ -130,13 +132,15 @@ def async_client(client_or_url: Any, what: str) -> tuple[Any, bool]:
     """Like :func:`sync_client`, for a ``redis.asyncio.Redis`` client."""
     require_redis()
     if isinstance(client_or_url, str):
-        import redis.asyncio
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
+        with needs("redis", _WHAT):
+            import redis.asyncio
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
 
         url, cluster = cluster_url(client_or_url)
         if cluster:
-            from redis.asyncio.cluster import RedisCluster
+            with needs("redis", _WHAT):
+                from redis.asyncio.cluster import RedisCluster
 
             return RedisCluster.from_url(url, **_options(Retry, NoBackoff)), True
         return redis.asyncio.Redis.from_url(url, **_options(Retry, NoBackoff)), True

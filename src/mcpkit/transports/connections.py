@@ -23,8 +23,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from .._extras import needs
+
+with needs("http", "serving HTTP"):
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = ["ConnectionLimits", "HeadLimitedConnection", "HeaderDeadlineH11"]
 

@@ -247,6 +247,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         card_name: str | None = None,
         metrics: Any = None,
     ) -> None:
+        server.check_environment()  # a bad MCPKIT_* value, or one nothing reads, stops it here
         self.server = server
         #: --metrics: a mcpkit.observe.PrometheusMetrics whose page GET /metrics serves
         self.metrics = None
@@ -393,7 +394,10 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         if not self.guard.host_allowed(host):
             await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
             return
-        from prometheus_client import CONTENT_TYPE_LATEST
+        from .._extras import needs
+
+        with needs("metrics", "--metrics"):
+            from prometheus_client import CONTENT_TYPE_LATEST
 
         body = self.metrics.render()  # type: ignore[union-attr]
         await send({"type": "http.response.start", "status": 200,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import socket
 import sys
 from collections.abc import Callable
@@ -75,22 +74,22 @@ def event_loop(choice: str | None = None) -> str:
 
     A value outside :data:`LOOPS`, or ``uvloop`` when it is not installed, is one line with the
     fix (SystemExit), before anything is served."""
-    where = "--loop" if choice is not None else "MCPKIT_LOOP"
-    value = choice if choice is not None else os.environ.get("MCPKIT_LOOP", "").strip() or "auto"
-    if value not in LOOPS:
-        raise SystemExit(f"mcpkit: {where}={value!r}: takes one of {', '.join(LOOPS)}")
+    from .. import switches
+    from .._extras import needs
+
+    value = choice if choice is not None else switches.read("MCPKIT_LOOP", default="auto")
     if value == "uvloop":
-        try:
+        with needs("fast", "--loop uvloop" if choice is not None else "MCPKIT_LOOP=uvloop"):
             import uvloop  # noqa: F401
-        except ImportError:
-            raise SystemExit(f"mcpkit: {where} uvloop needs uvloop, which is not installed: "
-                             "pip install 'mcpkit[fast]'") from None
     return value
 
 
 def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, **options: Any) -> Any:
     """A uvicorn Config with the connection limits (transports/connections.py) applied."""
-    import uvicorn
+    from .._extras import needs
+
+    with needs("http", "serving HTTP"):
+        import uvicorn
 
     from .connections import ConnectionLimits
 
@@ -117,10 +116,10 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
     :func:`bind` made already (a caller that must know the address is usable before it starts
     anything else), is served instead of binding ``host`` and ``port``; ``loop``, the event
     loop (:func:`event_loop`: ``auto``, ``asyncio`` or ``uvloop``; ``MCPKIT_LOOP`` without it)."""
-    try:
+    from .._extras import needs
+
+    with needs("http", "serving HTTP"):
         import uvicorn
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise SystemExit("mcpkit: serving HTTP needs uvicorn: pip install 'mcpkit[http]'") from None
     loop = event_loop(loop)
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -185,6 +185,7 @@ class StdioServer:
         """Run until the client is gone; must be called from the main thread for signal handling."""
         from ..server.session import ServerSession
 
+        self.server.check_environment()  # a bad MCPKIT_* value, or one nothing reads, stops it here
         session = ServerSession(self.server, self._write, inline_sync=True, loop_factory=self._get_loop)
         session.before_block = self._before_block
         session.task_binding = os.urandom(16).hex()  # TX-07: this connection's tasks are its own

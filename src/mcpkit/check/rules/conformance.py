@@ -18,7 +18,9 @@ SUITE_TIMEOUT = 900.0
 
 def runner_path() -> Path | None:
     """``$MCPKIT_CONFORMANCE``, or tools/conformance next to an mcpkit source checkout."""
-    configured = os.environ.get("MCPKIT_CONFORMANCE")
+    from ...switches import read
+
+    configured = read("MCPKIT_CONFORMANCE")
     candidates = [Path(configured)] if configured else []
     candidates.append(Path(__file__).resolve().parents[4] / "tools" / "conformance")
     return next((p for p in candidates if p.is_file() and os.access(p, os.X_OK)), None)

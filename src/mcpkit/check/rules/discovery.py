@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._extras import needs
 from ..context import CheckContext
 from ..model import Finding
 from ..registry import rule
@@ -30,7 +31,8 @@ _FIXES = {
     fixes=_FIXES,
 )
 async def check_server_card(ctx: CheckContext) -> list[Finding]:
-    import httpx
+    with needs("client", "mcpkit check of a URL"):
+        import httpx
 
     from ... import _json
     from ...transports.discovery import CARD_MEDIA_TYPE, validate_card

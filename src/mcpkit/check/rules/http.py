@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from ..._extras import needs
 from ...protocol import revisions
 from ..context import CheckContext
 from ..model import Finding
@@ -38,7 +39,8 @@ class Http:
     is not waited for)."""
 
     def __init__(self, ctx: CheckContext) -> None:
-        import httpx
+        with needs("client", "mcpkit check of a URL"):
+            import httpx
 
         self.url = str(ctx.options.target)
         self.base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
