@@ -52,6 +52,21 @@ async def test_read_only_hides_and_refuses_write_tools_and_audits_every_call(tmp
 
 
 @aio
+async def test_the_proxys_own_switches_stay_the_proxys(tmp_path: Path) -> None:
+    """MCPKIT_READ_ONLY=1 is the proxy's gate: its mcpkit upstream, which has no policy and would
+    refuse a policy switch, starts without it; an upstream's own env may still set one."""
+    async with Client([*PROXY, "--", *SERVE], env={"MCPKIT_READ_ONLY": "1"}) as client:
+        names = {t["name"] for t in await client.list_tools()}
+        assert "echo" in names and "test_simple_text" not in names
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"ref": {"command": PY, "args": ["-m", "mcpkit", "serve"],
+                                                         "env": {"MCPKIT_READ_ONLY": "1"}}}}))
+    done = subprocess.run([*PROXY, "--config", str(config)], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "MCPKIT_READ_ONLY" in done.stderr, done.stderr  # the upstream's own refusal
+
+
+@aio
 async def test_the_proxys_gate_messages_name_its_own_flags_not_the_servers_code() -> None:
     # they said "declare read_only=True or turn read-only mode off in the server's code" and
     # "(set in the server's code)": a proxy has no code of ours and the upstream's is not ours

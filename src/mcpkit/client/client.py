@@ -58,7 +58,7 @@ class Client:
         capabilities: dict[str, Any] | None = None,
         client_info: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
-        env: dict[str, str] | None = None,
+        env: dict[str, str | None] | None = None,
         cwd: str | None = None,
         timeout: float | None = 30.0,
         sampling_handler: Callable[[dict[str, Any]], Any] | None = None,

@@ -91,7 +91,7 @@ class StdioTransport(Transport):
 
     kind = "stdio"
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str | None] | None = None, cwd: str | None = None) -> None:
         super().__init__()
         if not argv:
             raise ValueError("an empty command line")
@@ -113,7 +113,8 @@ class StdioTransport(Transport):
 
     async def start(self, deliver: Deliver, lost: Lost) -> None:
         await super().start(deliver, lost)
-        env = {**os.environ, **self.env} if self.env is not None else None
+        # the server's environment is this process's with ``env`` on top; a None value unsets one
+        env = {k: v for k, v in {**os.environ, **self.env}.items() if v is not None} if self.env is not None else None
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -258,7 +259,7 @@ class MemoryTransport(Transport):
 
 
 def make_transport(
-    target: Any, transport: str, *, headers: dict[str, str] | None, env: dict[str, str] | None,
+    target: Any, transport: str, *, headers: dict[str, str] | None, env: dict[str, str | None] | None,
     cwd: str | None, timeout: float | None,
 ) -> Transport:
     """The transport ``Client(target, transport=...)`` uses: "auto" picks http for an http(s) URL,

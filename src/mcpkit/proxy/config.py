@@ -31,6 +31,17 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+def upstream_environment(own: dict[str, str] | None) -> dict[str, str | None]:
+    """What an upstream's process changes of the proxy's environment (``Client(env=...)``: None
+    unsets): the proxy's own ``MCPKIT_*`` switches are unset (its gates, audit, limits, store and
+    auth are the proxy's; an mcpkit upstream handed ``MCPKIT_READ_ONLY=1`` without a policy of its
+    own would refuse to start, docs/environment.md), and the upstream's own ``env`` is set, which
+    may name any of them."""
+    from ..switches import SWITCHES
+
+    return {**{k: None for k in os.environ if k in SWITCHES}, **(own or {})}
+
+
 class ConfigError(ValueError):
     """An unusable target or mcpServers file; the message says what to fix."""
 
@@ -49,8 +60,8 @@ class UpstreamSpec:
     def options(self) -> dict[str, Any]:
         """Keyword arguments for :class:`mcpkit.proxy.Upstream`."""
         out: dict[str, Any] = {"transport": self.transport}
-        if self.env:
-            out["env"] = {**os.environ, **self.env}
+        if not isinstance(self.target, str):  # a command: what its process starts with
+            out["env"] = upstream_environment(self.env)
         if self.cwd:
             out["cwd"] = self.cwd
         if self.headers:
