@@ -591,6 +591,18 @@ class ServerSession:
 
             fut.get_loop().call_soon_threadsafe(fail)
 
+    def fail_in_flight(self, error: McpError) -> None:
+        """A shutdown past its deadline: every request still running is answered with ``error``
+        now and its handler cancelled (what the handler returns later is dropped). Listen
+        streams are ended first, with their result (SB-05)."""
+        self.end_listens()
+        with self._lock:
+            for rid in [*self._tasks, *self._inline]:
+                if rid not in self._abandoned:  # cancelled by the client: never answered (CN-01)
+                    self.engine.respond_error(rid, error)
+        self.cancel_all()
+        self.flush()
+
     def cancel_all(self) -> None:
         with self._lock:
             futures = list(self._tasks.values())

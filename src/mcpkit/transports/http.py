@@ -12,6 +12,7 @@ requests and ends with the last response (HL-06, HL-07). Everything else (list_c
 resource updates) goes to the session's standalone GET stream (HL-12), each message on one
 stream only (HL-13). SSE events carry ids from an EventStore, so a client that lost a stream
 resumes it with ``Last-Event-ID`` (HL-14); a dropped connection is not a cancellation (HL-10).
+On shutdown the streams end without waiting for their clients (transports/http_drain.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import asyncio
 import logging
 import os
 import time
+import weakref
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -31,6 +33,7 @@ from ..protocol.jsonrpc import NO_ID, Invalid, classify
 from ..protocol.errors import McpError
 from .http_auth import AuthRoutes
 from .http_body import DEFAULT_BODY_TIMEOUT, DEFAULT_OFF_LOOP_BYTES, BodyReading
+from .http_drain import Draining
 from .http_guard import LOOPBACK_HOSTS, HostGuard, repeated_header
 from .http_media import acceptable, is_json_content_type
 from .http_quotas import QuotaExceeded, SessionQuotas
@@ -38,6 +41,7 @@ from .http_sessions import SessionTable
 from .http_streams import _END, _HttpSession, _Stream
 from .http_modern import check_headers, modern_version, status_for
 from .mount import public_path, route_path
+from . import SHUTDOWN_TIMEOUT
 from ..stores.memory import MemoryEventStore
 
 if TYPE_CHECKING:
@@ -78,7 +82,7 @@ async def _watch_disconnect(receive: Any, gone: asyncio.Event, wake: asyncio.Eve
     wake.set()
 
 
-class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
+class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
     """The ASGI application. Build it with ``server.http_app(...)``."""
 
     def __init__(
@@ -106,8 +110,13 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         server_card: bool = True,
         card_name: str | None = None,
         metrics: Any = None,
+        shutdown_timeout: float = SHUTDOWN_TIMEOUT,
     ) -> None:
         self.server = server
+        #: on shutdown, seconds requests in flight get before they are answered with an error
+        #: (transports/http_drain.py); the standalone streams end at once
+        self.shutdown_timeout = shutdown_timeout
+        self._passing: weakref.WeakSet[_HttpSession] = weakref.WeakSet()
         #: --metrics: a mcpkit.observe.PrometheusMetrics whose page GET /metrics serves
         self.metrics = None
         if metrics:
@@ -186,18 +195,27 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         kind = scope["type"]
         if kind == "http":
             loop = self.loop = asyncio.get_running_loop()  # the app may outlive a loop (tests)
-            if self._sweeper_loop is not loop and not self.stateless:
-                self._sweeper_loop = loop
-                loop.call_later(self._sweep_every, self._periodic_sweep, loop)
+            if self._sweeper_loop is not loop:
+                self._start(loop)
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """First use on ``loop``: sweep idle sessions on it, and learn of its server's shutdown."""
+        self._sweeper_loop = loop
+        self._closed = False
+        if not self.stateless:
+            loop.call_later(self._sweep_every, self._periodic_sweep, loop)
+        self._started(loop)
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.loop = asyncio.get_running_loop()
+                if self._sweeper_loop is not self.loop:
+                    self._start(self.loop)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close_all()
@@ -206,10 +224,11 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
 
     def close_all(self) -> None:
         self._closed = True
-        for hs in list(self.sessions.values()) + list(self.legacy.values()):
+        for hs in list(self.sessions.values()) + list(self.legacy.values()) + list(self._passing):
             hs.close()
         self.sessions.clear()
         self.legacy.clear()
+        self._flush_audit()
 
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         raw = scope["headers"]
@@ -263,6 +282,11 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
     async def _route(
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes], path: str, method: str
     ) -> None:
+        if self._drain_started is not None and (method == "GET" or self._expired):
+            # shutting down: no new stream (nor, past the deadline, any request) is taken here
+            await self._plain(send, 503, _error_body(INVALID_REQUEST, "The server is shutting down; connect again."),
+                              headers, [(b"retry-after", b"1")])
+            return
         if path.rstrip("/") == self.path or path == self.path:
             if method == "POST":
                 await self._post(scope, receive, send, headers)

@@ -83,12 +83,17 @@ _tag_counter = itertools.count(1)
 class _HttpSession:
     """One Mcp-Session-Id: a ServerSession and the streams its messages go to."""
 
+    #: shutting down (transports/http_drain.py): a legacy stream ends once nothing is in flight
+    end_when_idle = False
+
     def __init__(self, app: McpHttpApp, session_id: str | None) -> None:
         self.id = session_id
         self.app = app
         self.loop = app.loop
         self.session = ServerSession(app.server, self._send, self.loop, inline_sync=False)
         self.session.on_cancelled = self._cancelled
+        if session_id is None:
+            app._passing.add(self)  # a shutdown's deadline finds it there
         # fair turns at the worker threads (server/workers.py): a session is one client unless
         # auth names its principal (http_auth._bind) or it has no id (then its address does)
         self.session.worker_key = session_id
@@ -160,10 +165,20 @@ class _HttpSession:
                 stream.pending.discard(rid)
             if m.answers and not stream.pending:
                 stream.push(_END)
+        if self.end_when_idle and not self.session.engine.in_flight_count:
+            self.end_standalone()
 
     def _cancelled(self, request_id: Any) -> None:
         """The client cancelled a request (called after what it said before, in order)."""
         self._send([_Unanswered(request_id)])  # type: ignore[list-item]
+
+    def end_standalone(self) -> None:
+        """Shutting down: end the GET stream, or the legacy stream once nothing is in flight
+        (its answers ride it)."""
+        legacy = self.id is not None and self.app.legacy.get(self.id) is self
+        self.end_when_idle = legacy and self.session.engine.in_flight_count > 0
+        if not self.end_when_idle and self.get_stream is not None:
+            self.get_stream.push(_END)
 
     def open_stream(self, ids: list[Any], json_mode: bool) -> _Stream:
         stream = _Stream(self.next_stream_id(), set(ids), json_mode=json_mode)
@@ -179,6 +194,8 @@ class _HttpSession:
         if self.closed:
             return
         self.closed = True
+        if self.id is None:
+            self.app._passing.discard(self)
         self.session.close()
         # the ServerSession holds our bound method: break the cycle so memory is freed at once,
         # not at the next full garbage collection (sessions abandoned by the thousand)
