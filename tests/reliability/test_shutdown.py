@@ -242,9 +242,13 @@ def test_a_second_ctrl_c_ends_a_call_at_once(probe, markers):
 
 @pytest.mark.req("LC-09")
 @pytest.mark.parametrize("sig", SIGNALS)
-def test_stdio_a_call_past_the_deadline_is_cancelled_and_the_server_exits_0(markers, monkeypatch, sig):
+@pytest.mark.parametrize("command", ["serve", "proxy"])
+def test_stdio_a_call_past_the_deadline_is_cancelled_and_the_server_exits_0(markers, monkeypatch, command, sig):
     monkeypatch.setenv("CANCEL_PROBE_DIR", str(markers.dir))
-    server = ServerProcess(mcpkit_command("serve", PROBE, "--shutdown-timeout", "1"))
+    if command == "proxy":
+        server = ServerProcess(mcpkit_command("proxy", *proxy_args("--shutdown-timeout", "1")))
+    else:
+        server = ServerProcess(mcpkit_command("serve", PROBE, "--shutdown-timeout", "1"))
     try:
         server.initialize()
         tag = new_tag("stdio-past")
