@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .targets import load_server
+from .transports import SHUTDOWN_TIMEOUT
 
 __all__ = ["main", "load_server"]
 
@@ -104,7 +105,7 @@ def _auth(args: argparse.Namespace, *, warn: bool = True) -> Any:
 
 #: serve options that only mean something over HTTP, with their "not given" value
 _HTTP_ONLY = {"json": False, "stateless": False, "allow_host": None, "allow_origin": None, "cors_origin": None,
-              "max_sessions": None, "workers": None, "shutdown_timeout": 30.0, "session_idle_timeout": None,
+              "max_sessions": None, "workers": None, "session_idle_timeout": None,
               "root_path": None, "metrics": False, "loop": None,
               "header_timeout": None, "keep_alive_timeout": None, "max_connections": None, "max_header_bytes": None}
 
@@ -180,7 +181,7 @@ def _serve(args: argparse.Namespace) -> int:
         # goes to stderr
         out_fd = guard_stdout()
         server = _observed(target.load(), args)
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"drain_timeout": args.shutdown_timeout}
         if args.max_message_bytes:
             options["max_message_bytes"] = args.max_message_bytes
         _announce(startup_line(server, "stdio"), args)
@@ -203,7 +204,7 @@ def _serve(args: argparse.Namespace) -> int:
     def ready(base: str) -> None:
         _announce(startup_line(server, "http", base + path), args)
 
-    serve_http(server, host=host, port=port, timeout_graceful_shutdown=_shutdown_timeout(args), app=app,
+    serve_http(server, host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout, app=app,
                on_ready=ready, limits=limits, loop=args.loop)
     return 0
 
@@ -213,10 +214,6 @@ def app_path(app: Any) -> str:
     while not hasattr(app, "path") and hasattr(app, "app"):
         app = app.app
     return getattr(app, "path", "/mcp")
-
-
-def _shutdown_timeout(args: argparse.Namespace) -> float:
-    return 30.0 if args.shutdown_timeout is None else args.shutdown_timeout
 
 
 def _limits(args: argparse.Namespace) -> Any:
@@ -277,7 +274,8 @@ def _observed(server: Any, args: argparse.Namespace) -> Any:
 
 
 def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
-    http_options: dict[str, Any] = {"json_response": args.json, "stateless": args.stateless}
+    http_options: dict[str, Any] = {"json_response": args.json, "stateless": args.stateless,
+                                    "shutdown_timeout": args.shutdown_timeout}
     if args.allow_host:
         http_options["allowed_hosts"] = args.allow_host
     if args.allow_origin:
@@ -322,7 +320,7 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
     from .transports.serve import bind, uvicorn_config
 
     config = uvicorn_config("mcpkit.cli:worker_app", _limits(args), factory=True, host=host, port=port,
-                            workers=args.workers, timeout_graceful_shutdown=_shutdown_timeout(args), loop=args.loop)
+                            workers=args.workers, shutdown_timeout=args.shutdown_timeout, loop=args.loop)
     # bound as by one process (a taken port or another machine's address is one line with the
     # fix); the workers accept from it, and inherit its TCP_NODELAY on Linux (no answer waits
     # ~40 ms for a delayed ACK)
@@ -514,8 +512,9 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
                         help="most connections served at once; past it requests get 503 (default 1000)")
     limits.add_argument("--max-header-bytes", type=int, default=None, metavar="BYTES",
                         help="largest request head accepted (default 65536)")
-    serve.add_argument("--shutdown-timeout", type=_seconds_or_zero, default=30.0, metavar="SECONDS",
-                       help="HTTP: on SIGTERM, how long requests in flight may take to finish (default 30)")
+    serve.add_argument("--shutdown-timeout", type=_seconds_or_zero, default=SHUTDOWN_TIMEOUT, metavar="SECONDS",
+                       help="on SIGTERM or Ctrl-C (and on stdio at the end of input), how long requests in flight "
+                       "may take to finish before they are cancelled; open SSE streams end at once (default 5)")
     serve.add_argument("--session-idle-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
                        help="HTTP: end sessions idle this long (default 1800)")
     serve.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default=None,

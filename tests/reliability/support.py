@@ -4,6 +4,7 @@ client, and readings from /proc (Linux)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import socket
@@ -25,6 +26,7 @@ REVISION = "2025-11-25"
 MODERN = "2026-07-28"
 BOTH = "application/json, text/event-stream"
 STEP = 10.0  # bound on any single wait: a hang guard, never a performance assertion
+CANCEL_WITHIN = 5.0  # hang guard: a cancelled handler's finally runs within this
 MiB = 1024 * 1024
 
 
@@ -63,6 +65,31 @@ def has_traceback(text: str) -> bool:
     return "Traceback" in text
 
 
+# ----------------------------------------------------------------------------- the probe's markers
+
+_tags = itertools.count(1)
+
+
+def new_tag(prefix: str) -> str:
+    return f"{prefix}-{next(_tags)}"
+
+
+class Markers:
+    """The marker files of the probe's tools (servers/cancel_probe.py), in one directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+
+    def read(self, tag: str, suffix: str) -> str | None:
+        path = self.dir / f"{tag}.{suffix}"
+        return path.read_text() if path.exists() else None
+
+    def wait(self, tag: str, suffix: str, timeout: float = CANCEL_WITHIN) -> str:
+        found = wait_for(lambda: self.read(tag, suffix) is not None, timeout)
+        assert found, f"no {tag}.{suffix} within {timeout} s (markers: {sorted(os.listdir(self.dir))})"
+        return self.read(tag, suffix)  # type: ignore[return-value]
+
+
 def assert_jsonrpc(message: Any) -> None:
     """One message the server sent: a JSON-RPC 2.0 request, notification or response (BP-01, BP-07)."""
     assert isinstance(message, dict), message
@@ -82,13 +109,17 @@ def assert_jsonrpc(message: Any) -> None:
 
 
 class HttpServer:
-    """``mcpkit serve [TARGET] --http 127.0.0.1:PORT [ARGS]`` on a free port, stderr to a file."""
+    """``mcpkit serve [TARGET] --http 127.0.0.1:PORT [ARGS]`` on a free port, stderr to a file;
+    ``command`` ``proxy`` (``mcpkit proxy --http ... ARGS``, the upstream after ``--`` in ARGS)
+    or ``dev`` (``mcpkit dev [TARGET] --port PORT ARGS``) instead."""
 
-    def __init__(self, *args: str, target: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, target: str | None = None, env: dict[str, str] | None = None,
+                 command: str = "serve") -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self._errlog = tempfile.TemporaryFile()
-        argv = mcpkit_command("serve", *([target] if target else []), "--http", f"127.0.0.1:{self.port}", *args)
+        where = ["--port", str(self.port)] if command == "dev" else ["--http", f"127.0.0.1:{self.port}"]
+        argv = mcpkit_command(command, *([target] if target else []), *where, *args)
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._errlog,
             env={**os.environ, **(env or {})},

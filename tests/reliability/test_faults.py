@@ -10,7 +10,6 @@ performance bound.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
 import signal
@@ -18,7 +17,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,44 +27,23 @@ from mcpkit.client.errors import ClientError
 from tests.conftest import mcpkit_command
 from tests.reliability.support import (
     BOTH,
+    CANCEL_WITHIN,
     MODERN,
     PROBE,
     REVISION,
     STEP,
     HttpClient,
     HttpServer,
+    Markers,
     assert_healthy,
     has_traceback,
     http_request,
+    new_tag,
     tool_call,
-    wait_for,
 )
 from tests.test_stdio import ServerProcess, serve  # noqa: F401  (serve: a fixture)
 
 pytestmark = pytest.mark.reliability
-
-CANCEL_WITHIN = 5.0  # hang guard: a cancelled handler's finally runs within this
-_tags = itertools.count(1)
-
-
-def new_tag(prefix: str) -> str:
-    return f"{prefix}-{next(_tags)}"
-
-
-class Markers:
-    """The marker files of the probe's tools, in one directory."""
-
-    def __init__(self, directory: Path) -> None:
-        self.dir = directory
-
-    def read(self, tag: str, suffix: str) -> str | None:
-        path = self.dir / f"{tag}.{suffix}"
-        return path.read_text() if path.exists() else None
-
-    def wait(self, tag: str, suffix: str, timeout: float = CANCEL_WITHIN) -> str:
-        found = wait_for(lambda: self.read(tag, suffix) is not None, timeout)
-        assert found, f"no {tag}.{suffix} within {timeout} s (markers: {sorted(os.listdir(self.dir))})"
-        return self.read(tag, suffix)  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")

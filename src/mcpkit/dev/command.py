@@ -120,6 +120,11 @@ def _reload(args: argparse.Namespace, target: Any, port: int) -> int:
         names = sorted({os.path.relpath(path, watched) for _, path in changes})
         print(f"mcpkit dev: {', '.join(names)} changed; restarting", file=sys.stderr, flush=True)
 
-    watchfiles.run_process(watched, target=shlex.join(command), target_type="command",
-                           watch_filter=watchfiles.PythonFilter(), callback=restarted)
+    try:
+        watchfiles.run_process(watched, target=shlex.join(command), target_type="command",
+                               watch_filter=watchfiles.PythonFilter(), callback=restarted)
+    except KeyboardInterrupt:
+        # Ctrl-C, or SIGTERM (which watchfiles turns into one): the way to stop, once the server
+        # was stopped (run_process's finally); it may arrive outside the watch, which swallows it
+        pass
     return 0

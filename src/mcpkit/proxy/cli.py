@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
         if args.http is None:
             from ..transports.stdio import run_stdio
 
-            options: dict[str, Any] = {}
+            options: dict[str, Any] = {"drain_timeout": args.shutdown_timeout}
             if args.max_message_bytes:
                 options["max_message_bytes"] = args.max_message_bytes
             run_stdio(server, out_fd=out_fd, **options)

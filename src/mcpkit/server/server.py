@@ -685,8 +685,10 @@ class Server(Registrations):
         ``off_loop_bytes``, ``max_sessions``, ``max_sessions_per_client``, ``session_idle_timeout``,
         ``event_store``, ``legacy_sse``, ``cors_origins`` (browser pages that may call it:
         transports/cors.py), ``server_card`` (default on: the SEP-2127 Server Card at ``<path>/server-card`` and the
-        catalog at ``/.well-known/mcp/catalog.json``) and ``card_name`` (its reverse-DNS name).
-        Mounted under a prefix (``Mount("/api", app)``) it serves ``/api/mcp`` (transports/mount.py).
+        catalog at ``/.well-known/mcp/catalog.json``), ``card_name`` (its reverse-DNS name) and
+        ``shutdown_timeout`` (seconds requests in flight get when the server shuts down; its
+        open streams end at once: transports/http_drain.py). Mounted under a prefix
+        (``Mount("/api", app)``) it serves ``/api/mcp`` (transports/mount.py).
         """
         app_class = _entry("mcpkit.transports.http", "McpHttpApp")
         cors = options.pop("cors_origins", None)

@@ -190,6 +190,10 @@ class ServerSession:
         self.on_request_done: Callable[[], None] | None = None
         #: called by a handler about to block waiting for the client (the stdio reader hands off)
         self.before_block: Callable[[], None] | None = None
+        #: called with the id of a request the client cancelled: no answer goes out for it
+        #: (CN-01), so a transport that waits for one (an HTTP POST's stream) must stop waiting.
+        #: Called under the lock, after ``send`` was given what was queued before
+        self.on_cancelled: Callable[[Any], None] | None = None
         #: the transport's session id (Mcp-Session-Id over HTTP), for telemetry
         self.session_id: str | None = None
         #: request id -> the observer's state of it, while server.observer is set (mcpkit.observe)
@@ -458,6 +462,10 @@ class ServerSession:
             ctx.cancelled.set()
         if fut is not None:
             self._cancel_future(fut)
+        if self.on_cancelled is not None:
+            with self._lock:
+                self.flush()  # what the request said before its cancellation goes out first
+                self.on_cancelled(ev.request_id)
 
     # ------------------------------------------------------------------ server -> client
 
@@ -602,6 +610,18 @@ class ServerSession:
                     fut.set_exception(error)
 
             fut.get_loop().call_soon_threadsafe(fail)
+
+    def fail_in_flight(self, error: McpError) -> None:
+        """A shutdown past its deadline: every request still running is answered with ``error``
+        now and its handler cancelled (what the handler returns later is dropped). Listen
+        streams are ended first, with their result (SB-05)."""
+        self.end_listens()
+        with self._lock:
+            for rid in [*self._tasks, *self._inline]:
+                if rid not in self._abandoned:  # cancelled by the client: never answered (CN-01)
+                    self.engine.respond_error(rid, error)
+        self.cancel_all()
+        self.flush()
 
     def cancel_all(self) -> None:
         with self._lock:

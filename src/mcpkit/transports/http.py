@@ -5,22 +5,23 @@ Defaults protect: Host and Origin are checked against an allow-list (loopback un
 otherwise, HS-01/HS-02, DNS rebinding), bodies are capped (413), sessions are capped in number
 and evicted when idle, and error bodies never carry stack traces.
 
-Routing. Every message the engine emits names the client request it belongs to
-(``Outgoing.related``). A POST that carries requests gets a *stream* for them: an SSE
+Routing (transports/http_streams.py). Every message the engine emits names the client request
+it belongs to (``Outgoing.related``). A POST that carries requests gets a *stream* for them: an SSE
 response (or one JSON body in JSON mode) that receives exactly the messages related to its
 requests and ends with the last response (HL-06, HL-07). Everything else (list_changed,
 resource updates) goes to the session's standalone GET stream (HL-12), each message on one
 stream only (HL-13). SSE events carry ids from an EventStore, so a client that lost a stream
 resumes it with ``Last-Event-ID`` (HL-14); a dropped connection is not a cancellation (HL-10).
+On shutdown the streams end without waiting for their clients (transports/http_drain.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import os
 import time
+import weakref
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -30,15 +31,17 @@ from ..protocol import revisions
 from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
 from ..protocol.jsonrpc import NO_ID, Invalid, classify
 from ..protocol.errors import McpError
-from ..server.session import ServerSession, on_loop_thread
 from .http_auth import AuthRoutes
 from .http_body import DEFAULT_BODY_TIMEOUT, DEFAULT_OFF_LOOP_BYTES, BodyReading
+from .http_drain import Draining
 from .http_guard import LOOPBACK_HOSTS, HostGuard, repeated_header
 from .http_media import acceptable, is_json_content_type
 from .http_quotas import QuotaExceeded, SessionQuotas
 from .http_sessions import SessionTable
+from .http_streams import _END, _HttpSession, _Stream
 from .http_modern import check_headers, modern_version, status_for
 from .mount import public_path, route_path
+from . import SHUTDOWN_TIMEOUT
 from ..stores.memory import MemoryEventStore
 
 if TYPE_CHECKING:
@@ -55,7 +58,6 @@ _SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),  # HM-07: proxies must not buffer the stream
 ]
 _JSON = (b"content-type", b"application/json")
-_END = None
 #: seconds a stream's events stay resumable after it was delivered to its end (HL-14): behind a
 #: reverse proxy the server cannot tell that the proxy, not the client, read the end
 RESUME_GRACE = 30.0
@@ -80,145 +82,7 @@ async def _watch_disconnect(receive: Any, gone: asyncio.Event, wake: asyncio.Eve
     wake.set()
 
 
-def _drop(messages: Any) -> None:
-    """The send of an ended session: nothing goes anywhere any more."""
-
-
-class _Stream:
-    """A logical SSE stream (or JSON body): the messages for some requests, or the GET stream."""
-
-    __slots__ = ("id", "pending", "queue", "writer", "json", "frames", "done", "standalone", "draining")
-
-    def __init__(self, stream_id: str, pending: set[Any], *, json_mode: bool, standalone: bool = False) -> None:
-        self.id = stream_id
-        self.pending = pending
-        self.standalone = standalone
-        self.json = json_mode
-        self.queue: deque[Any] = deque()
-        self.writer: asyncio.Event | None = None  # set to wake the connection writing this stream
-        self.frames: list[bytes] = []  # JSON mode: the responses collected
-        self.done: asyncio.Future[None] | None = None
-        self.draining = False  # shared stores: its reader left, its events go to the store alone
-
-    def push(self, item: Any) -> None:
-        if self.json:
-            if item is not _END:
-                self.frames.append(item)
-            elif self.done is not None and not self.done.done():
-                self.done.set_result(None)
-            return
-        self.queue.append(item)
-        if self.standalone and len(self.queue) > 1000:
-            self.queue.popleft()  # nobody is reading the GET stream: keep memory flat
-        if self.writer is not None:
-            self.writer.set()
-
-
-#: stream ids of this process's copies of sessions: a random prefix per process, then a count
-_PROCESS_TAG = os.urandom(4).hex()
-_tag_counter = itertools.count(1)
-
-
-class _HttpSession:
-    """One Mcp-Session-Id: a ServerSession and the streams its messages go to."""
-
-    def __init__(self, app: McpHttpApp, session_id: str | None) -> None:
-        self.id = session_id
-        self.app = app
-        self.loop = app.loop
-        self.session = ServerSession(app.server, self._send, self.loop, inline_sync=False)
-        # fair turns at the worker threads (server/workers.py): a session is one client unless
-        # auth names its principal (http_auth._bind) or it has no id (then its address does)
-        self.session.worker_key = session_id
-        self.session.task_binding = session_id  # TX-07; None: sessionless, the principal alone
-        self.session.session_id = session_id
-        self.by_request: dict[Any, _Stream] = {}
-        self.get_stream: _Stream | None = None
-        self.streams: dict[str, _Stream] = {}
-        self.last_seen = time.monotonic()
-        self.active = 0  # connections currently open on this session
-        self.owner: str | None = None  # with auth: the subject whose token opened the session
-        self.client: str | None = None  # whose quota it counts against (http_quotas.py)
-        self.shared_state: dict[str, Any] | None = None  # shared stores: what was saved last
-        self.synced = 0.0  # shared stores: when the stored copy was last saved or touched
-        self._seq = 0
-        # this process's copy of the session numbers its streams with a tag of its own: with
-        # shared stores, other processes serve the same session and must never mint the same
-        # stream id (one stream's events would be replayed as another's, HL-14); made with the
-        # first stream id (a stateless JSON request never needs one: no system call for it)
-        self._tag_made: str | None = None
-        self.closed = False
-
-    @property
-    def _tag(self) -> str:
-        tag = self._tag_made
-        if tag is None:  # this process's random prefix and a count: unique, and no system call
-            tag = self._tag_made = f"{_PROCESS_TAG}{next(_tag_counter):x}g"
-        return tag
-
-    def stream_ids(self) -> list[str]:
-        """Every stream id this copy of the session minted, and the GET stream's."""
-        return [f"{self.id}.{self._tag}{n}" for n in range(1, self._seq + 1)] + [f"{self.id}.get"]
-
-    def next_stream_id(self) -> str:
-        self._seq += 1
-        return f"{self.id or 'x'}.{self._tag}{self._seq}"
-
-    def _send(self, messages: list[Outgoing]) -> None:
-        # called under the session lock, possibly from a worker thread
-        if on_loop_thread(self.loop):
-            self._route(messages)
-            return
-        self.app.from_worker(self, messages)
-
-    def _route(self, messages: list[Outgoing]) -> None:
-        for m in messages:
-            stream = self.by_request.get(m.related) if m.related is not None else None
-            if stream is not None and stream.json and not m.answers:
-                # a JSON body is the response alone (HL-06): what else the request causes
-                # (progress, logs, server->client requests) can only ride the GET stream
-                stream = None
-            if stream is None:
-                stream = self.get_stream
-                if stream is None:
-                    continue  # unrelated and no GET stream: nothing can carry it (HL-12 is a MAY)
-                stream.push(m.payload)
-                continue
-            stream.push(m.payload)
-            for rid in m.answers:
-                if self.by_request.get(rid) is stream:
-                    del self.by_request[rid]
-                stream.pending.discard(rid)
-            if m.answers and not stream.pending:
-                stream.push(_END)
-
-    def open_stream(self, ids: list[Any], json_mode: bool) -> _Stream:
-        stream = _Stream(self.next_stream_id(), set(ids), json_mode=json_mode)
-        if json_mode:
-            stream.done = self.loop.create_future()
-        else:
-            self.streams[stream.id] = stream
-        for rid in ids:
-            self.by_request[rid] = stream
-        return stream
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.session.close()
-        # the ServerSession holds our bound method: break the cycle so memory is freed at once,
-        # not at the next full garbage collection (sessions abandoned by the thousand)
-        self.session._send = _drop
-        for stream in list(self.streams.values()):
-            stream.push(_END)
-        if self.get_stream is not None:
-            self.get_stream.push(_END)
-        self.streams.clear()
-        self.by_request.clear()
-
-
-class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
+class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
     """The ASGI application. Build it with ``server.http_app(...)``."""
 
     def __init__(
@@ -246,9 +110,14 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         server_card: bool = True,
         card_name: str | None = None,
         metrics: Any = None,
+        shutdown_timeout: float = SHUTDOWN_TIMEOUT,
     ) -> None:
         server.check_environment()  # a bad MCPKIT_* value, or one nothing reads, stops it here
         self.server = server
+        #: on shutdown, seconds requests in flight get before they are answered with an error
+        #: (transports/http_drain.py); the standalone streams end at once
+        self.shutdown_timeout = shutdown_timeout
+        self._passing: weakref.WeakSet[_HttpSession] = weakref.WeakSet()
         #: --metrics: a mcpkit.observe.PrometheusMetrics whose page GET /metrics serves
         self.metrics = None
         if metrics:
@@ -327,18 +196,27 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
         kind = scope["type"]
         if kind == "http":
             loop = self.loop = asyncio.get_running_loop()  # the app may outlive a loop (tests)
-            if self._sweeper_loop is not loop and not self.stateless:
-                self._sweeper_loop = loop
-                loop.call_later(self._sweep_every, self._periodic_sweep, loop)
+            if self._sweeper_loop is not loop:
+                self._start(loop)
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """First use on ``loop``: sweep idle sessions on it, and learn of its server's shutdown."""
+        self._sweeper_loop = loop
+        self._closed = False
+        if not self.stateless:
+            loop.call_later(self._sweep_every, self._periodic_sweep, loop)
+        self._started(loop)
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.loop = asyncio.get_running_loop()
+                if self._sweeper_loop is not self.loop:
+                    self._start(self.loop)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close_all()
@@ -347,10 +225,11 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
 
     def close_all(self) -> None:
         self._closed = True
-        for hs in list(self.sessions.values()) + list(self.legacy.values()):
+        for hs in list(self.sessions.values()) + list(self.legacy.values()) + list(self._passing):
             hs.close()
         self.sessions.clear()
         self.legacy.clear()
+        self._flush_audit()
 
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         raw = scope["headers"]
@@ -407,6 +286,11 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
     async def _route(
         self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[bytes, bytes], path: str, method: str
     ) -> None:
+        if self._drain_started is not None and (method == "GET" or self._expired):
+            # shutting down: no new stream (nor, past the deadline, any request) is taken here
+            await self._plain(send, 503, _error_body(INVALID_REQUEST, "The server is shutting down; connect again."),
+                              headers, [(b"retry-after", b"1")])
+            return
         if path.rstrip("/") == self.path or path == self.path:
             if method == "POST":
                 await self._post(scope, receive, send, headers)
@@ -593,6 +477,9 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
             else:
                 await stream.done  # type: ignore[misc]
                 frames = stream.frames
+                if not frames:  # every request of it was cancelled: nothing to answer (CN-01)
+                    await self._plain(send, 202, b"", headers, extra)
+                    return
                 body_out = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
                 await self._plain(send, 200, body_out, headers, extra)
         finally:

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import SHUTDOWN_TIMEOUT
+
 if TYPE_CHECKING:
     from ..server.server import Server
     from .connections import ConnectionLimits
@@ -72,8 +74,8 @@ def _bind_fix(exc: OSError, host: str, port: int, option: str) -> str:
 def event_loop(choice: str | None = None) -> str:
     """The event loop to serve on: ``choice`` (``--loop``), else ``MCPKIT_LOOP``, else ``auto``.
 
-    A value outside :data:`LOOPS`, or ``uvloop`` when it is not installed, is one line with the
-    fix (SystemExit), before anything is served."""
+    A value outside :data:`LOOPS` is a SwitchError, ``uvloop`` when it is not installed a
+    MissingExtra: one line with the fix, before anything is served."""
     from .. import switches
     from .._extras import needs
 
@@ -84,29 +86,37 @@ def event_loop(choice: str | None = None) -> str:
     return value
 
 
-def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, **options: Any) -> Any:
-    """A uvicorn Config with the connection limits (transports/connections.py) applied."""
+def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, *,
+                   shutdown_timeout: float | None = SHUTDOWN_TIMEOUT, **options: Any) -> Any:
+    """A uvicorn Config with the connection limits (transports/connections.py) applied, and
+    uvicorn's wait at shutdown a little longer than ``shutdown_timeout``, the deadline of the
+    requests in flight (None: none), after which the app ends them (transports/http_drain.py)."""
     from .._extras import needs
 
     with needs("http", "serving HTTP"):
         import uvicorn
 
     from .connections import ConnectionLimits
+    from .graceful import BACKSTOP
 
     limits = limits if limits is not None else ConnectionLimits()
+    wait = None if shutdown_timeout is None else shutdown_timeout + BACKSTOP
     # access_log off: a log line per request costs more than the request itself
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            **limits.uvicorn_options(), **options)
+                            timeout_graceful_shutdown=wait, **limits.uvicorn_options(), **options)
     config.mcpkit_header_timeout = limits.header_timeout  # read by HeaderDeadlineH11
     return config
 
 
 def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
-               timeout_graceful_shutdown: float | None = 30.0, limits: ConnectionLimits | None = None,
+               timeout_graceful_shutdown: float | None = SHUTDOWN_TIMEOUT, limits: ConnectionLimits | None = None,
                app: Any = None, on_ready: Callable[[str], None] | None = None, bind_option: str = "--http",
                sock: socket.socket | None = None, loop: str | None = None, **options: Any) -> None:
-    """Serve until SIGTERM/SIGINT; then stop accepting connections, let the requests in flight
-    finish for at most ``timeout_graceful_shutdown`` seconds, and end the sessions.
+    """Serve until SIGTERM/SIGINT; then stop accepting connections, end the open SSE streams
+    (a client holding its GET stream reconnects elsewhere), let the requests in flight finish
+    for at most ``timeout_graceful_shutdown`` seconds (None: no limit), answer those still
+    running with an error, end the sessions, and return (transports/graceful.py). A second
+    SIGINT ends everything at once.
 
     ``limits`` bounds connections (header deadline, keep-alive, how many at once, head size);
     the defaults of :class:`~mcpkit.transports.connections.ConnectionLimits` apply without it.
@@ -119,17 +129,19 @@ def serve_http(server: Server, *, host: str = "127.0.0.1", port: int = 8000,
     from .._extras import needs
 
     with needs("http", "serving HTTP"):
-        import uvicorn
+        from .graceful import GracefulServer
     loop = event_loop(loop)
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if app is None:
+        if timeout_graceful_shutdown is not None:
+            options.setdefault("shutdown_timeout", timeout_graceful_shutdown)
         app = server.http_app(**options)
     if sock is None:
         sock = bind(host, port, option=bind_option)  # a taken port is one line; port 0 gets its number now
     bound_host, bound_port = sock.getsockname()[:2]
     shown = _shown(bound_host)
-    config = uvicorn_config(app, limits, timeout_graceful_shutdown=timeout_graceful_shutdown, loop=loop)
+    config = uvicorn_config(app, limits, shutdown_timeout=timeout_graceful_shutdown, loop=loop)
     if on_ready is not None:
         on_ready(f"http://{shown}:{bound_port}")
-    uvicorn.Server(config).run(sockets=[sock])
+    GracefulServer(config, timeout_graceful_shutdown).run(sockets=[sock])

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _json
 from ..protocol.errors import INVALID_REQUEST, McpError
+from . import SHUTDOWN_TIMEOUT
 
 if TYPE_CHECKING:
     from ..protocol.engine import Outgoing
@@ -72,7 +73,7 @@ class StdioServer:
         out_fd: int = 1,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_in_flight: int = 256,
-        drain_timeout: float = 10.0,
+        drain_timeout: float = SHUTDOWN_TIMEOUT,
         handoff_after: float = 0.02,
     ) -> None:
         self.server = server

@@ -9,7 +9,7 @@ Serve it with ``mcpkit serve tests/reliability/servers/cancel_probe.py`` (stdio)
   task was cancelled and ``completed`` when it ran to its end.
 * ``add(a, b)`` (sync) answers at once, as the reference server's ``add`` does.
 * ``touch(tag)`` (sync) writes ``<tag>.ran``: whether a request was executed at all.
-* ``block(seconds)`` (sync) blocks a worker thread.
+* ``block(seconds, tag="")`` (sync) blocks a worker thread (with a tag: ``<tag>.started`` first).
 * ``blob(size)`` (sync) answers ``size`` characters: a small request, a large answer.
 * ``chatter(count, size)`` (async) sends ``count`` log messages of ``size`` characters on the request.
 * ``flood(count)`` (sync) sends ``count`` notifications/resources/updated for ``probe://feed`` to
@@ -76,8 +76,11 @@ def touch(tag: Annotated[str, "Names the marker file"]) -> str:
 
 
 @server.tool
-def block(seconds: Annotated[float, "How long to block (at most 60 s)"]) -> str:
+def block(seconds: Annotated[float, "How long to block (at most 60 s)"],
+          tag: Annotated[str, "Names the marker written when it starts"] = "") -> str:
     """Blocks its thread (a sync tool)."""
+    if tag:
+        _mark(tag, "started", "")
     time.sleep(max(0.0, min(seconds, 60.0)))
     return f"blocked {seconds} s"
 
