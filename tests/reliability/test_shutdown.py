@@ -138,14 +138,16 @@ def stop(server: HttpServer, sig: int = signal.SIGTERM) -> tuple[int, str]:
     return code, stderr
 
 
-@pytest.fixture
-def probe(markers: Markers) -> Iterator[Any]:
-    """Start an HTTP server of the probe (``mcpkit serve``, ``proxy`` or ``dev``); stopped at the end."""
+@pytest.fixture(params=["asyncio", "uvloop"])
+def probe(markers: Markers, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Start an HTTP server of the probe (``mcpkit serve``, ``proxy`` or ``dev``) on each event
+    loop users run (MCPKIT_LOOP); stopped at the end."""
     started: list[HttpServer] = []
+    env = {"CANCEL_PROBE_DIR": str(markers.dir), "MCPKIT_LOOP": request.param}
 
     def start(*args: str, command: str = "serve") -> HttpServer:
         target = None if command == "proxy" else PROBE
-        server = HttpServer(*args, target=target, command=command, env={"CANCEL_PROBE_DIR": str(markers.dir)})
+        server = HttpServer(*args, target=target, command=command, env=env)
         started.append(server)
         return server
 
