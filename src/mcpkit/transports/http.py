@@ -340,6 +340,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable):
                 self.loop = asyncio.get_running_loop()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self.server.close_tasks()  # requests in flight are done; the tasks still running fail
                 self.close_all()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
