@@ -5,20 +5,15 @@ processes on one Redis, tasks started on A (one per route that creates tasks), a
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.scaleout.test_two_processes import MODERN, modern, post_modern
-from tests.test_http import start_server, stop_server
+from tests.scaleout.test_two_processes import MODERN, modern, post_modern, processes
 
-APP = str(Path(__file__).resolve().parent / "app.py")
 #: a tool per route that creates a task: the plain path (async, and sync on a worker), a task
 #: started by the handler itself (task_after_input), and a pipeline run as the task (rate limit)
 JOBS = ("job", "job_sync", "job_after_input", "job_limited")
@@ -28,26 +23,9 @@ DEADLINE = 15.0
 
 @pytest.fixture
 def two(redis_url: str) -> Iterator[list[Any]]:
-    """Two processes of app.py sharing one Redis under a prefix of their own, default lease."""
-    env = {"MCPKIT_STORE": f"{redis_url}?prefix=l{secrets.token_hex(4)}:", "MCPKIT_STATE_KEY": secrets.token_hex(32)}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    started = []
-    try:
-        for _ in range(2):
-            started.append(start_server(APP))
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    try:
+    """Two processes of app.py on one Redis (the default lease), for one test: it stops one."""
+    with processes(redis_url) as started:
         yield started
-    finally:
-        for proc, _ in started:
-            stderr = stop_server(proc)
-            assert "Traceback" not in stderr, stderr
 
 
 async def start_jobs(clients: Any, port: int) -> dict[str, str]:

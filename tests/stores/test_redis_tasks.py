@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -13,13 +16,22 @@ from mcpkit.stores.redis_tasks import PUBLIC_FIELDS
 from mcpkit.stores.tasks import OWNER_GONE, SHUT_DOWN, TaskCancelled
 
 
+@contextlib.contextmanager
+def pair(a_client: Any, b_client: Any, prefix: str, **lease: float) -> Iterator[tuple[RedisTaskStore, RedisTaskStore]]:
+    """The task stores of two processes, A and B, on one Redis."""
+    a = RedisTaskStore(a_client, prefix=prefix, origin="proc-a", **lease)
+    b = RedisTaskStore(b_client, prefix=prefix, origin="proc-b", **lease)
+    try:
+        yield a, b
+    finally:
+        a.close()
+        b.close()
+
+
 @pytest.fixture
 def stores(redis_url: str, prefix: str):
-    a = RedisTaskStore(redis_url, prefix=prefix, origin="proc-a")
-    b = RedisTaskStore(redis_url, prefix=prefix, origin="proc-b")
-    yield a, b
-    a.close()
-    b.close()
+    with pair(redis_url, redis_url, prefix) as both:
+        yield both
 
 
 #: the session that creates the tasks: TX-07 binds each task to its principal and session
@@ -120,10 +132,6 @@ def wait_until(predicate, deadline: float = 10.0, what: str = "the condition"):
         time.sleep(0.02)
 
 
-def leased(redis_url: str, prefix: str, origin: str, lease: float, renew_every: float, **options) -> RedisTaskStore:
-    return RedisTaskStore(redis_url, prefix=prefix, origin=origin, lease=lease, renew_every=renew_every, **options)
-
-
 class FlakyRedis:
     """A client whose lease renewals fail while ``down`` is set: Redis out of reach of this
     process (or the process paused) while its tasks run; everything else goes through."""
@@ -146,44 +154,29 @@ class FlakyRedis:
 
 
 def test_a_task_whose_process_stops_renewing_its_lease_fails_for_every_process(redis_url, prefix, rclient) -> None:
-    a = leased(redis_url, prefix, "proc-a", lease=0.5, renew_every=0.1)
-    b = leased(redis_url, prefix, "proc-b", lease=0.5, renew_every=0.1)
-    try:
+    with pair(redis_url, redis_url, prefix, lease=0.5, renew_every=0.1) as (a, b):
         manager = TaskManager(ttl_ms=60_000, store=a)
         record = manager.create(CREATOR)
         waiting = manager.ask(record, "elicitation/create", {"message": "sure?"}, None)
         assert b.get(record.task_id).status == "input_required"
         a.close()  # the process is gone: nothing renews its lease, nothing settles its task
-        seen = []
-
-        def ended():
-            seen.append(b.get(record.task_id).status)
-            return seen[-1] not in ("working", "input_required")
-
-        wait_until(ended, what="failing the task of a process whose lease expired")
+        wait_until(lambda: b.get(record.task_id).status not in ("working", "input_required"),
+                   what="failing the task of a process whose lease expired")
         failed = b.get(record.task_id)
         assert failed.status == "failed" and failed.error == OWNER_GONE
         assert failed.error["data"]["retryable"] is True and "stopped" in failed.error["message"]
         assert failed.input_requests == {} and "inputRequests" not in failed.detailed()
         assert failed.detailed()["error"] == OWNER_GONE
         # stored as such, for every process, for the task's ttl
-        third = RedisTaskStore(redis_url, prefix=prefix, origin="proc-c")
-        try:
+        with pair(redis_url, redis_url, prefix) as (_, third):
             assert third.get(record.task_id).status == "failed"
-        finally:
-            third.close()
         assert 55_000 < rclient.pttl(f"{prefix}task:{record.task_id}") <= 60_000
         assert not waiting.done()  # (A's run is gone with A; nothing here pretends otherwise)
-    finally:
-        a.close()
-        b.close()
 
 
 def test_the_lease_is_renewed_while_the_task_runs_and_left_to_expire_when_none_does(redis_url, prefix, rclient) -> None:
-    a = leased(redis_url, prefix, "proc-a", lease=0.6, renew_every=0.1)
-    b = leased(redis_url, prefix, "proc-b", lease=0.6, renew_every=0.1)
     lease_key = f"{prefix}lease:proc-a"
-    try:
+    with pair(redis_url, redis_url, prefix, lease=0.6, renew_every=0.1) as (a, b):
         manager = TaskManager(ttl_ms=60_000, store=a)
         first, second = manager.create(CREATOR), manager.create(CREATOR)
         assert rclient.exists(lease_key)  # written before the first record that names it
@@ -198,16 +191,11 @@ def test_the_lease_is_renewed_while_the_task_runs_and_left_to_expire_when_none_d
         assert b.get(second.task_id).status == "completed"
         third = manager.create(CREATOR)  # the lease is taken again with the next task
         assert rclient.exists(lease_key) and b.get(third.task_id).status == "working"
-    finally:
-        a.close()
-        b.close()
 
 
 def test_an_owner_taken_for_dead_cannot_turn_its_failed_task_back(redis_url, prefix, rclient) -> None:
     # renewals far apart: the lease key is deleted below as if it had expired, and stays so
-    a = leased(redis_url, prefix, "proc-a", lease=120, renew_every=60)
-    b = leased(redis_url, prefix, "proc-b", lease=120, renew_every=60)
-    try:
+    with pair(redis_url, redis_url, prefix, lease=120, renew_every=60) as (a, b):
         manager = TaskManager(ttl_ms=60_000, store=a)
         record = manager.create(CREATOR)
         rclient.delete(f"{prefix}lease:proc-a")  # A paused past its lease
@@ -222,16 +210,11 @@ def test_an_owner_taken_for_dead_cannot_turn_its_failed_task_back(redis_url, pre
         assert record.status == "failed" and record.result is None
         assert a.get(record.task_id) is record and b.get(record.task_id).status == "failed"
         assert record.task_id not in manager._running
-    finally:
-        a.close()
-        b.close()
 
 
 def test_a_process_that_could_not_renew_in_time_fails_its_own_tasks(redis_url, prefix) -> None:
     client = FlakyRedis(redis_url)
-    a = leased(client, prefix, "proc-a", lease=0.4, renew_every=0.1)
-    b = leased(redis_url, prefix, "proc-b", lease=0.4, renew_every=0.1)
-    try:
+    with pair(client, redis_url, prefix, lease=0.4, renew_every=0.1) as (a, b):
         manager = TaskManager(ttl_ms=60_000, store=a)
         record = manager.create(CREATOR)
         answer = manager.ask(record, "elicitation/create", {"message": "sure?"}, None)
@@ -243,23 +226,15 @@ def test_a_process_that_could_not_renew_in_time_fails_its_own_tasks(redis_url, p
         with pytest.raises(TaskCancelled):
             answer.result(0)
         assert b.get(record.task_id).status == "failed"  # the same story on every process
-    finally:
-        a.close()
-        b.close()
-        client.real.close()
+    client.real.close()
 
 
-def test_close_settles_the_running_tasks_at_once(redis_url, prefix) -> None:
-    a = RedisTaskStore(redis_url, prefix=prefix, origin="proc-a")
-    b = RedisTaskStore(redis_url, prefix=prefix, origin="proc-b")
-    try:
-        manager = TaskManager(ttl_ms=60_000, store=a)
-        running, done = manager.create(CREATOR), manager.create(CREATOR)
-        manager.settle(done, {"content": []}, None)
-        manager.close()  # graceful shutdown: no other process waits for the lease
-        failed = b.get(running.task_id)
-        assert failed.status == "failed" and failed.error == SHUT_DOWN and failed.error["data"]["retryable"]
-        assert b.get(done.task_id).status == "completed"
-    finally:
-        a.close()
-        b.close()
+def test_close_settles_the_running_tasks_at_once(stores) -> None:
+    a, b = stores
+    manager = TaskManager(ttl_ms=60_000, store=a)
+    running, done = manager.create(CREATOR), manager.create(CREATOR)
+    manager.settle(done, {"content": []}, None)
+    manager.close()  # graceful shutdown: no other process waits for the lease
+    failed = b.get(running.task_id)
+    assert failed.status == "failed" and failed.error == SHUT_DOWN and failed.error["data"]["retryable"]
+    assert b.get(done.task_id).status == "completed"
