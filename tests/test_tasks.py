@@ -311,6 +311,48 @@ def test_the_memory_store_keeps_ended_tasks_for_their_ttl_and_stays_bounded() ->
 # ---------------------------------------------------------------------- in process: a task under a policy
 
 
+class InProcess:
+    """A 2026-07-28 client that declares the extension, on one session of ``server`` on the
+    running loop; every message the server sends is validated by ``wire``."""
+
+    def __init__(self, server: Any, wire: Any, *, inline_sync: bool) -> None:
+        import asyncio
+
+        from mcpkit.server.session import ServerSession
+
+        self.wire = wire
+        self.answers: dict[Any, dict[str, Any]] = {}
+        self.methods: dict[Any, str] = {}
+        self.rid = 0
+        self.session = ServerSession(server, self._send, asyncio.get_running_loop(), inline_sync=inline_sync)
+
+    def _send(self, batch: list[Any]) -> None:
+        import json
+
+        for out in batch:
+            message = json.loads(out.payload)
+            self.wire.record(message, V, self.methods.get(message.get("id")))
+            self.answers[message["id"]] = message
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        import asyncio
+        import json
+
+        self.rid += 1
+        rid = self.rid
+        self.methods[rid] = method
+        meta = {"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": WITH}
+        self.session.feed(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
+                                      "params": {**params, "_meta": meta}}))
+        self.session.flush()
+        for _ in range(500):
+            if rid in self.answers:
+                return self.answers[rid]["result"]
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{method} unanswered")
+
+
+
 @pytest.mark.asyncio
 @pytest.mark.req("TX-05", "TL-11")
 async def test_a_tasks_result_takes_the_pipeline_limits_sanitizing_timeout_and_audit(wire: Any) -> None:
@@ -324,7 +366,6 @@ async def test_a_tasks_result_takes_the_pipeline_limits_sanitizing_timeout_and_a
     from mcpkit import Context, Server
     from mcpkit.policy import Policy
     from mcpkit.policy.limits import Limits
-    from mcpkit.server.session import ServerSession
 
     lines: list[dict[str, Any]] = []
 
@@ -357,30 +398,8 @@ async def test_a_tasks_result_takes_the_pipeline_limits_sanitizing_timeout_and_a
         answer = ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="name")
         return f"Hi {answer['content']['name']} from {threading.current_thread().name}."
 
-    answers: dict[Any, dict[str, Any]] = {}
-    methods: dict[Any, str] = {}
-
-    def send(batch: list[Any]) -> None:
-        for out in batch:
-            message = json.loads(out.payload)
-            wire.record(message, V, methods.get(message.get("id")))
-            answers[message["id"]] = message
-
-    session = ServerSession(server, send, asyncio.get_running_loop(), inline_sync=True)
-    rid = 0
-
-    async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        nonlocal rid
-        rid += 1
-        methods[rid] = method
-        meta = {"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": WITH}
-        session.feed(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": meta}}))
-        session.flush()
-        for _ in range(500):
-            if rid in answers:
-                return answers[rid]["result"]
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"{method} unanswered")
+    client = InProcess(server, wire, inline_sync=True)
+    call = client.call
 
     async def ended(task_id: str, *statuses: str) -> dict[str, Any]:
         for _ in range(300):
@@ -413,4 +432,78 @@ async def test_a_tasks_result_takes_the_pipeline_limits_sanitizing_timeout_and_a
         ("big", "ok", None), ("big_sync", "ok", None),
         ("slow", "error", "E_TIMEOUT"), ("slow_sync", "error", "E_TIMEOUT"), ("ask", "ok", None),
     ]
-    session.close()
+    client.session.close()
+
+
+# ---------------------------------------------------------------------- shutdown
+
+
+@pytest.mark.asyncio
+async def test_closing_the_tasks_fails_those_still_running_on_every_route_and_stops_their_runs(wire: Any) -> None:
+    """A process that shuts down settles its own running tasks, whichever route created them:
+    each fails with a retryable error saying so, and its handler is told to stop."""
+    import asyncio
+
+    from mcpkit import Context, Server
+    from mcpkit.stores.tasks import SHUT_DOWN
+
+    server = Server("t", task_ttl_ms=60_000)
+    stopped: list[str] = []
+
+    async def wait_async(name: str) -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            stopped.append(name)
+            raise
+        return "finished"
+
+    def wait_sync(name: str, ctx: Context) -> str:
+        if ctx.cancelled.wait(60):
+            stopped.append(name)
+        return "finished"
+
+    @server.tool(task="required")
+    async def plain_async() -> str:
+        return await wait_async("plain_async")
+
+    @server.tool(task="required")
+    def plain_sync(ctx: Context) -> str:
+        return wait_sync("plain_sync", ctx)
+
+    @server.tool(task="required", task_after_input=True)
+    async def after_input(ctx: Context) -> str:
+        await ctx.start_task()
+        return await wait_async("after_input")
+
+    @server.tool(task="required", rate_limit="100/min")  # a step applies: the pipeline is the task
+    async def piped_async() -> str:
+        return await wait_async("piped_async")
+
+    @server.tool(task="required", rate_limit="100/min")
+    def piped_sync(ctx: Context) -> str:
+        return wait_sync("piped_sync", ctx)
+
+    client = InProcess(server, wire, inline_sync=False)
+    call = client.call
+    names = ["plain_async", "plain_sync", "after_input", "piped_async", "piped_sync"]
+    tasks = {}
+    for name in names:
+        created = await call("tools/call", {"name": name, "arguments": {}})
+        assert created["resultType"] == "task", (name, created)
+        tasks[name] = created["taskId"]
+    for name in names:
+        assert (await call("tasks/get", {"taskId": tasks[name]}))["status"] == "working", name
+    server.close_tasks()
+    for name in names:
+        task = await call("tasks/get", {"taskId": tasks[name]})
+        assert task["status"] == "failed" and task["error"] == SHUT_DOWN, (name, task)
+        assert task["error"]["data"]["retryable"] is True
+    for _ in range(500):
+        if sorted(stopped) == sorted(names):
+            break
+        await asyncio.sleep(0.01)
+    assert sorted(stopped) == sorted(names)  # every handler was told the task ended
+    for name in names:  # and what they returned after that changed nothing
+        assert (await call("tasks/get", {"taskId": tasks[name]}))["status"] == "failed", name
+    client.session.close()

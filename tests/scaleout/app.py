@@ -49,6 +49,28 @@ async def job(seconds: float) -> str:
     return f"done after {seconds} s"
 
 
+@server.tool(task="required")
+def job_sync(seconds: float, ctx: Context) -> str:
+    """A sync job, run as a task on a worker thread; it stops early when its task ends."""
+    ctx.cancelled.wait(seconds)
+    return f"done after {seconds} s"
+
+
+@server.tool(task="required", task_after_input=True)
+async def job_after_input(seconds: float, ctx: Context) -> str:
+    """A job that becomes a task when it says so (ctx.start_task)."""
+    await ctx.start_task()
+    await asyncio.sleep(seconds)
+    return f"done after {seconds} s"
+
+
+@server.tool(task="required", rate_limit="1000/min")
+async def job_limited(seconds: float) -> str:
+    """A job under a rate limit: its whole pipeline runs as the task."""
+    await asyncio.sleep(seconds)
+    return f"done after {seconds} s"
+
+
 @server.tool
 def whoami() -> int:
     """The id of the process that answered: which backend a balancer chose."""

@@ -162,3 +162,66 @@ async def test_the_2026_07_28_stateless_path_needs_no_shared_state(measured, cli
     assert calls == {}
 
 
+
+
+@pytest.mark.asyncio
+async def test_tasks_and_their_lease(measured, clients):
+    """A task's state changes are one script each; the lease of a process's running tasks is one
+    SET per renewal (1 s by default) for all of them, and nothing once none runs."""
+    import asyncio
+    import json
+
+    sse_port, js_port, counter = measured
+    owner, other = clients.tcp(js_port), clients.tcp(sse_port)
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+    async def post(client, method, params, rid):
+        client.revision = MODERN
+        message = jsonrpc(method, {**params, "_meta": meta}, rid)
+        headers = {"mcp-protocol-version": MODERN, "mcp-method": method,
+                   "mcp-name": params.get("name") or params.get("taskId")}
+        reply = await client.driver.open("POST", "/mcp", {**client.headers(), **headers}, json.dumps(message).encode())
+        [answer] = await client.messages(reply)
+        return answer["result"]
+
+    async def ended(client, task_id):
+        for rid in range(1000, 1100):
+            task = await post(client, "tasks/get", {"taskId": task_id}, rid)
+            if task["status"] == "completed":
+                return task
+            await asyncio.sleep(0.1)
+        raise AssertionError(task)
+
+    warm = await post(other, "tools/call", {"name": "job", "arguments": {"seconds": 0}}, 0)  # Redis learns the script
+    await ended(other, warm["taskId"])
+    before = counter.reading()
+    first = await post(owner, "tools/call", {"name": "job", "arguments": {"seconds": 4}}, 1)
+    calls = record("the first task of a process with none running (create)", counter.delta(before))
+    # the record (a script: GET, then SET as it had not ended), and before it the lease it names
+    assert calls == {"evalsha": 1, "get": 1, "set": 2}
+    before = counter.reading()
+    for rid in range(2, 21):
+        await post(owner, "tools/call", {"name": "job", "arguments": {"seconds": 4}}, rid)
+    calls = record("19 more tasks while one runs (create)", counter.delta(before))
+    assert calls.get("evalsha") == 19 and calls.get("get") == 19
+    assert 19 <= calls.get("set", 0) <= 21  # (a renewal or two may fall in)
+
+    before = counter.reading()
+    assert (await post(other, "tasks/get", {"taskId": first["taskId"]}, 30))["status"] == "working"
+    calls = record("tasks/get of a running task on another process", counter.delta(before))
+    assert calls == {"multi": 1, "get": 1, "pttl": 1, "exec": 1, "exists": 1}
+
+    before = counter.reading()
+    started = asyncio.get_running_loop().time()
+    await asyncio.sleep(2.5)  # the measurement window: 20 tasks run
+    window = asyncio.get_running_loop().time() - started
+    calls = record(f"the lease of 20 running tasks, {window:.1f} s", counter.delta(before))
+    assert set(calls) == {"set"} and 1 <= calls["set"] <= window + 1  # one per second, not one per task
+
+    await ended(other, first["taskId"])
+    await asyncio.sleep(1.5)  # every task ended: the lease is left to expire
+    before = counter.reading()
+    await asyncio.sleep(2.0)
+    calls = record("a process with no running task, 2 s", counter.delta(before))
+    assert calls == {}

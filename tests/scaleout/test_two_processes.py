@@ -5,6 +5,7 @@ rate limit, and tasks started on one process and polled on the other."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -24,16 +25,17 @@ APP = str(Path(__file__).resolve().parent / "app.py")
 MODERN = "2026-07-28"
 
 
-@pytest.fixture(scope="module")
-def two(redis_url: str) -> Iterator[tuple[int, int]]:
-    """Two processes of tests/scaleout/app.py sharing one Redis under a prefix of their own."""
+@contextlib.contextmanager
+def processes(redis_url: str, count: int = 2) -> Iterator[list[tuple[subprocess.Popen[bytes], int]]]:
+    """``count`` processes of tests/scaleout/app.py sharing one Redis under a prefix of their
+    own, and their ports; stopped at the end, and none may have printed a traceback."""
     env = {"MCPKIT_STORE": f"{redis_url}?prefix=t{secrets.token_hex(4)}:",
            "MCPKIT_STATE_KEY": secrets.token_hex(32)}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     started = []
     try:
-        for _ in range(2):
+        for _ in range(count):
             started.append(start_server(APP))
     finally:
         for key, value in saved.items():
@@ -42,11 +44,18 @@ def two(redis_url: str) -> Iterator[tuple[int, int]]:
             else:
                 os.environ[key] = value
     try:
-        yield started[0][1], started[1][1]
+        yield started
     finally:
         for proc, _ in started:
             stderr = stop_server(proc)
             assert "Traceback" not in stderr, stderr
+
+
+@pytest.fixture(scope="module")
+def two(redis_url: str) -> Iterator[tuple[int, int]]:
+    """Two processes on one Redis, for the whole module."""
+    with processes(redis_url) as started:
+        yield started[0][1], started[1][1]
 
 
 def pair(clients: Any, ports: tuple[int, int]) -> tuple[Any, Any]:

@@ -53,6 +53,37 @@ def test_from_url_reads_the_prefix_and_the_database() -> None:
             from_url(bad)
 
 
+def test_from_url_reads_the_lease_on_running_tasks() -> None:
+    default = from_url("redis://localhost")
+    assert (default.tasks.lease, default.tasks.renew_every) == (5.0, 1.0)
+    tuned = from_url("redis://localhost/0?prefix=a:&task_lease=12&task_renew=2.5&db=3")
+    assert (tuned.tasks.lease, tuned.tasks.renew_every, tuned.tasks.prefix) == (12.0, 2.5, "a:")
+    assert kwargs(tuned.tasks._client)["db"] == 3 and "task_lease" not in kwargs(tuned.tasks._client)
+    for stores in (default, tuned):
+        stores.close()
+    for query, message in (("task_lease=abc", "task_lease='abc' must be a number of seconds"),
+                           ("task_lease=0", "task_lease must be a positive number"),
+                           ("task_renew=nan", "task_renew must be a positive number"),
+                           ("task_lease=4&task_renew=3", r"task_renew \(3 s\) must be at most half of task_lease")):
+        with pytest.raises(ValueError, match=message):
+            from_url(f"redis://localhost?{query}")
+
+
+def test_a_wrong_lease_in_mcpkit_store_is_one_line_and_exit_2(tmp_path) -> None:
+    import os
+
+    from tests.conftest import mcpkit_command
+
+    app = tmp_path / "app.py"
+    app.write_text("from mcpkit import Server\nserver = Server('t')\n")
+    env = {**os.environ, "MCPKIT_STORE": "redis://127.0.0.1:1/0?task_lease=2&task_renew=1.5"}
+    done = subprocess.run(mcpkit_command("serve", str(app), "--http", "127.0.0.1:0"), capture_output=True,
+                          text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr
+    assert "task_renew (1.5 s) must be at most half of task_lease (2 s)" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 @pytest.mark.asyncio
 async def test_a_redis_bundle_works_end_to_end(redis_url: str, prefix: str, rclient) -> None:
     stores = from_url(f"{redis_url}{'&' if '?' in redis_url else '?'}prefix={prefix}")

@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from mcpkit.server.tasks import TaskManager, TaskRecord
 from mcpkit.stores.redis import RedisTaskStore, is_remote
 from mcpkit.stores.redis_tasks import PUBLIC_FIELDS
+from mcpkit.stores.tasks import OWNER_GONE, SHUT_DOWN, TaskCancelled
+
+
+@contextlib.contextmanager
+def pair(a_client: Any, b_client: Any, prefix: str, **lease: float) -> Iterator[tuple[RedisTaskStore, RedisTaskStore]]:
+    """The task stores of two processes, A and B, on one Redis."""
+    a = RedisTaskStore(a_client, prefix=prefix, origin="proc-a", **lease)
+    b = RedisTaskStore(b_client, prefix=prefix, origin="proc-b", **lease)
+    try:
+        yield a, b
+    finally:
+        a.close()
+        b.close()
 
 
 @pytest.fixture
 def stores(redis_url: str, prefix: str):
-    a = RedisTaskStore(redis_url, prefix=prefix, origin="proc-a")
-    b = RedisTaskStore(redis_url, prefix=prefix, origin="proc-b")
-    yield a, b
-    a.close()
-    b.close()
+    with pair(redis_url, redis_url, prefix) as both:
+        yield both
 
 
 #: the session that creates the tasks: TX-07 binds each task to its principal and session
@@ -103,3 +116,125 @@ def test_delete_forgets_a_task(stores) -> None:
     a.delete(record.task_id)
     assert a.get(record.task_id) is None and a.local_ids() == []
     assert b.get("never-created") is None
+
+
+# ---------------------------------------------------------------------- the lease on running tasks
+
+
+def wait_until(predicate, deadline: float = 10.0, what: str = "the condition"):
+    """Poll ``predicate`` until it returns a true value; fail after ``deadline`` seconds."""
+    end = time.monotonic() + deadline
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < end, f"{what} did not happen within {deadline} s"
+        time.sleep(0.02)
+
+
+class FlakyRedis:
+    """A client whose lease renewals fail while ``down`` is set: Redis out of reach of this
+    process (or the process paused) while its tasks run; everything else goes through."""
+
+    def __init__(self, url: str) -> None:
+        from tests.stores.conftest import sync_redis
+
+        self.real = sync_redis(url)
+        self.down = False
+
+    def set(self, key, *args, **kwargs):
+        import redis
+
+        if self.down and b":lease:" in (key if isinstance(key, bytes) else key.encode()):
+            raise redis.ConnectionError("Redis is out of reach (simulated)")
+        return self.real.set(key, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_a_task_whose_process_stops_renewing_its_lease_fails_for_every_process(redis_url, prefix, rclient) -> None:
+    with pair(redis_url, redis_url, prefix, lease=0.5, renew_every=0.1) as (a, b):
+        manager = TaskManager(ttl_ms=60_000, store=a)
+        record = manager.create(CREATOR)
+        waiting = manager.ask(record, "elicitation/create", {"message": "sure?"}, None)
+        assert b.get(record.task_id).status == "input_required"
+        a.close()  # the process is gone: nothing renews its lease, nothing settles its task
+        wait_until(lambda: b.get(record.task_id).status not in ("working", "input_required"),
+                   what="failing the task of a process whose lease expired")
+        failed = b.get(record.task_id)
+        assert failed.status == "failed" and failed.error == OWNER_GONE
+        assert failed.error["data"]["retryable"] is True and "stopped" in failed.error["message"]
+        assert failed.input_requests == {} and "inputRequests" not in failed.detailed()
+        assert failed.detailed()["error"] == OWNER_GONE
+        # stored as such, for every process, for the task's ttl
+        with pair(redis_url, redis_url, prefix) as (_, third):
+            assert third.get(record.task_id).status == "failed"
+        assert 55_000 < rclient.pttl(f"{prefix}task:{record.task_id}") <= 60_000
+        assert not waiting.done()  # (A's run is gone with A; nothing here pretends otherwise)
+
+
+def test_the_lease_is_renewed_while_the_task_runs_and_left_to_expire_when_none_does(redis_url, prefix, rclient) -> None:
+    lease_key = f"{prefix}lease:proc-a"
+    with pair(redis_url, redis_url, prefix, lease=0.6, renew_every=0.1) as (a, b):
+        manager = TaskManager(ttl_ms=60_000, store=a)
+        first, second = manager.create(CREATOR), manager.create(CREATOR)
+        assert rclient.exists(lease_key)  # written before the first record that names it
+        ends = time.monotonic() + 4 * a.lease
+        while time.monotonic() < ends:  # four leases long, the task still runs
+            assert b.get(first.task_id).status == "working"
+            time.sleep(0.05)
+        manager.settle(first, {"content": []}, None)
+        manager.settle(second, {"content": []}, None)
+        # no task runs: no more renewals, the key expires
+        wait_until(lambda: not rclient.exists(lease_key), what="the idle lease expiring")
+        assert b.get(second.task_id).status == "completed"
+        third = manager.create(CREATOR)  # the lease is taken again with the next task
+        assert rclient.exists(lease_key) and b.get(third.task_id).status == "working"
+
+
+def test_an_owner_taken_for_dead_cannot_turn_its_failed_task_back(redis_url, prefix, rclient) -> None:
+    # renewals far apart: the lease key is deleted below as if it had expired, and stays so
+    with pair(redis_url, redis_url, prefix, lease=120, renew_every=60) as (a, b):
+        manager = TaskManager(ttl_ms=60_000, store=a)
+        record = manager.create(CREATOR)
+        rclient.delete(f"{prefix}lease:proc-a")  # A paused past its lease
+        assert b.get(record.task_id).status == "failed"
+        # A wakes up and asks for input: refused, the task ended; its run is told so
+        answer = manager.ask(record, "elicitation/create", {"message": "sure?"}, None)
+        with pytest.raises(TaskCancelled):
+            answer.result(0)
+        assert record.cancel_event.is_set()
+        assert record.status == "failed" and record.error == OWNER_GONE and record.input_requests == {}
+        manager.settle(record, {"content": [{"type": "text", "text": "late"}]}, None)  # nor with a result
+        assert record.status == "failed" and record.result is None
+        assert a.get(record.task_id) is record and b.get(record.task_id).status == "failed"
+        assert record.task_id not in manager._running
+
+
+def test_a_process_that_could_not_renew_in_time_fails_its_own_tasks(redis_url, prefix) -> None:
+    client = FlakyRedis(redis_url)
+    with pair(client, redis_url, prefix, lease=0.4, renew_every=0.1) as (a, b):
+        manager = TaskManager(ttl_ms=60_000, store=a)
+        record = manager.create(CREATOR)
+        answer = manager.ask(record, "elicitation/create", {"message": "sure?"}, None)
+        client.down = True  # nobody reads the task while the lease runs out
+        wait_until(lambda: not client.real.exists(f"{prefix}lease:proc-a"), what="the lease expiring")
+        client.down = False
+        assert record.cancel_event.wait(10), "the owner did not stop the run after its lease lapsed"
+        assert record.status == "failed" and record.error == OWNER_GONE
+        with pytest.raises(TaskCancelled):
+            answer.result(0)
+        assert b.get(record.task_id).status == "failed"  # the same story on every process
+    client.real.close()
+
+
+def test_close_settles_the_running_tasks_at_once(stores) -> None:
+    a, b = stores
+    manager = TaskManager(ttl_ms=60_000, store=a)
+    running, done = manager.create(CREATOR), manager.create(CREATOR)
+    manager.settle(done, {"content": []}, None)
+    manager.close()  # graceful shutdown: no other process waits for the lease
+    failed = b.get(running.task_id)
+    assert failed.status == "failed" and failed.error == SHUT_DOWN and failed.error["data"]["retryable"]
+    assert b.get(done.task_id).status == "completed"

@@ -304,6 +304,13 @@ class Server(Registrations):
                                               store=self.stores.tasks if self.shared else None)
         return self._tasks_manager
 
+    def close_tasks(self) -> None:
+        """Settle the tasks this process still runs: each fails with a retryable error saying
+        the process shut down, and its run is stopped. Transports call it when they shut down
+        gracefully, so clients (and other processes) never wait on a task nobody runs."""
+        if self._tasks_manager is not None:
+            self._tasks_manager.close()
+
     def _listen_bus(self) -> None:
         """Deliver what other processes announce (list changes, resource updates) to this
         process's sessions and listen streams; subscribed once, when serving starts."""

@@ -16,18 +16,21 @@ as ordinary multi-round-trip requests; the task is created when the handler call
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import secrets
 import threading
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError, clipped
-from ..stores.tasks import MemoryTaskStore, TaskCancelled, TaskRecord
+from ..stores.tasks import OWNER_GONE, SHUT_DOWN, MemoryTaskStore, TaskCancelled, TaskRecord
 
 if TYPE_CHECKING:
     from ..protocol.engine import RequestReceived
     from .session import ServerSession
 
 __all__ = ["EXTENSION", "TaskManager", "TaskRecord", "wants_tasks", "missing_extension", "TASK_METHODS"]
+
+log = logging.getLogger("mcpkit")
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 _KINDS = {"elicitation/create": "elicit", "sampling/createMessage": "sample", "roots/list": "roots"}
@@ -59,6 +62,11 @@ class TaskManager:
         self.poll_interval_ms = poll_interval_ms
         self.store = store if store is not None else MemoryTaskStore()
         self._lock = threading.RLock()
+        #: the tasks this manager runs and that have not ended, by id: what close() settles
+        self._running: dict[str, TaskRecord] = {}
+        watch = getattr(self.store, "watch", None)
+        if watch is not None:  # a shared store's lease lapsed: those tasks failed, their runs stop
+            watch(self._lapsed)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -69,11 +77,47 @@ class TaskManager:
         record.principal = session.principal
         record.binding = session.task_binding
         self.store.put(record)
+        with self._lock:
+            self._running[record.task_id] = record
         return record
 
-    def _save(self, record: TaskRecord) -> None:
+    def _save(self, record: TaskRecord) -> bool:
+        """Store the record's new state; False when the store refused it because the task had
+        ended elsewhere (the record then holds that outcome, and the caller stops the run)."""
         record._touch()
-        self.store.put(record)
+        kept = self.store.put(record) is not False
+        if record.terminal:
+            self._running.pop(record.task_id, None)
+        return kept
+
+    def close(self) -> None:
+        """Graceful shutdown: every task still running here fails (:data:`SHUT_DOWN`, retryable)
+        and its run is stopped, so that no client waits for it and no other process waits for
+        this one's lease to expire."""
+        with self._lock:
+            running = list(self._running.values())
+        for record in running:
+            try:
+                self.interrupt(record, SHUT_DOWN)
+            except Exception:  # noqa: BLE001 - the store is out of reach: the lease settles the rest
+                log.exception("could not settle task %s at shutdown", record.task_id)
+                break
+
+    def interrupt(self, record: TaskRecord, error: dict[str, Any]) -> None:
+        """The task fails with ``error`` before its handler ended, and its run is stopped."""
+        with self._lock:
+            if not record.terminal:
+                record.input_requests.clear()
+                record.status, record.error = "failed", dict(error)
+                self._save(record)
+        self._stop_run(record)
+
+    def _lapsed(self, records: list[TaskRecord]) -> None:
+        # the lease's thread: this process's lease lapsed while these ran; others may have
+        # failed them already (then the store keeps their outcome)
+        for record in records:
+            if record.task_id in self._running:
+                self.interrupt(record, OWNER_GONE)
 
     def settle(self, record: TaskRecord, result: dict[str, Any] | None, error: BaseException | None) -> None:
         """The handler ended: completed with its result (even isError, TX-05), or failed on a JSON-RPC error."""
@@ -93,7 +137,7 @@ class TaskManager:
                 else:
                     err = {"code": INTERNAL_ERROR, "message": "Internal error."}
                 record.status, record.error = "failed", err
-            self._save(record)
+            self._save(record)  # refused: it ended elsewhere, and the run is over anyway
 
     # ------------------------------------------------------------------ inputs (TX-04)
 
@@ -117,7 +161,9 @@ class TaskManager:
             record.input_requests[chosen] = request
             record._waiters[chosen] = (method, fut)
             record.status = "input_required"
-            self._save(record)
+            kept = self._save(record)
+        if not kept:
+            self._stop_run(record)  # the task ended elsewhere: nobody will answer
         return fut
 
     def update(self, record: TaskRecord, responses: Any) -> None:
@@ -126,6 +172,7 @@ class TaskManager:
         if not isinstance(responses, dict):
             raise McpError(INVALID_PARAMS, "tasks/update needs an 'inputResponses' object.")
         answered = []
+        kept = True
         with self._lock:
             for key, answer in responses.items():
                 waiter = record._waiters.get(key)
@@ -137,7 +184,10 @@ class TaskManager:
             if answered and not record.terminal:
                 if not record.input_requests:
                     record.status = "working"
-                self._save(record)
+                kept = self._save(record)
+        if not kept:
+            self._stop_run(record)
+            return
         for fut, answer in answered:
             if not fut.done():
                 fut.set_result(answer)
@@ -147,7 +197,13 @@ class TaskManager:
             if not record.terminal:
                 record.status = "cancelled"
                 record.input_requests.clear()
-                self._save(record)
+                self._save(record)  # refused: it ended elsewhere first, and that outcome holds
+        self._stop_run(record)
+
+    def _stop_run(self, record: TaskRecord) -> None:
+        """The task ended: its handler hears it (ctx.cancelled, its pending inputs, the task
+        running it), and whatever it returns later is not the task's outcome any more."""
+        with self._lock:
             waiters = list(record._waiters.values())
             record._waiters.clear()
         record.cancel_event.set()

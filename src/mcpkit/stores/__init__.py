@@ -3,7 +3,8 @@
 One small interface per kind of state: SSE events (resumption), rate-limit buckets, tasks,
 HTTP sessions, and a notification bus. ``from_env()`` picks the bundle ``MCPKIT_STORE``
 names: unset (or ``memory``) keeps everything in this process; ``redis://host:port/db``
-(``rediss://`` for TLS, ``?prefix=app:`` for the key prefix) shares it through Redis.
+(``rediss://`` for TLS, ``?prefix=app:`` for the key prefix, ``&task_lease=5&task_renew=1``
+for the lease on running tasks, docs/deployment.md) shares it through Redis.
 """
 
 from __future__ import annotations

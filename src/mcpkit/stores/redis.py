@@ -4,7 +4,7 @@ stores (:class:`Stores`), in memory or in Redis (:func:`from_url`).
 Importing this module does not import ``redis``: constructing a Redis store does (and says
 ``pip install 'mcpkit[redis]'`` when it is missing). Every Redis store takes a client or a URL
 and a key ``prefix`` (default ``"mcpkit:"``); keys are ``{prefix}ev:``, ``rl:``, ``task:``,
-``session:`` and channels ``{prefix}bus:``. Redis being unreachable raises
+``lease:`` (a process's lease on its running tasks), ``session:`` and channels ``{prefix}bus:``. Redis being unreachable raises
 :class:`StoreUnavailable` within a few seconds rather than hanging.
 
 ==================  =====================================  =============================
@@ -30,7 +30,7 @@ from .redis_bus import Bus, MemoryBus, RedisBus
 from .redis_events import RedisEventStore
 from .redis_rates import RedisRateStore
 from .redis_sessions import MemorySessionStore, RedisSessionStore, SessionStore
-from .redis_tasks import RedisTaskStore, is_remote
+from .redis_tasks import DEFAULT_LEASE, DEFAULT_RENEW, RedisTaskStore, check_lease, is_remote
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -90,31 +90,43 @@ def from_url(url: str, *, origin: str | None = None) -> Stores:
     """The Redis bundle for ``redis://[:password@]host:port/db`` (``rediss://`` for TLS,
     ``unix:///path?db=N`` for a socket). ``?prefix=app:`` sets the key prefix (default
     ``mcpkit:``); ``?cluster=1`` means the host is a node of a Redis Cluster (keys carry hash
-    tags, so a session's keys share a slot); other query arguments are redis-py's. The synchronous stores and the bus share
-    one connection pool; the event store has its own asyncio client. ``origin`` (default: this
-    process's id) names this process on the bus and as the owner of its tasks.
+    tags, so a session's keys share a slot); ``?task_lease=5&task_renew=1`` set how many seconds
+    a process's lease on its running tasks lasts and how often it is renewed (the defaults: a
+    killed process's tasks fail within about 5 s); other query arguments are redis-py's. The
+    synchronous stores and the bus share one connection pool; the event store has its own
+    asyncio client. ``origin`` (default: this process's id) names this process on the bus and as
+    the owner of its tasks.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("redis", "rediss", "unix"):
         raise ValueError(f"a store URL must start with redis://, rediss:// or unix://, not {parts.scheme!r}://")
     prefix = DEFAULT_PREFIX
+    lease = {"task_lease": DEFAULT_LEASE, "task_renew": DEFAULT_RENEW}
     rest = []
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         if name == "prefix":
             prefix = value
+        elif name in lease:
+            try:
+                lease[name] = float(value)
+            except ValueError:
+                raise ValueError(f"the store URL's {name}={value!r} must be a number of seconds") from None
         else:
             rest.append((name, value))
+    check_lease(lease["task_lease"], lease["task_renew"])
     clean = urlunsplit(parts._replace(query=urlencode(rest)))
     if cluster_url(clean)[1] and ("{" in prefix or "}" in prefix):
         raise ValueError(f"on a Redis Cluster the key prefix cannot hold braces (they are hash tags): {prefix!r}")
     client, _ = sync_client(clean, "from_url")
     events = RedisEventStore(clean, prefix=prefix)
+    tasks = RedisTaskStore(client, prefix=prefix, origin=origin, lease=lease["task_lease"],
+                           renew_every=lease["task_renew"])
     return Stores(
         events=events,
         rates=RedisRateStore(client, prefix=prefix),
-        tasks=RedisTaskStore(client, prefix=prefix, origin=origin),
+        tasks=tasks,
         sessions=RedisSessionStore(client, prefix=prefix),
         bus=RedisBus(client, prefix=prefix, origin=origin),
-        _closers=[client.close],
+        _closers=[tasks.close, client.close],
         _aclosers=[events.aclose],
     )

@@ -5,6 +5,11 @@ A store keeps task records by id. The interface is small so another backend can 
 saves it (a record is durable once ``put`` returned: TX-03), ``delete(task_id)`` forgets it.
 A record is any object with ``task_id``, ``expires_at`` (``time.monotonic()`` seconds, or
 None while it must not expire) and ``terminal``.
+
+A task ends once: a store shared by several processes (stores/redis_tasks.py) never overwrites
+a task that ended, and its ``put`` returns False when it refused to, having copied the stored
+outcome into the record (the task ended elsewhere meanwhile: it was cancelled there, or its
+process was taken for dead). ``put`` returns None otherwise.
 """
 
 from __future__ import annotations
@@ -16,15 +21,31 @@ from datetime import datetime, timezone
 from collections import OrderedDict
 from typing import Any, Protocol
 
-__all__ = ["TERMINAL", "TaskCancelled", "TaskRecord", "TaskStore", "MemoryTaskStore"]
+from ..protocol.errors import INTERNAL_ERROR
+
+__all__ = ["OWNER_GONE", "SHUT_DOWN", "TERMINAL", "TaskCancelled", "TaskRecord", "TaskStore", "MemoryTaskStore"]
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
+
+def _interrupted(what: str) -> dict[str, Any]:
+    # TX-05: a JSON-RPC error fails a task. The data follows handler_error's shape (code,
+    # retryable, suggestedFix): the call never ran to its end, so calling again may succeed.
+    fix = "Call the tool again."
+    return {"code": INTERNAL_ERROR, "message": f"The server process running this task {what} before the task "
+            f"finished. Fix: {fix}", "data": {"code": "E_INTERRUPTED", "retryable": True, "suggestedFix": fix}}
+
+
+#: the error of a task whose process stopped renewing its lease (killed, hung, or cut off from
+#: the store) while it ran
+OWNER_GONE = _interrupted("stopped")
+#: the error of a task still running when its process shut down gracefully
+SHUT_DOWN = _interrupted("shut down")
 
 
 class TaskStore(Protocol):
     def get(self, task_id: str) -> Any | None: ...
 
-    def put(self, record: Any) -> None: ...
+    def put(self, record: Any) -> bool | None: ...
 
     def delete(self, task_id: str) -> None: ...
 

@@ -219,6 +219,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
                     self._start(self.loop)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self.server.close_tasks()  # requests in flight are done; the tasks still running fail
                 self.close_all()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
