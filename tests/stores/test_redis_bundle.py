@@ -69,19 +69,34 @@ def test_from_url_reads_the_lease_on_running_tasks() -> None:
             from_url(f"redis://localhost?{query}")
 
 
-def test_a_wrong_lease_in_mcpkit_store_is_one_line_and_exit_2(tmp_path) -> None:
+@pytest.mark.parametrize(("query", "said"), [
+    ("task_lease=2&task_renew=1.5", "task_renew (1.5 s) must be at most half of task_lease (2 s)"),
+    # redis-py passed it to its connections, which failed with a TypeError at the first command
+    # while the server kept running
+    ("bogus=1", "query argument 'bogus' is not one mcpkit or redis-py takes"),
+])
+def test_a_wrong_query_in_mcpkit_store_is_one_line_and_exit_2(tmp_path, query: str, said: str) -> None:
     import os
 
     from tests.conftest import mcpkit_command
 
     app = tmp_path / "app.py"
     app.write_text("from mcpkit import Server\nserver = Server('t')\n")
-    env = {**os.environ, "MCPKIT_STORE": "redis://127.0.0.1:1/0?task_lease=2&task_renew=1.5"}
+    env = {**os.environ, "MCPKIT_STORE": f"redis://127.0.0.1:1/0?{query}"}
     done = subprocess.run(mcpkit_command("serve", str(app), "--http", "127.0.0.1:0"), capture_output=True,
                           text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
     assert done.returncode == 2, done.stderr
-    assert "task_renew (1.5 s) must be at most half of task_lease (2 s)" in done.stderr
+    assert said in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_redis_py_connection_arguments_in_the_store_url_are_still_taken(redis_url: str) -> None:
+    joined = "&" if "?" in redis_url else "?"
+    stores = from_url(f"{redis_url}{joined}socket_timeout=2&client_name=mcpkit-test&health_check_interval=5")
+    try:
+        stores.sessions.save("s-args", {}, 5)
+    finally:
+        stores.close()
 
 
 @pytest.mark.asyncio

@@ -86,6 +86,25 @@ class Stores:
             await closer()
 
 
+def _check_client_arguments(names: Any) -> None:
+    """A query argument redis-py does not take is refused now, in one line: redis-py passes it on
+    to its connections, which fail with a TypeError at the first command, in whichever request
+    or thread makes it, while the server keeps running."""
+    import inspect
+
+    from redis import connection
+
+    known = {"cluster", *connection.URL_QUERY_ARGUMENT_PARSERS}
+    for cls in (connection.AbstractConnection, connection.Connection, connection.SSLConnection,
+                connection.UnixDomainSocketConnection, connection.ConnectionPool):
+        known.update(inspect.signature(cls.__init__).parameters)
+    for name in names:
+        if name not in known or name in ("self", "args", "kwargs", "connection_kwargs"):
+            raise ValueError(f"the store URL's query argument {name!r} is not one mcpkit or redis-py takes: "
+                             "use prefix, task_lease, task_renew, cluster, or a redis-py connection "
+                             "argument such as socket_timeout")
+
+
 def from_url(url: str, *, origin: str | None = None) -> Stores:
     """The Redis bundle for ``redis://[:password@]host:port/db`` (``rediss://`` for TLS,
     ``unix:///path?db=N`` for a socket). ``?prefix=app:`` sets the key prefix (default
@@ -117,7 +136,8 @@ def from_url(url: str, *, origin: str | None = None) -> Stores:
     clean = urlunsplit(parts._replace(query=urlencode(rest)))
     if cluster_url(clean)[1] and ("{" in prefix or "}" in prefix):
         raise ValueError(f"on a Redis Cluster the key prefix cannot hold braces (they are hash tags): {prefix!r}")
-    client, _ = sync_client(clean, "from_url")
+    client, _ = sync_client(clean, "from_url")  # redis-py imported here, or its extra named
+    _check_client_arguments(name for name, _ in rest)
     events = RedisEventStore(clean, prefix=prefix)
     tasks = RedisTaskStore(client, prefix=prefix, origin=origin, lease=lease["task_lease"],
                            renew_every=lease["task_renew"])
