@@ -254,6 +254,8 @@ async def test_a_crashing_server_fails_the_pending_request_with_its_exit_code_an
         assert client.returncode == 3
         with pytest.raises(ClientError, match="code 3"):
             await client.ping()  # later requests fail at once
+        # and code that only listens learns it too: nothing more will come
+        assert client.stream_state.state == "stopped" and "code 3" in client.stream_state.reason
 
 
 @aio

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..protocol import revisions
 from .errors import ClientError, ClientTimeout, RpcError, UnsupportedVersion
+from .listening import Backoff, StreamState
 from .proxies import ToolProxies
 from .transports import Transport, make_transport
 
@@ -66,6 +67,8 @@ class Client:
         roots: list[dict[str, Any]] | Callable[[], Any] | None = None,
         on_notification: Callable[[dict[str, Any]], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
+        on_stream_state: Callable[[StreamState], Any] | None = None,
+        reconnect: Backoff | None = None,
         tracer_provider: Any = None,
         keep_messages: int | None = 10_000,
     ) -> None:
@@ -84,6 +87,14 @@ class Client:
         self.roots = roots
         self.on_notification = on_notification
         self.on_log = on_log
+        #: called with each new :attr:`stream_state`
+        self.on_stream_state = on_stream_state
+        #: whether the client hears what the server sends outside requests (list_changed, resource
+        #: updates, log messages): a StreamState (client/listening.py), None before start. Over
+        #: Streamable HTTP a broken GET stream is reopened with the ``reconnect`` backoff, retrying
+        #: while the client is open; "stopped" says why it gave up (the session ended on the
+        #: server: a new Client is needed); "unsupported": the server offers no such stream
+        self.stream_state: StreamState | None = None
         caps: dict[str, Any] = {}
         if sampling_handler is not None:
             caps["sampling"] = {}
@@ -95,7 +106,7 @@ class Client:
         #: the capabilities this client declares (initialize, or every 2026-07-28 request's _meta)
         self.capabilities = caps
         self._transport = make_transport(
-            target, transport, headers=headers, env=env, cwd=cwd, timeout=timeout
+            target, transport, headers=headers, env=env, cwd=cwd, timeout=timeout, reconnect=reconnect
         )
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
@@ -165,7 +176,7 @@ class Client:
             self._started = True
             if hasattr(self._transport, "tool_definitions"):
                 self._transport.tool_definitions = self.tool_definitions  # type: ignore[attr-defined]
-            await self._transport.start(self._on_message, self._on_lost)
+            await self._transport.start(self._on_message, self._on_lost, self._on_stream_state)
 
     async def connect(self) -> dict[str, Any]:
         """The handshake (initialize + notifications/initialized) or, 2026-07-28, server/discover."""
@@ -276,7 +287,7 @@ class Client:
         progress: Callable[..., Any] | None = None, cancellable: bool = True,
     ) -> Any:
         if self._lost is not None:
-            raise ClientError(str(self._lost))
+            raise self._lost_error()
         if self._closed:
             raise ClientError("the client is closed")
         await self.start()
@@ -319,7 +330,7 @@ class Client:
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification."""
         if self._lost is not None:
-            raise ClientError(str(self._lost))
+            raise self._lost_error()
         await self.start()
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
@@ -336,13 +347,43 @@ class Client:
 
     def _on_lost(self, error: ClientError) -> None:
         self._lost = error
+        if self.stream_state is None or self.stream_state.state != "stopped":
+            self._on_stream_state(StreamState("stopped", str(error), status=error.status), quiet=True)
         self._fail_pending(error)
+
+    def _lost_error(self) -> ClientError:
+        """A fresh copy of why the connection is gone (with its HTTP status, for a caller that checks it)."""
+        lost = self._lost
+        assert lost is not None
+        return ClientError(str(lost), status=lost.status, headers=lost.headers, body=lost.body)
 
     def _fail_pending(self, error: ClientError) -> None:
         for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(ClientError(str(error), status=error.status, headers=error.headers))
         self._pending.clear()
+
+    def _on_stream_state(self, state: StreamState, quiet: bool = False) -> None:
+        """The transport's news about listening: kept, logged, passed to ``on_stream_state``.
+        Trouble is a warning (once when retrying starts, again when it ends or gives up), so an
+        application that set no callback still hears of it; ``quiet``: the loss of the whole
+        connection, which every request reports already."""
+        previous = self.stream_state.state if self.stream_state is not None else None
+        self.stream_state = state
+        if quiet or (state.state in ("listening", "unsupported") and previous != "retrying"):
+            log.debug("%s: %s", state.state, state.reason)
+        elif state.state == "retrying" and previous == "retrying":
+            log.debug("still not listening to the server: %s; attempt %d in %.2f s", state.reason,
+                      state.attempt + 1, state.retry_in)
+        elif state.state == "retrying":
+            log.warning("not listening to the server: %s; retrying in %.1f s, and for as long as the client "
+                        "is open", state.reason, state.retry_in)
+        elif state.state == "listening":
+            log.warning("listening to the server again: %s", state.reason)
+        else:
+            log.warning("%s listening to the server: %s", "stopped" if state.state == "stopped" else "not",
+                        state.reason)
+        self._call_back(self.on_stream_state, state)
 
     def _on_message(self, msg: dict[str, Any]) -> None:
         if "method" in msg:

@@ -18,7 +18,8 @@ from .. import _json
 from .._extras import needs
 from ..protocol import revisions
 from .errors import ClientError, HttpRpcError
-from .transports import Deliver, Lost, Transport, is_jsonrpc
+from .listening import Backoff, StreamState, retry_after, retryable
+from .transports import Deliver, Lost, Report, Transport, is_jsonrpc
 
 __all__ = ["StreamableHttpTransport", "SseTransport", "header_value"]
 
@@ -27,8 +28,11 @@ log = logging.getLogger("mcpkit.client")
 #: HM-15: which params field Mcp-Name carries, per method (2026-07-28)
 NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
               "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
-#: a POST's SSE stream that ends before its answer is resumed this many times (HL-14)
+#: a POST's SSE stream that ends before its answer is resumed until this many attempts in a row
+#: bring no new event (HL-14)
 MAX_RESUMES = 5
+#: what one GET of the standalone stream says besides why it ended: stop (reported), try again at once
+_STOP, _AGAIN = "stop", "again"
 _PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
 
 
@@ -82,6 +86,18 @@ async def sse_events(response: Any) -> AsyncIterator[_Sse]:
         yield ev
 
 
+class _Seen:
+    """What a response stream has brought so far; kept when its connection breaks mid-way."""
+
+    __slots__ = ("answered", "last_id", "events", "stream")
+
+    def __init__(self) -> None:
+        self.answered = False  # the answer to the request it was opened for came
+        self.last_id: str | None = None  # where to resume from (HL-14)
+        self.events = 0
+        self.stream = False  # an SSE stream, not a JSON body
+
+
 class _HttpBase(Transport):
     closes_to_cancel = True
 
@@ -93,8 +109,8 @@ class _HttpBase(Transport):
         self.http: Any = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
-    async def start(self, deliver: Deliver, lost: Lost) -> None:
-        await super().start(deliver, lost)
+    async def start(self, deliver: Deliver, lost: Lost, state: Report | None = None) -> None:
+        await super().start(deliver, lost, state)
         with needs("client", "mcpkit.Client over HTTP"):
             import httpx
 
@@ -158,8 +174,11 @@ class StreamableHttpTransport(_HttpBase):
 
     kind = "http"
 
-    def __init__(self, url: str, *, headers: dict[str, str] | None = None, timeout: float | None = 30.0) -> None:
+    def __init__(self, url: str, *, headers: dict[str, str] | None = None, timeout: float | None = 30.0,
+                 reconnect: Backoff | None = None) -> None:
         super().__init__(url, headers=headers, timeout=timeout)
+        #: how a broken GET stream, or a POST's stream broken before its answer, is reopened
+        self.reconnect = reconnect or Backoff()
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         #: the HTTP status of the standalone GET stream (405: the server offers none)
@@ -168,7 +187,8 @@ class StreamableHttpTransport(_HttpBase):
         self.delete_status: int | None = None
         #: tools by name, for the Mcp-Param-* headers of 2026-07-28 (the client fills it)
         self.tool_definitions: dict[str, dict[str, Any]] = {}
-        self._retry_ms = 1000
+        self._retry_ms: int | None = None  # the server's SSE retry field (HL-09), once it sent one
+        self._listening = False
 
     def _headers(self, message: Any) -> dict[str, str]:
         h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -205,7 +225,10 @@ class StreamableHttpTransport(_HttpBase):
 
     def connected(self, version: str, session_meta: dict[str, Any] | None = None) -> None:
         if version in revisions.MODERN_VERSIONS:
-            return  # no session, no standalone stream: every request carries its version
+            # no session, no standalone stream: every request carries its version
+            self._report(StreamState("unsupported", f"{version} has no GET stream: list changes and "
+                                     "resource updates come on subscriptions/listen"))
+            return
         self.protocol_version = version
         self._spawn(self._standalone())
 
@@ -224,6 +247,8 @@ class StreamableHttpTransport(_HttpBase):
             import httpx
 
         want = message.get("id") if message is not None and "method" in message else None
+        seen = _Seen()
+        broke: Exception | None = None
         try:
             async with self.http.stream("POST", self.url, content=body, headers=self._headers(message)) as response:
                 sid = response.headers.get("mcp-session-id")
@@ -231,72 +256,208 @@ class StreamableHttpTransport(_HttpBase):
                     self.session_id = sid
                 if not 200 <= response.status_code < 300:
                     await self._fail_status(response, message, raw)
-                answered, last_id = await self._read_answer(response, want)
-            if want is not None and not answered and last_id is not None:
-                await self._resume(last_id, want)
+                try:
+                    await self._read_answer(response, want, seen)
+                except httpx.HTTPError as exc:
+                    if want is None or seen.last_id is None:
+                        raise
+                    broke = exc  # a failover, say: the events after last_id are resumable
         except httpx.HTTPError as exc:
             raise ClientError(f"HTTP request to {self.url} failed: {exc!r}") from exc
+        if want is None or seen.answered or not seen.stream:
+            return
+        if seen.last_id is None:
+            # nothing to resume from, and HL-12 keeps the answer off the GET stream: it will not come
+            raise ClientError(f"the response stream of request {want!r} from {self.url} ended before its "
+                              "answer, with no event id to resume it from (HL-14)")
+        await self._resume(seen, want, broke)
 
-    async def _read_answer(self, response: Any, want: Any) -> tuple[bool, str | None]:
-        """Deliver what the response carries: (whether the answer to ``want`` came, last event id)."""
+    async def _read_answer(self, response: Any, want: Any, seen: _Seen) -> None:
+        """Deliver what the response carries, noting in ``seen`` whether the answer to ``want`` came."""
         ctype = response.headers.get("content-type", "")
         if ctype.startswith("text/event-stream"):
-            return await self._read_sse(response, want)
+            seen.stream = True
+            await self._read_sse(response, want, seen)
+            return
         body = await response.aread()
         items = self._deliver_data(body) if body.strip() else None
-        return any(_answers(m, want) for m in items or ()), None
+        seen.answered = any(_answers(m, want) for m in items or ())
 
-    async def _read_sse(self, response: Any, want: Any) -> tuple[bool, str | None]:
-        answered = False
-        last_id: str | None = None
+    async def _read_sse(self, response: Any, want: Any, seen: _Seen) -> None:
         async for ev in sse_events(response):
+            seen.events += 1
             if ev.retry is not None:
                 self._retry_ms = ev.retry
             if ev.id is not None:
-                last_id = ev.id
+                seen.last_id = ev.id
             if ev.event == "message" and ev.data:
                 items = self._deliver_data("\n".join(ev.data))
-                answered = answered or any(_answers(m, want) for m in items or ())
-        return answered, last_id
+                if not seen.answered and any(_answers(m, want) for m in items or ()):
+                    seen.answered = True
 
-    async def _resume(self, last_id: str, want: Any) -> None:
-        """HL-14: the stream broke before the answer; GET it again from Last-Event-ID."""
-        for _ in range(MAX_RESUMES):
-            await asyncio.sleep(self._retry_ms / 1000)
-            headers = {**self._headers(None), "Accept": "text/event-stream", "Last-Event-ID": last_id}
-            headers.pop("Content-Type", None)
-            async with self.http.stream("GET", self.url, headers=headers) as response:
-                if not 200 <= response.status_code < 300:
-                    await self._fail_status(response, None)
-                answered, new_id = await self._read_sse(response, want)
-            if answered:
-                return
-            last_id = new_id or last_id
+    def _get_headers(self, last_id: str | None) -> dict[str, str]:
+        headers = {**self._headers(None), "Accept": "text/event-stream"}
+        headers.pop("Content-Type", None)
+        if last_id is not None:
+            headers["Last-Event-ID"] = last_id
+        return headers
 
-    async def _standalone(self) -> None:
-        """HL-12: the GET stream for what the server sends outside any request."""
+    def _delay(self, attempt: int, at_least: float | None = None) -> float:
+        """Seconds before reconnection attempt ``attempt``: the backoff, lengthened to the
+        server's retry field (HL-09) and to its Retry-After."""
+        delay = self.reconnect.delay(attempt)
+        if self._retry_ms is not None:
+            delay = max(delay, self._retry_ms / 1000)
+        return delay if at_least is None else max(delay, at_least)
+
+    async def _resume(self, seen: _Seen, want: Any, broke: Exception | None) -> None:
+        """HL-14: the stream of request ``want`` ended (or ``broke``) before its answer: GET it again
+        from its last event id until the answer comes. A broken connection is resumed at once
+        (behind a load balancer, another server may have the events), one the server ended after
+        its retry field (HL-09). Statuses that mean "not now" (503, 429...) and broken
+        connections are retried with the backoff; an attempt that brings no new event counts
+        towards MAX_RESUMES and one that does starts the count again, so a server that closes
+        its connections on purpose is followed for as long as the request's timeout allows.
+        Nobody listening (connection refused), or a refusal for good (404: the events or the
+        session are gone), fails the request at once instead of leaving it to time out."""
         with needs("client", "mcpkit.Client over HTTP"):
             import httpx
 
-        last_id: str | None = None
-        failures = 0
-        while failures < 3:
-            headers = {**self._headers(None), "Accept": "text/event-stream"}
-            headers.pop("Content-Type", None)
-            if last_id is not None:
-                headers["Last-Event-ID"] = last_id
+        how = f"broke ({broke!r})" if broke is not None else "ended"
+        misses = 0
+        at_once, fresh = broke is not None, False
+        at_least: float | None = None
+        while not seen.answered:
+            if misses == MAX_RESUMES:
+                raise ClientError(f"no answer to request {want!r}: its response stream from {self.url} {how}, and "
+                                  f"{MAX_RESUMES} attempts in a row to resume it after event {seen.last_id!r} "
+                                  "brought nothing new (HL-14)")
+            misses += 1
+            if not at_once:
+                await asyncio.sleep(self._delay(misses, at_least))
+            at_once, at_least = False, None
+            before = seen.last_id
+            status: int | None = None
             try:
-                async with self.http.stream("GET", self.url, headers=headers) as response:
-                    self.standalone_status = response.status_code
-                    if not 200 <= response.status_code < 300:
-                        return  # 405: no standalone stream offered; anything else: none for us
-                    _, new_id = await self._read_sse(response, None)
-                    last_id = new_id or last_id
-                    failures = 0
+                async with self.http.stream("GET", self.url, headers=self._get_headers(seen.last_id)) as response:
+                    status = response.status_code
+                    fresh = False
+                    if not 200 <= status < 300:
+                        if not retryable(status):
+                            await self._fail_status(response, None)
+                        await response.aread()
+                        at_least = retry_after(response.headers)
+                        how = f"could not be resumed (HTTP {status})"
+                        continue
+                    await self._read_sse(response, want, seen)
+                how = "ended again"
+            except httpx.ConnectError as exc:
+                raise ClientError(f"no answer to request {want!r}: its response stream from {self.url} {how}, and "
+                                  f"nothing listens there any more to resume it ({exc!r})") from exc
             except httpx.HTTPError as exc:
-                failures += 1
-                log.debug("standalone stream: %r", exc)
-            await asyncio.sleep(self._retry_ms / 1000)
+                how = f"broke ({exc!r})"
+                log.debug("%s: resuming the stream of request %r: %r", self.url, want, exc)
+                if status is None and not fresh:
+                    at_once = fresh = True  # no response at all: see _standalone
+            if seen.last_id != before:
+                misses = 0
+
+    async def _standalone(self) -> None:
+        """HL-12: the GET stream for what the server sends outside any request. It is reopened
+        from the last event id it brought (HL-14) for as long as the transport is open, with the
+        backoff of ``reconnect`` while attempts bring nothing; each change of state goes to the
+        client (listening.py). It stops only when the server says it never will serve it: 405
+        (none offered), 404 (the session is gone), 401/403, 400."""
+        seen = _Seen()
+        failures = 0  # attempts in a row that brought no event
+        fresh = False
+        try:
+            while True:
+                events = seen.events
+                outcome = await self._listen_once(seen)
+                if outcome is _STOP:
+                    return
+                if outcome is _AGAIN:
+                    continue
+                why, status, at_least = outcome
+                if status is None and not fresh:
+                    # no response at all: most likely a pooled keep-alive connection that the
+                    # server had closed (or a server that died); a fresh connection is tried at
+                    # once, before this counts as a failure
+                    fresh = True
+                    continue
+                fresh = status is None
+                if seen.events > events:
+                    # it brought events, then ended or broke (the server's choice, a proxy's timeout,
+                    # a failover): come back as the server asked (HL-09) and carry on quietly
+                    failures = 0
+                    delay = self._delay(1)
+                    log.debug("%s: the GET stream %s; reopening it in %.2f s", self.url, why, delay)
+                else:
+                    failures += 1
+                    delay = self._delay(failures, at_least)
+                    self._listening = False
+                    refused = status if status is not None and not 200 <= status < 300 else None
+                    self._report(StreamState("retrying", f"the GET stream from {self.url} {why}", status=refused,
+                                             attempt=failures, retry_in=delay))
+                await asyncio.sleep(delay)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not end listening unsaid
+            log.debug("the GET stream failed", exc_info=True)
+            self._report(StreamState("stopped", f"the GET stream from {self.url} failed: {exc!r}"))
+
+    async def _listen_once(self, seen: _Seen) -> Any:
+        """One GET: _STOP (reported), _AGAIN (at once), or why it ended, the status of its
+        response (None: there was none) and the Retry-After asked for."""
+        with needs("client", "mcpkit.Client over HTTP"):
+            import httpx
+
+        status: int | None = None
+        try:
+            async with self.http.stream("GET", self.url, headers=self._get_headers(seen.last_id)) as response:
+                status = self.standalone_status = response.status_code
+                ctype = response.headers.get("content-type", "")
+                if 200 <= status < 300 and ctype.startswith("text/event-stream"):
+                    if not self._listening:
+                        self._listening = True
+                        self._report(StreamState("listening", f"GET {self.url}", status=status))
+                    await self._read_sse(response, None, seen)
+                    return "was ended by the server", status, None
+                body = await response.aread()
+                if status == 404 and seen.last_id is not None:
+                    # the events after it expired, or this server never had them: listen afresh
+                    # (a session that is gone gets 404 again, without the header)
+                    log.warning("%s: the GET stream could not be resumed after event %r (HTTP 404); what the "
+                                "server sent meanwhile may be lost", self.url, seen.last_id)
+                    seen.last_id = None
+                    return _AGAIN
+                if 200 <= status < 300 or not retryable(status):
+                    self._refused(status, ctype, body)
+                    return _STOP
+                return f"got HTTP {status}", status, retry_after(response.headers)
+        except httpx.HTTPError as exc:
+            return (f"broke ({exc!r})" if status is not None else f"failed ({exc!r})"), status, None
+
+    def _refused(self, status: int, ctype: str, body: bytes) -> None:
+        """GET was answered ``status`` for good: stop listening and say so; when the session is
+        gone (HL-17), nothing in it can work any more and the client is ended too."""
+        where = f"GET {self.url}: HTTP {status}"
+        error: ClientError | None = None
+        if status == 405:  # HL-11: no standalone stream offered, which is normal
+            state = StreamState("unsupported", f"{self.url} offers no GET stream (HTTP 405)", status=status)
+        elif status == 404 and self.session_id is not None:
+            error = ClientError(f"the session {self.session_id} has ended on the server ({where}): open a new "
+                                "Client to start another", status=status, body=body)
+            state = StreamState("stopped", str(error), status=status)
+        elif 200 <= status < 300:
+            state = StreamState("stopped", f"{where} with Content-Type {ctype!r}, not an event stream (HL-11)",
+                                status=status)
+        else:
+            why = "the server refuses these credentials" if status in (401, 403) else (
+                body[:200].decode("utf-8", errors="replace").strip() or "refused")
+            state = StreamState("stopped", f"{where}: {why}", status=status)
+        self._report(state)
+        if error is not None:
+            self._lost(error)
 
     async def close(self) -> None:
         for task in list(self._tasks):
@@ -327,8 +488,8 @@ class SseTransport(_HttpBase):
         self.endpoint: str | None = None
         self._closing = False
 
-    async def start(self, deliver: Deliver, lost: Lost) -> None:
-        await super().start(deliver, lost)
+    async def start(self, deliver: Deliver, lost: Lost, state: Report | None = None) -> None:
+        await super().start(deliver, lost, state)
         ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._spawn(self._listen(ready))
         try:
@@ -350,6 +511,7 @@ class SseTransport(_HttpBase):
                     data = "\n".join(ev.data)
                     if ev.event == "endpoint" and not ready.done():
                         ready.set_result(urljoin(self.url, data.strip()))
+                        self._report(StreamState("listening", f"GET {self.url}", status=response.status_code))
                     elif ev.event == "message":
                         self._deliver_data(data)
             error = ClientError(f"the SSE stream from {self.url} ended")
@@ -362,6 +524,10 @@ class SseTransport(_HttpBase):
                 if not ready.done():
                     ready.set_exception(error)
                 elif not self._closing:
+                    # 2024-11-05 has no resumption, and the session ends with its stream: a new
+                    # stream would be a new session, which only a new initialize can set up
+                    self._report(StreamState("stopped", f"{error}: legacy HTTP+SSE cannot resume a session; "
+                                             "open a new Client", status=error.status))
                     self._lost(error)
 
     async def send(self, message: dict[str, Any]) -> None:

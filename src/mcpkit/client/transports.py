@@ -1,9 +1,11 @@
 """The client's stdio and in-memory transports, and what every transport shares.
 
 A transport moves JSON-RPC messages; the :class:`~mcpkit.client.Client` does everything else.
-It is given two callbacks when started: ``deliver(message)`` for every decoded JSON-RPC
-message the server sent (a dict; batches are split), and ``lost(error)`` once the connection is
-gone for good (pending requests then fail with that :class:`ClientError`).
+It is given callbacks when started: ``deliver(message)`` for every decoded JSON-RPC message the
+server sent (a dict; batches are split), ``lost(error)`` once the connection is gone for good
+(pending requests then fail with that :class:`ClientError`), and ``state(StreamState)`` when
+the stream that carries what the server sends outside requests opens, breaks or stops
+(client/listening.py).
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from typing import Any
 
 from .. import _json
 from .errors import ClientError
+from .listening import Backoff, StreamState
 
 __all__ = ["Transport", "StdioTransport", "MemoryTransport", "is_jsonrpc", "make_transport"]
 
 Deliver = Callable[[dict[str, Any]], None]
 Lost = Callable[[ClientError], None]
+Report = Callable[[StreamState], None]
 
 #: the longest stdout line the stdio transport reads (bigger ones end the connection)
 MAX_LINE = 64 * 1024 * 1024
@@ -54,10 +58,13 @@ class Transport:
         self.stdout_noise: list[bytes] = []
         self._deliver: Deliver = lambda message: None
         self._lost: Lost = lambda error: None
+        self._report: Report = lambda state: None
 
-    async def start(self, deliver: Deliver, lost: Lost) -> None:
+    async def start(self, deliver: Deliver, lost: Lost, state: Report | None = None) -> None:
         self._deliver = deliver
         self._lost = lost
+        if state is not None:
+            self._report = state
 
     async def send(self, message: dict[str, Any]) -> None:
         """Send one message. HTTP transports return once the POST's answer has been delivered."""
@@ -111,8 +118,8 @@ class StdioTransport(Transport):
     def returncode(self) -> int | None:  # type: ignore[override]
         return self.proc.returncode if self.proc is not None else None
 
-    async def start(self, deliver: Deliver, lost: Lost) -> None:
-        await super().start(deliver, lost)
+    async def start(self, deliver: Deliver, lost: Lost, state: Report | None = None) -> None:
+        await super().start(deliver, lost, state)
         # the server's environment is this process's with ``env`` on top; a None value unsets one
         env = {k: v for k, v in {**os.environ, **self.env}.items() if v is not None} if self.env is not None else None
         try:
@@ -125,6 +132,7 @@ class StdioTransport(Transport):
         loop = asyncio.get_running_loop()
         self._stderr_task = loop.create_task(self._read_stderr())
         self._tasks = [loop.create_task(self._read_stdout()), self._stderr_task]
+        self._report(StreamState("listening", "reading the server's stdout"))
 
     async def _read_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
@@ -223,13 +231,14 @@ class MemoryTransport(Transport):
         self.session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def start(self, deliver: Deliver, lost: Lost) -> None:
-        await super().start(deliver, lost)
+    async def start(self, deliver: Deliver, lost: Lost, state: Report | None = None) -> None:
+        await super().start(deliver, lost, state)
         from ..server.session import ServerSession
 
         self.server.check_environment()  # served in-process as on a wire: the environment is checked alike
         self._loop = asyncio.get_running_loop()
         self.session = ServerSession(self.server, self._from_server, self._loop, inline_sync=False)
+        self._report(StreamState("listening", "in memory"))
 
     def _from_server(self, batch: list[Any]) -> None:
         # called under the session lock, from the loop or a worker thread, in wire order;
@@ -260,10 +269,11 @@ class MemoryTransport(Transport):
 
 def make_transport(
     target: Any, transport: str, *, headers: dict[str, str] | None, env: dict[str, str | None] | None,
-    cwd: str | None, timeout: float | None,
+    cwd: str | None, timeout: float | None, reconnect: Backoff | None = None,
 ) -> Transport:
     """The transport ``Client(target, transport=...)`` uses: "auto" picks http for an http(s) URL,
-    stdio for a command (a list, or a string split like a shell would), memory for a Server."""
+    stdio for a command (a list, or a string split like a shell would), memory for a Server.
+    ``reconnect`` paces the reconnection of Streamable HTTP's GET stream."""
     kind = transport
     if kind == "auto":
         if isinstance(target, str) and target.startswith(("http://", "https://")):
@@ -284,6 +294,7 @@ def make_transport(
             raise ValueError(f"transport {kind!r} needs a URL")
         from .http import SseTransport, StreamableHttpTransport
 
-        cls = StreamableHttpTransport if kind == "http" else SseTransport
-        return cls(target, headers=headers, timeout=timeout)
+        if kind == "sse":
+            return SseTransport(target, headers=headers, timeout=timeout)
+        return StreamableHttpTransport(target, headers=headers, timeout=timeout, reconnect=reconnect)
     raise ValueError(f"unknown transport {transport!r}: auto, stdio, http, sse or memory")

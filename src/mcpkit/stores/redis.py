@@ -92,7 +92,10 @@ def _check_client_arguments(names: Any) -> None:
     or thread makes it, while the server keeps running."""
     import inspect
 
-    from redis import connection
+    from .._extras import needs
+
+    with needs("redis", "MCPKIT_STORE=redis://"):
+        from redis import connection
 
     known = {"cluster", *connection.URL_QUERY_ARGUMENT_PARSERS}
     for cls in (connection.AbstractConnection, connection.Connection, connection.SSLConnection,
