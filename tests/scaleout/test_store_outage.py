@@ -52,19 +52,10 @@ def processes(redis: RedisProcess, *extra: str, count: int = 2) -> Iterator[list
     """``count`` processes of tests/scaleout/app.py on ``redis``; each one's stderr is checked
     for tracebacks at the end."""
     env = {"MCPKIT_STORE": f"{redis.url}?prefix=o{secrets.token_hex(4)}:", "MCPKIT_STATE_KEY": secrets.token_hex(32)}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     started: list[Any] = []
     try:
         for _ in range(count):
-            started.append(start_server(APP, *extra))
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    try:
+            started.append(start_server(APP, *extra, env=env))
         yield started
     finally:
         for proc, _ in started:
