@@ -602,8 +602,9 @@ def wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 20
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
 
 
-def start_server(*extra: str) -> tuple[subprocess.Popen[bytes], int]:
-    """``mcpkit serve --http 127.0.0.1:PORT`` on a free port, once it listens (stderr to a file)."""
+def start_server(*extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """``mcpkit serve --http 127.0.0.1:PORT`` on a free port, once it listens (stderr to a file);
+    ``env``: variables set for it on top of this process's environment."""
     port = free_port()
     errlog = tempfile.TemporaryFile()
     proc = subprocess.Popen(
@@ -611,6 +612,7 @@ def start_server(*extra: str) -> tuple[subprocess.Popen[bytes], int]:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=errlog,
+        env={**os.environ, **env} if env else None,
     )
     proc.errlog = errlog  # type: ignore[attr-defined]
     try:

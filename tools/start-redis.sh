@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Start a throwaway redis-server for the tests and print its URL (installs the Debian package
 # when redis-server is missing). `start-redis.sh --stop` stops the one it started.
+# No persistence: a restart loses everything, which is what tests want and no deployment should
+# (docs/deployment.md, "Redis: durability, outages and restarts", has the durable settings).
 set -euo pipefail
 DIR="${TMPDIR:-/tmp}/mcpkit-redis"
 if [ "${1:-}" = "--stop" ]; then

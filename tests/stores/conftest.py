@@ -54,17 +54,22 @@ def ping(url: str, timeout: float) -> bool:
 
 
 class RedisProcess:
-    """A throwaway ``redis-server`` on ``port`` (a free one by default): no persistence."""
+    """A throwaway ``redis-server`` on ``port`` (a free one by default): no persistence, unless
+    ``aof_dir`` is given: then an append-only file there (``appendfsync everysec``, the durable
+    setting docs/deployment.md recommends), which a restart reads back."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, aof_dir: str | None = None) -> None:
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.aof_dir = aof_dir
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         assert REDIS_SERVER is not None
+        persistence = (["--appendonly", "yes", "--appendfsync", "everysec", "--dir", self.aof_dir]
+                       if self.aof_dir is not None else ["--appendonly", "no"])
         self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *persistence,
              "--daemonize", "no"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -154,6 +154,68 @@ def test_the_bus_comes_back_after_a_redis_restart(redis_process, caplog) -> None
         b.close()
 
 
+def test_a_watcher_hears_the_connection_lost_and_back_then_messages_flow_again(redis_process) -> None:
+    """What a subscriber missed can only be known from the moments the connection was lost:
+    the session table re-checks the sessions it holds from them (transports/http_sessions.py)."""
+    a = RedisBus(redis_process.url, prefix="watch:", origin="proc-a")
+    b = RedisBus(redis_process.url, prefix="watch:", origin="proc-b")
+    got: queue.Queue[Any] = queue.Queue()
+    heard: queue.Queue[bool] = queue.Queue()
+    try:
+        b.watch(heard.put)
+        b.subscribe("ch", got.put)
+        a.publish("ch", {"n": 1})
+        assert got.get(timeout=5)["n"] == 1
+        redis_process.stop()
+        assert heard.get(timeout=5) is False
+        redis_process.start()
+        assert heard.get(timeout=15) is True  # told once subscribed again: nothing published from now on is missed
+        a.publish("ch", {"n": 2})
+        assert got.get(timeout=5)["n"] == 2
+        assert heard.empty()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_connection_redis_py_remade_on_its_own_counts_as_lost(redis_process) -> None:
+    """redis-py reconnects a pub/sub connection and re-subscribes without raising when Redis
+    answers again at once (a fast restart, a killed connection): messages were missed all the
+    same, and the watcher hears of it."""
+    import redis
+
+    a = RedisBus(redis_process.url, prefix="remade:", origin="proc-a")
+    b = RedisBus(redis_process.url, prefix="remade:", origin="proc-b")
+    got: queue.Queue[Any] = queue.Queue()
+    heard: queue.Queue[bool] = queue.Queue()
+    admin = redis.Redis.from_url(redis_process.url)
+    try:
+        b.watch(heard.put)
+        b.subscribe("ch", got.put)
+        b.subscribe("other", lambda message: None)
+        a.publish("ch", {"n": 1})
+        assert got.get(timeout=5)["n"] == 1
+        assert admin.client_kill_filter(_type="pubsub") == 1
+        assert [heard.get(timeout=5), heard.get(timeout=5)] == [False, True]
+        a.publish("ch", {"n": 2})
+        assert got.get(timeout=5)["n"] == 2
+    finally:
+        admin.close()
+        a.close()
+        b.close()
+
+
+def test_a_memory_bus_never_loses_its_connection() -> None:
+    bus = MemoryBus()
+    heard: list[bool] = []
+    stop = bus.watch(heard.append)
+    bus.subscribe("ch", lambda message: None)
+    bus.publish("ch", {"n": 1})
+    stop()
+    stop()
+    assert heard == []
+
+
 def test_subscribing_while_redis_is_down_does_not_hang(dead_url: str) -> None:
     bus = RedisBus(dead_url, origin="proc-a", subscribe_timeout=0.3)
     try:

@@ -59,6 +59,27 @@ def test_delete_forgets_a_session(sessions) -> None:
     assert sessions.load("s1") is None
 
 
+def test_update_never_brings_back_a_session_that_ended(sessions) -> None:
+    sessions.save("s1", STATE, 60)
+    assert sessions.update("s1", {**STATE, "logLevel": "debug"}, 60) is True
+    assert sessions.load("s1")["logLevel"] == "debug"
+    sessions.delete("s1")  # ended, by another process that this one has not heard from yet
+    assert sessions.update("s1", STATE, 60) is False
+    assert sessions.load("s1") is None
+    assert sessions.update("never-saved", STATE, 60) is False
+    assert sessions.load("never-saved") is None
+
+
+def test_existing_says_which_sessions_the_store_still_has(sessions) -> None:
+    for sid in ("a", "b", "c"):
+        sessions.save(sid, STATE, 60)
+    sessions.save("short", STATE, 0.05)
+    sessions.delete("b")
+    time.sleep(0.1)
+    assert sessions.existing(["a", "b", "c", "short", "unknown"]) == {"a", "c"}
+    assert sessions.existing([]) == set()
+
+
 def test_bad_arguments_are_refused(sessions) -> None:
     for ttl in (0, -1, float("inf"), float("nan"), True):
         with pytest.raises(ValueError, match="ttl"):

@@ -30,7 +30,12 @@ Callback = Callable[[dict[str, Any]], None]
 class Bus(Protocol):
     """``publish`` from any thread; ``subscribe`` returns the function that unsubscribes (calling
     it twice is harmless). A callback gets its own copy of the message (``origin`` included);
-    an exception it raises is logged and goes no further. ``origin`` is this process's id."""
+    an exception it raises is logged and goes no further. ``origin`` is this process's id.
+
+    ``watch(callback)`` hears of the connection behind the subscriptions: ``callback(False)``
+    when it is lost (what is published from then on is not received: a subscriber has missed
+    messages), ``callback(True)`` once every subscription is made again. It returns the
+    function that stops watching."""
 
     @property
     def origin(self) -> str: ...
@@ -38,6 +43,8 @@ class Bus(Protocol):
     def publish(self, channel: str, message: dict[str, Any]) -> None: ...
 
     def subscribe(self, channel: str, callback: Callback, *, include_own: bool = False) -> Callable[[], None]: ...
+
+    def watch(self, callback: Callable[[bool], None]) -> Callable[[], None]: ...
 
     def close(self) -> None: ...
 
@@ -66,6 +73,10 @@ def _deliver(channel: str, subs: list[_Subscription], data: bytes, own: bool) ->
             sub.callback(_json.loads(data))
         except Exception:
             logger.exception("A bus callback on channel %r failed", channel)
+
+
+def _nothing() -> None:
+    pass
 
 
 class _Hub:
@@ -126,6 +137,10 @@ class MemoryBus:
 
         return unsubscribe
 
+    def watch(self, callback: Callable[[bool], None]) -> Callable[[], None]:
+        """In one process nothing is ever lost: the callback is never called."""
+        return _nothing
+
     def close(self) -> None:
         self._closed = True
         with self._hub.lock:
@@ -147,7 +162,10 @@ class RedisBus:
     delays the others. ``subscribe`` returns once Redis confirmed the subscription (or after
     ``subscribe_timeout`` seconds, e.g. while Redis is down: it is then made when Redis is back).
     When the connection is lost the listener logs a warning, retries (up to every 2 s),
-    subscribes again and logs when it is back; messages published meanwhile are lost.
+    subscribes again and logs when it is back; messages published meanwhile are lost, and
+    ``watch`` callbacks hear of both moments. A connection that redis-py re-made on its own
+    (it re-subscribes as it reconnects) counts as lost too: Redis confirms a subscription that
+    was already confirmed.
 
     Construct it (or at least subscribe) after forking worker processes: a thread does not
     survive a fork.
@@ -175,6 +193,8 @@ class RedisBus:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._watchers: list[Callable[[bool], None]] = []  # replaced, never mutated
+        self._down_since: float | None = None  # on the listener thread: when the connection was lost
 
     @property
     def origin(self) -> str:
@@ -219,6 +239,16 @@ class RedisBus:
 
         return unsubscribe
 
+    def watch(self, callback: Callable[[bool], None]) -> Callable[[], None]:
+        with self._lock:
+            self._watchers = [*self._watchers, callback]
+
+        def unwatch() -> None:
+            with self._lock:
+                self._watchers = [w for w in self._watchers if w is not callback]
+
+        return unwatch
+
     def close(self) -> None:
         """Stop the listener and forget the subscriptions (and close the client if it is ours)."""
         self._stop.set()
@@ -235,7 +265,6 @@ class RedisBus:
     # ------------------------------------------------------------------ the listener thread
 
     def _listen(self) -> None:
-        down_since: float | None = None
         delay = 0.1
         while not self._stop.is_set():
             pubsub: Any = None
@@ -250,17 +279,15 @@ class RedisBus:
                         self._wake.wait(1.0)
                         continue
                     message = pubsub.get_message(timeout=self.POLL)
-                    if down_since is not None:
-                        logger.warning("Redis bus: connection back after %.1f s; subscriptions restored",
-                                       time.monotonic() - down_since)
-                        down_since, delay = None, 0.1
                     if message is not None:
                         self._handle(message, sent, confirmed)
+                    if self._down_since is not None and confirmed >= sent:
+                        logger.warning("Redis bus: connection back after %.1f s; subscriptions restored",
+                                       time.monotonic() - self._down_since)
+                        self._down_since, delay = None, 0.1
+                        self._tell(True)
             except self._down as exc:
-                if down_since is None:
-                    down_since = time.monotonic()
-                    logger.warning("Redis bus: connection lost (%s: %s); retrying until it is back",
-                                   type(exc).__name__, exc)
+                self._lost(f"{type(exc).__name__}: {exc}")
                 with self._lock:
                     for ready in self._ready.values():
                         ready.clear()
@@ -268,6 +295,7 @@ class RedisBus:
                 delay = min(delay * 2, 2.0)
             except Exception:
                 logger.exception("Redis bus: listener error; starting over")
+                self._lost("a listener error")  # a new connection: what came meanwhile is missed
                 self._stop.wait(1.0)
             finally:
                 if pubsub is not None:
@@ -275,6 +303,20 @@ class RedisBus:
                         pubsub.close()
                     except Exception:  # closing a broken connection
                         pass
+
+    def _lost(self, why: str) -> None:
+        if self._down_since is not None:
+            return
+        self._down_since = time.monotonic()
+        logger.warning("Redis bus: connection lost (%s); retrying until it is back", why)
+        self._tell(False)
+
+    def _tell(self, connected: bool) -> None:
+        for callback in self._watchers:
+            try:
+                callback(connected)
+            except Exception:
+                logger.exception("A bus connection watcher failed")
 
     def _sync(self, pubsub: Any, sent: set[str], confirmed: set[str]) -> None:
         with self._lock:
@@ -294,6 +336,11 @@ class RedisBus:
         kind, channel = message.get("type"), message.get("channel")
         name = channel.decode() if isinstance(channel, bytes) else str(channel)
         if kind == "subscribe":
+            if name in confirmed:
+                # confirmed twice: redis-py lost the connection and re-subscribed on a new one
+                # by itself; what was published in between never arrived
+                self._lost("the connection was re-made")
+                confirmed.clear()
             if name in sent:
                 confirmed.add(name)
                 with self._lock:

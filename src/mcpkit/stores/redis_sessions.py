@@ -23,18 +23,25 @@ __all__ = ["MemorySessionStore", "RedisSessionStore", "SessionStore"]
 class SessionStore(Protocol):
     """Session state by session id; every method is synchronous.
 
-    ``save`` stores ``state`` (a JSON-able dict) for ``ttl`` seconds; ``load`` returns a copy of
-    it, or None once it expired or was deleted; ``touch`` gives a live session ``ttl`` more
-    seconds (False when there was none); ``delete`` forgets it.
+    ``save`` stores ``state`` (a JSON-able dict) for ``ttl`` seconds; ``update`` does the same
+    only for a session the store still has (False, and nothing stored, when it ended, expired or
+    was lost: a change never brings back a session that ended); ``load`` returns a copy of it,
+    or None once it expired or was deleted; ``touch`` gives a live session ``ttl`` more seconds
+    (False when there was none); ``delete`` forgets it; ``existing`` says which of some
+    sessions the store still has.
     """
 
     def save(self, session_id: str, state: dict[str, Any], ttl: float) -> None: ...
+
+    def update(self, session_id: str, state: dict[str, Any], ttl: float) -> bool: ...
 
     def load(self, session_id: str) -> dict[str, Any] | None: ...
 
     def touch(self, session_id: str, ttl: float) -> bool: ...
 
     def delete(self, session_id: str) -> None: ...
+
+    def existing(self, session_ids: list[str]) -> set[str]: ...
 
 
 #: Sessions of one client across every process (the HTTP app's per-client quota, shared): a
@@ -100,10 +107,23 @@ class MemorySessionStore:
             while len(self._sessions) > self.max_sessions:
                 self._sessions.popitem(last=False)
 
+    def update(self, session_id: str, state: dict[str, Any], ttl: float) -> bool:
+        data, ms = _encode(state), _ttl_ms(ttl)
+        with self._lock:
+            if self._live(session_id) is None:
+                return False
+            self._sessions[session_id] = (data, time.monotonic() + ms / 1000)
+            self._sessions.move_to_end(session_id)
+            return True
+
     def load(self, session_id: str) -> dict[str, Any] | None:
         with self._lock:
             entry = self._live(session_id)
         return None if entry is None else _json.loads(entry[0])
+
+    def existing(self, session_ids: list[str]) -> set[str]:
+        with self._lock:
+            return {sid for sid in session_ids if self._live(sid) is not None}
 
     def touch(self, session_id: str, ttl: float) -> bool:
         ms = _ttl_ms(ttl)
@@ -153,12 +173,34 @@ class RedisSessionStore:
         except self._down as exc:
             raise unavailable("saving a session", exc) from exc
 
+    def update(self, session_id: str, state: dict[str, Any], ttl: float) -> bool:
+        data, ms = _encode(state), _ttl_ms(ttl)
+        try:
+            # XX: only while the key exists, so a process that has not heard of an end yet
+            # cannot bring the session back by saving a change to it
+            return bool(self._client.set(self.key(session_id), data, px=ms, xx=True))
+        except self._down as exc:
+            raise unavailable("saving a session", exc) from exc
+
     def load(self, session_id: str) -> dict[str, Any] | None:
         try:
             data = self._client.get(self.key(session_id))
         except self._down as exc:
             raise unavailable("loading a session", exc) from exc
         return None if data is None else _json.loads(data)
+
+    def existing(self, session_ids: list[str]) -> set[str]:
+        """One round trip (per shard, on a cluster) for all of them."""
+        if not session_ids:
+            return set()
+        try:
+            with self._client.pipeline(transaction=False) as pipe:
+                for session_id in session_ids:
+                    pipe.exists(self.key(session_id))
+                found = pipe.execute()
+        except self._down as exc:
+            raise unavailable("checking sessions", exc) from exc
+        return {sid for sid, count in zip(session_ids, found) if count}
 
     def touch(self, session_id: str, ttl: float) -> bool:
         ms = _ttl_ms(ttl)

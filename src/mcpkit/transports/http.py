@@ -37,7 +37,7 @@ from .http_drain import Draining
 from .http_guard import LOOPBACK_HOSTS, HostGuard, repeated_header
 from .http_media import acceptable, is_json_content_type
 from .http_quotas import QuotaExceeded, SessionQuotas
-from .http_sessions import SessionTable
+from .http_sessions import STORE_DOWN, STORE_WAIT, SessionTable
 from .http_streams import _END, _HttpSession, _Stream
 from .http_modern import check_headers, modern_version, status_for
 from .mount import public_path, route_path
@@ -157,8 +157,8 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
         self.session_store = server.stores.sessions if shared else None
         if shared:
             server._listen_bus()
-            # another process changed or ended a session this one also serves
-            server.stores.bus.subscribe("session", self._session_news)
+            # another process changed or ended a session this one also serves; Redis lost
+            self._share_sessions()
         self.legacy_sse = legacy_sse
         self.sse_path = sse_path
         self.messages_path = messages_path
@@ -425,7 +425,8 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
         else:
             found, status, why = self._lookup(headers)
             if found is None:
-                await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers)
+                await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
+                              STORE_WAIT if status == 503 else None)
                 return
             hs = found
             bad_version = self._version_error(headers)
@@ -470,9 +471,11 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
             else:
                 hs.session.feed_message(payload, msg, access)
             hs.session.flush()
-            if self.session_store is not None and not self.stateless:
-                # before the answer leaves: the client's next request may reach another process
-                self._save(hs)
+            if self.session_store is not None and not self.stateless and not self._save(hs):
+                # before the answer leaves: the client's next request may reach another process,
+                # so a session the store could not record is refused (http_sessions.py)
+                await self._plain(send, 503, _error_body(INVALID_REQUEST, STORE_DOWN), headers, STORE_WAIT)
+                return
             if use_sse:
                 await self._write_sse(send, receive, hs, stream, headers, extra, replay=None)
             else:
@@ -664,7 +667,8 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
             return
         hs, status, why = self._lookup(headers)
         if hs is None:
-            await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers)
+            await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
+                              STORE_WAIT if status == 503 else None)
             return
         bad_version = self._version_error(headers)
         if bad_version is not None:
@@ -710,13 +714,17 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
     async def _delete(self, send: Any, headers: dict[bytes, bytes]) -> None:
         hs, status, why = self._lookup(headers)
         if hs is None:
-            await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers)
+            await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
+                              STORE_WAIT if status == 503 else None)
             return
         bad_version = self._version_error(headers)
         if bad_version is not None:
             await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
             return
-        self._end(hs.id)  # type: ignore[arg-type]  # HL-18: later requests with this id get 404
+        if not self._end(hs.id):  # type: ignore[arg-type]  # HL-18: later requests with this id get 404
+            # a shared store could not record the end: refused, never acknowledged and undone
+            await self._plain(send, 503, _error_body(INVALID_REQUEST, STORE_DOWN), headers, STORE_WAIT)
+            return
         await self._plain(send, 200, b"", headers)
 
     # ------------------------------------------------------------------ legacy HTTP+SSE (2024-11-05)

@@ -4,14 +4,28 @@ Sessions live in ``McpHttpApp.sessions`` (least recently used first). A new sess
 as transports/http_quotas.py says (per-client quotas first, then the global cap, idle sessions
 only). With a shared store (MCPKIT_STORE) every process can serve every session: its state is
 saved after each change, restored on first use in another process, touched while served, and
-news of changes and ends travel on the bus. Evicting a shared session from this process's
-table at the global cap only drops the local copy; ending one (DELETE, quota, idle timeout)
-ends it everywhere.
+news of changes and ends travel on the bus.
+
+With a shared store the store's record *is* the session; what a process holds is a copy:
+
+- An end (DELETE, a per-client quota) is recorded in the store before it takes effect anywhere.
+  When it cannot be (the store is down) nothing ends, and the request that asked for it gets
+  503 with Retry-After: a logout is refused, never acknowledged and then undone. A new session
+  that cannot be recorded is refused the same way.
+- The idle timeout is the record's expiry, renewed by whichever process serves the session: a
+  copy idle here is only dropped here, as a copy evicted at the global cap is.
+- A change is saved only while the record exists (``update``), so a process that has not heard
+  of an end yet never brings the session back.
+- A copy held through a store outage (the bus lost Redis, or a store call failed) is checked
+  against the store before it is served again, and the copies the store no longer has (ended
+  meanwhile, or lost with a restart without persistence) are dropped as soon as the bus is back,
+  so every process answers 404 for them alike (HL-17: the client initializes again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import time
@@ -20,11 +34,19 @@ from typing import Any
 
 from ..protocol import revisions
 from .http_auth import ACCESS
-from .http_quotas import SessionQuotas, client_address
+from .http_quotas import QuotaExceeded, SessionQuotas, client_address
 
-__all__ = ["SessionTable"]
+__all__ = ["STORE_DOWN", "STORE_RETRY_AFTER", "STORE_WAIT", "SessionTable"]
 
 log = logging.getLogger("mcpkit.http")
+
+#: what a request that needs the session store gets while it is down: 503 and Retry-After
+STORE_DOWN = "The session store is unavailable; retry in a few seconds."
+STORE_RETRY_AFTER = 2
+STORE_WAIT = [(b"retry-after", str(STORE_RETRY_AFTER).encode())]
+
+#: store epochs: a new one each time the store was unreachable (the copies of older ones are re-checked)
+_EPOCHS = itertools.count(1)
 
 
 class SessionTable:
@@ -46,6 +68,8 @@ class SessionTable:
     _sweep_every: float
     _touch_every: float
     _closed: bool
+    #: the store epoch this process is in; a copy of an older one is checked before it is served
+    _store_epoch: int = 0
 
     async def _drop_events(self, store: Any, stream_ids: list[str]) -> None:
         raise NotImplementedError
@@ -60,13 +84,14 @@ class SessionTable:
         return "address:" + client_address(scope)
 
     def _new_session(self, client: str) -> Any:
-        """A session for ``client``, room made as http_quotas.py says (raises QuotaExceeded)."""
+        """A session for ``client``, room made as http_quotas.py says (raises QuotaExceeded, with
+        503 when a shared store cannot record what that takes)."""
         self._sweep()
         sessions = self.sessions
         own = self.quotas.own_victim(
             client, lambda sid: sessions[sid].active == 0, lambda sid: sessions[sid].last_seen)
-        if own is not None:
-            self._end(own)  # the client's own oldest idle session: HL-17, it gets 404 from now on
+        if own is not None and not self._end(own):  # the client's own oldest idle session: HL-17, 404 from now on
+            raise QuotaExceeded(503, STORE_DOWN, STORE_RETRY_AFTER)
         while len(sessions) >= self.max_sessions:
             victim = self.quotas.global_victim(sessions.items(), lambda hs: hs.active == 0)
             if self.session_store is not None:
@@ -76,35 +101,53 @@ class SessionTable:
         session_id = os.urandom(16).hex()  # HL-15: cryptographically random, visible ASCII
         hs = self._session_type(self, session_id)
         hs.client = client
+        hs.epoch = self._store_epoch
         sessions[session_id] = hs
         self.quotas.add(client, session_id)
-        self._shared_quota(client, session_id)
+        try:
+            self._shared_quota(client, session_id)
+        except QuotaExceeded:
+            self._forget(session_id)
+            raise
         return hs
 
     def _shared_quota(self, client: str, session_id: str) -> None:
         """With shared sessions, the per-client quota counts the client's sessions in every
-        process: past it, its oldest ones end everywhere (their own client's, never another's)."""
+        process: past it, its oldest ones end everywhere (their own client's, never another's).
+        Raises QuotaExceeded (503) when the store cannot count them or record those ends."""
         claim = getattr(self.session_store, "claim", None)
         if claim is None:
             return
         try:
             over = claim(client, session_id, self.quotas.per_client, self.session_idle_timeout)
-        except Exception as exc:  # noqa: BLE001 - the store is down: this process's quota still holds
+        except Exception as exc:  # noqa: BLE001 - the store is down: no session it cannot record
+            self._store_lost()
             log.warning("could not count the sessions of %s in the shared store: %s", client, exc)
-            return
+            raise QuotaExceeded(503, STORE_DOWN, STORE_RETRY_AFTER) from None
         for old in over:
-            self._end(old, release=False)
+            if not self._end(old, release=False):
+                raise QuotaExceeded(503, STORE_DOWN, STORE_RETRY_AFTER)
 
-    def _end(self, session_id: str, release: bool = True) -> None:
-        if self.session_store is not None:
+    def _end(self, session_id: str, release: bool = True) -> bool:
+        """End a session everywhere. With a shared store the end is recorded there first; when
+        it cannot be, nothing ends (here either) and the answer is False."""
+        store = self.session_store
+        hs = self.sessions.get(session_id)
+        if store is not None:
             try:
-                hs = self.sessions.get(session_id)
-                if release and hs is not None and hs.client is not None and hasattr(self.session_store, "release"):
-                    self.session_store.release(hs.client, session_id)
-                self.session_store.delete(session_id)
-                self.server.stores.bus.publish("session", {"id": session_id, "ended": True})
-            except Exception as exc:  # noqa: BLE001 - the store is down: its TTL ends it there
+                store.delete(session_id)
+            except Exception as exc:  # noqa: BLE001 - the store is down (StoreUnavailable)
+                self._store_lost()
                 log.warning("could not end shared session %s: %s", session_id, exc)
+                return False
+            # recorded: what follows only tells the others sooner (the quota entry and the
+            # copies a process missed this news about expire, or are re-checked, by themselves)
+            try:
+                if release and hs is not None and hs.client is not None and hasattr(store, "release"):
+                    store.release(hs.client, session_id)
+                self.server.stores.bus.publish("session", {"id": session_id, "ended": True})
+            except Exception as exc:  # noqa: BLE001
+                log.warning("shared session %s ended; not every process may have heard yet: %s", session_id, exc)
         hs = self.sessions.pop(session_id, None)
         self.quotas.remove(session_id)
         if hs is not None:
@@ -112,39 +155,67 @@ class SessionTable:
             hs.close()
             if self.loop is not None:
                 self.loop.create_task(self._drop_events(self.event_store, stream_ids))
+        return True
 
-    def _restore(self, session_id: str, hs: Any = None) -> Any:
+    def _restore(self, session_id: str) -> Any:
         """A shared session, as the session store has it: served here, whichever process
         opened it or changed it last (None when it ended or expired everywhere)."""
+        epoch = self._store_epoch
         state = self.session_store.load(session_id)  # type: ignore[union-attr]
         if not state or state.get("revision") not in revisions.HANDSHAKE_VERSIONS:
-            if hs is not None:
-                self._forget(session_id)
             return None
-        if hs is not None:
-            hs.session.log_level = state.get("log_level")
-            hs.session.subscriptions = set(state.get("subscriptions") or ())
-            hs.shared_state, hs.synced = state, time.monotonic()
-            return hs
         while len(self.sessions) >= self.max_sessions:
             self._forget(next(iter(self.sessions)))  # a copy: the session itself lives on
         hs = self._session_type(self, session_id)
-        hs.session.refresh_state = lambda: self._restore(session_id, hs)  # type: ignore[attr-defined]
+        hs.session.refresh_state = lambda: self._refresh(hs)  # type: ignore[attr-defined]
         engine = hs.session.engine
         engine.revision = revisions.get(state["revision"])
         engine.initialized = bool(state.get("initialized", True))
         engine.client_info = state.get("client_info") or {}
         engine.client_capabilities = state.get("client_capabilities") or {}
-        hs.session.log_level = state.get("log_level")
-        hs.session.subscriptions = set(state.get("subscriptions") or ())
         hs.owner = state.get("owner")
         hs.client = state.get("client")
-        hs.shared_state, hs.synced = state, time.monotonic()
+        self._adopt(hs, state)
+        hs.epoch = epoch
         self.server._session_started(hs.session)  # it gets this process's notifications now
         self.sessions[session_id] = hs
         if isinstance(hs.client, str):
             self.quotas.add(hs.client, session_id)
         return hs
+
+    def _adopt(self, hs: Any, state: dict[str, Any]) -> None:
+        """Take the stored state for this copy, unless it holds a change the store does not
+        have yet (made while the store was down: it is saved with the request it came in)."""
+        if hs.shared_state is not None and self._state_of(hs) != hs.shared_state:
+            return
+        hs.session.log_level = state.get("log_level")
+        hs.session.subscriptions = set(state.get("subscriptions") or ())
+        hs.shared_state = state
+
+    def _reload(self, hs: Any) -> bool:
+        """On the loop: this copy checked against the store (False, and dropped, when the store
+        no longer has the session). Raises when the store is down."""
+        epoch = self._store_epoch
+        state = self.session_store.load(hs.id)  # type: ignore[union-attr]
+        if not state:
+            self._forget(hs.id)
+            return False
+        self._adopt(hs, state)
+        hs.epoch = epoch
+        return True
+
+    def _refresh(self, hs: Any) -> None:
+        """From any thread (a resource update being delivered): this copy's subscriptions as
+        the store has them; a copy the store no longer has is dropped, on the loop."""
+        state = self.session_store.load(hs.id)  # type: ignore[union-attr]
+        if state:
+            self._adopt(hs, state)
+        elif self.loop is not None:
+            self.loop.call_soon_threadsafe(self._forget_copy, hs)
+
+    def _forget_copy(self, hs: Any) -> None:
+        if self.sessions.get(hs.id) is hs:
+            self._forget(hs.id)
 
     def _forget(self, session_id: str) -> None:
         """Drop this process's copy of a shared session; the session itself lives on."""
@@ -153,19 +224,9 @@ class SessionTable:
         if hs is not None:
             hs.close()
 
-    def _save(self, hs: Any) -> None:
-        """Share a session's state (revision, client capabilities, log level, subscriptions,
-        owner) so that the next request may go to any process."""
+    def _state_of(self, hs: Any) -> dict[str, Any]:
         engine = hs.session.engine
-        if self.session_store is None or hs.id is None or engine.revision is None or hs.closed:
-            return
-        try:
-            self._save_state(hs, engine)
-        except Exception as exc:  # noqa: BLE001 - the store is down: this process still serves it
-            log.warning("could not share session %s: %s", hs.id, exc)
-
-    def _save_state(self, hs: Any, engine: Any) -> None:
-        state = {
+        return {
             "revision": engine.revision.version,
             "initialized": engine.initialized,
             "client_info": engine.client_info,
@@ -175,12 +236,90 @@ class SessionTable:
             "owner": hs.owner,
             "client": hs.client,
         }
+
+    def _save(self, hs: Any) -> bool:
+        """Share a session's state (revision, client capabilities, log level, subscriptions,
+        owner) so that the next request may go to any process. False when a new session could
+        not be recorded: it is dropped, since no other process could serve it (its initialize
+        gets 503). A change the store cannot take now is kept here and saved with a later
+        request; one to a session the store no longer has drops this copy."""
+        engine = hs.session.engine
+        store = self.session_store
+        if store is None or hs.id is None or engine.revision is None or hs.closed:
+            return True
+        state = self._state_of(hs)
         if state == hs.shared_state:
-            return  # unchanged: most requests (tool calls) cost the store nothing
-        self.session_store.save(hs.id, state, self.session_idle_timeout)  # type: ignore[union-attr]
+            return True  # unchanged: most requests (tool calls) cost the store nothing
+        try:
+            if hs.shared_state is None:
+                store.save(hs.id, state, self.session_idle_timeout)
+            elif not self._update(hs.id, state):
+                self._forget(hs.id)  # ended or expired meanwhile, on another process
+                return True
+        except Exception as exc:  # noqa: BLE001 - the store is down (StoreUnavailable)
+            self._store_lost()
+            log.warning("could not share session %s: %s", hs.id, exc)
+            if hs.shared_state is None:
+                self._forget(hs.id)
+                return False
+            return True
         hs.shared_state = state
         hs.synced = time.monotonic()
-        self.server.stores.bus.publish("session", {"id": hs.id})  # the other copies refresh
+        try:
+            self.server.stores.bus.publish("session", {"id": hs.id})  # the other copies refresh
+        except Exception as exc:  # noqa: BLE001 - they read it when they next check the store
+            log.warning("could not announce a change of session %s: %s", hs.id, exc)
+        return True
+
+    def _update(self, session_id: str, state: dict[str, Any]) -> bool:
+        update = getattr(self.session_store, "update", None)
+        if update is None:  # a store without it: a plain save
+            self.session_store.save(session_id, state, self.session_idle_timeout)  # type: ignore[union-attr]
+            return True
+        return bool(update(session_id, state, self.session_idle_timeout))
+
+    def _share_sessions(self) -> None:
+        """Hear of the sessions other processes change or end, and of the bus losing Redis."""
+        bus = self.server.stores.bus
+        bus.subscribe("session", self._session_news)
+        watch = getattr(bus, "watch", None)
+        if watch is not None:
+            watch(self._bus_connection)
+
+    def _store_lost(self) -> None:
+        """From any thread: the store could not be reached, so an end recorded meanwhile, or the
+        store's data lost with a restart, may have gone unheard: every copy held now is checked
+        against the store before it is served again (``_lookup``)."""
+        self._store_epoch = next(_EPOCHS)
+
+    def _bus_connection(self, connected: bool) -> None:
+        """On the bus thread: lost, the copies held become unchecked; back, the ones the store
+        no longer has are dropped at once (their open streams end)."""
+        if not connected:
+            self._store_lost()
+            return
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(lambda: loop.create_task(self._drop_gone()))
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+    async def _drop_gone(self) -> None:
+        existing = getattr(self.session_store, "existing", None)
+        unchecked = [sid for sid, hs in self.sessions.items()
+                     if hs.epoch != self._store_epoch and hs.shared_state is not None]
+        if existing is None or not unchecked:
+            return
+        try:
+            alive = await asyncio.get_running_loop().run_in_executor(None, existing, unchecked)
+        except Exception as exc:  # noqa: BLE001 - down again: the next lookups check them one by one
+            self._store_lost()
+            log.warning("could not check the sessions held here against the store: %s", exc)
+            return
+        for sid in unchecked:
+            if sid not in alive:
+                self._forget(sid)  # ended or lost everywhere; an id is never made again
 
     def _session_news(self, message: dict[str, Any]) -> None:
         """On the bus thread: another process saved or ended a session; refresh or drop ours."""
@@ -196,8 +335,9 @@ class SessionTable:
                 self._forget(session_id)
                 return
             try:
-                self._restore(session_id, hs)
+                self._reload(hs)
             except Exception:  # noqa: BLE001 - the store is down: keep what is known here
+                self._store_lost()
                 log.warning("could not refresh shared session %s", session_id, exc_info=True)
 
         self.loop.call_soon_threadsafe(apply)
@@ -210,41 +350,44 @@ class SessionTable:
         loop.call_later(self._sweep_every, self._periodic_sweep, loop)
 
     def _sweep(self, force: bool = False) -> None:
-        """Evict sessions idle longer than the timeout (clients that never DELETE)."""
+        """Evict sessions idle longer than the timeout (clients that never DELETE). A shared
+        session's copy only: the store's record expires by itself unless another process
+        kept it alive by serving it."""
         now = time.monotonic()
         if not force and now - self._last_sweep < 1.0:
             return
         self._last_sweep = now
-        cutoff = now - self.session_idle_timeout
-        stale = [sid for sid, hs in self.sessions.items() if hs.last_seen < cutoff and hs.active == 0]
+        stale = [sid for sid, hs in self.sessions.items() if self._idle(hs, now)]
         for sid in stale:
-            self._end(sid)
+            if self.session_store is not None:
+                self._forget(sid)
+            else:
+                self._end(sid)
+
+    def _idle(self, hs: Any, now: float) -> bool:
+        return hs.active == 0 and now - hs.last_seen > self.session_idle_timeout
 
     def _lookup(self, headers: dict[bytes, bytes]) -> tuple[Any, int, str]:
         sid = headers.get(b"mcp-session-id")
         if sid is None:
             return None, 400, "Missing Mcp-Session-Id header: send initialize first, then the id it returned."
-        hs = self.sessions.get(sid.decode("latin-1"))
+        session_id = sid.decode("latin-1")
+        hs = self.sessions.get(session_id)
         now = time.monotonic()
-        if self.session_store is not None:
+        if self.session_store is None:
+            if hs is not None and hs.active == 0 and now - hs.last_seen > self.session_idle_timeout:
+                self._end(session_id)  # idle too long: expired, whether swept yet or not
+                hs = None
+        else:
             try:
-                if hs is None:  # opened by another process: served here from now on too
-                    hs = self._restore(sid.decode("latin-1"))
-                elif now - hs.synced > self._touch_every:
-                    # keep the shared copy alive while this process is the one serving it
-                    hs.synced = now
-                    if hs.client is not None and hasattr(self.session_store, "renew"):
-                        self.session_store.renew(hs.client, hs.id, self.session_idle_timeout)
-                    if not self.session_store.touch(hs.id, self.session_idle_timeout):
-                        self._forget(hs.id)  # type: ignore[arg-type]  # ended or expired elsewhere
-                        hs = None
+                hs = self._checked(session_id, hs, now)
             except Exception as exc:  # noqa: BLE001 - the shared store is down (StoreUnavailable)
-                if hs is None:
+                self._store_lost()
+                if hs is None or self._idle(hs, now):
                     log.warning("session store unavailable: %s", exc)
-                    return None, 503, "The session store is unavailable; retry in a few seconds."
-        if hs is not None and hs.active == 0 and now - hs.last_seen > self.session_idle_timeout:
-            self._end(hs.id)  # type: ignore[arg-type]  # idle too long: expired, whether swept yet or not
-            hs = None
+                    return None, 503, STORE_DOWN
+                # a copy held here is served: while the store is down no end can be recorded
+                # (DELETE gets 503), and it is checked again once the store answers
         if hs is not None and hs.owner is not None and not self._owned(hs):
             hs = None  # SEC-03: another user's session does not exist for this caller
         if hs is None:
@@ -252,3 +395,28 @@ class SessionTable:
         hs.last_seen = now
         self.sessions.move_to_end(hs.id)  # type: ignore[arg-type]
         return hs, 200, ""
+
+    def _checked(self, session_id: str, hs: Any, now: float) -> Any:
+        """This process's copy of a shared session, made or checked against the store when
+        needed; None when the store no longer has the session. Raises when the store is down."""
+        store = self.session_store
+        if hs is None:  # opened by another process: served here from now on too
+            hs = self._restore(session_id)
+            if hs is None:
+                return None
+        elif hs.epoch != self._store_epoch or (hs.active == 0 and now - hs.last_seen > self.session_idle_timeout):
+            # held through a store outage (ended meanwhile? lost with a restart?), or idle here
+            # (kept alive by another process?): the store says
+            if not self._reload(hs):
+                return None
+        elif now - hs.synced <= self._touch_every:
+            return hs
+        # keep the shared record alive while this process serves it; at once for a copy just
+        # read, whose record may be about to expire while this process would go on serving it
+        hs.synced = now
+        if hs.client is not None and hasattr(store, "renew"):
+            store.renew(hs.client, hs.id, self.session_idle_timeout)
+        if not store.touch(hs.id, self.session_idle_timeout):  # type: ignore[union-attr]
+            self._forget(hs.id)  # ended or expired elsewhere
+            return None
+        return hs
