@@ -160,3 +160,19 @@ async def test_the_event_store_wants_an_asyncio_client(redis_url: str) -> None:
     sync.close()
     with pytest.raises(ValueError, match="max_events_per_stream"):
         RedisEventStore(redis_url, max_events_per_stream=0)
+
+
+async def test_follow_waits_for_the_events_another_process_stores_next(redis_url: str, prefix: str) -> None:
+    a = RedisEventStore(redis_url, prefix=prefix)
+    b = RedisEventStore(redis_url, prefix=prefix)
+    try:
+        first = await a.store("sess.7", b"one")
+        assert await b.follow("sess.7", 1, 0.05) == []  # nothing newer: waited, then nothing
+        waiting = asyncio.ensure_future(b.follow("sess.7", 1, 1.5))
+        await asyncio.sleep(0)  # sent before or after the store, the read returns the event
+        second = await a.store("sess.7", b"two")
+        assert await waiting == [(second, b"two")]
+        assert await b.follow("sess.7", 0, 0.05) == [(first, b"one"), (second, b"two")]
+    finally:
+        await a.aclose()
+        await b.aclose()

@@ -238,3 +238,19 @@ def test_close_settles_the_running_tasks_at_once(stores) -> None:
     failed = b.get(running.task_id)
     assert failed.status == "failed" and failed.error == SHUT_DOWN and failed.error["data"]["retryable"]
     assert b.get(done.task_id).status == "completed"
+
+
+def test_a_process_holding_a_stream_keeps_its_lease_and_is_alive_for_the_others(redis_url, prefix, rclient) -> None:
+    lease_key = f"{prefix}lease:proc-a"
+    with pair(redis_url, redis_url, prefix, lease=0.6, renew_every=0.1) as (a, b):
+        assert not b.alive("proc-a")  # neither tasks nor streams: no lease
+        assert a.alive("proc-a")  # a process is alive to itself
+        a.hold("sess.s1")
+        wait_until(lambda: b.alive("proc-a"), what="the lease taken for a held stream")
+        ends = time.monotonic() + 4 * a.lease
+        while time.monotonic() < ends:  # renewed while held
+            assert b.alive("proc-a")
+            time.sleep(0.05)
+        a.let_go("sess.s1")
+        wait_until(lambda: not rclient.exists(lease_key), what="the lease expiring once nothing is held")
+        assert not b.alive("proc-a")

@@ -103,6 +103,22 @@ class RedisEventStore:
             events.append((f"{stream_id}_{seq}", fields[b"p"]))
         return stream_id, events
 
+    async def follow(self, stream_id: str, after: int, block: float) -> list[tuple[str, bytes]]:
+        """The events of ``stream_id`` numbered above ``after``, waiting up to ``block`` seconds
+        for one to be stored (any process may store it): [] when none came. ``block`` stays
+        under the client's socket timeout (2 s)."""
+        try:
+            found = await self._client.xread({self.key(stream_id): f"0-{after}"},
+                                             block=max(1, int(block * 1000)))
+        except self._down as exc:
+            raise unavailable("following SSE events", exc) from exc
+        events = []
+        for entries in (found.values() if isinstance(found, dict) else [e for _k, e in found or ()]):
+            for entry_id, fields in entries:
+                seq = entry_id.rpartition(b"-")[2].decode()
+                events.append((f"{stream_id}_{seq}", fields[b"p"]))
+        return events
+
     async def drop(self, stream_ids: Iterable[str], grace: float = 0.0) -> None:
         """Forget these streams: now, or ``grace`` seconds from now (see RESUME_GRACE)."""
         keys = [self.key(sid) for sid in stream_ids]

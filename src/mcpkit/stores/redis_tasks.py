@@ -6,6 +6,10 @@ interval for all of them, never on the event loop). A process that is killed sto
 and once it expired (``lease`` seconds) any process that reads one of its running tasks fails it
 (:data:`~mcpkit.stores.tasks.OWNER_GONE`: retryable), so no task says ``working`` for a process
 that is gone.
+
+The same lease says "this process is alive" for whatever else it owes the other processes: a
+POST stream still owing answers ``hold``s it (transports/http_resume.py), and another process
+that finds ``alive(owner)`` false answers those requests with a retryable error.
 """
 
 from __future__ import annotations
@@ -128,6 +132,7 @@ class RedisTaskStore:
         # lease is known held (monotonic; from when the last renewal was sent), when the thread
         # renews next, and tasks whose lease lapsed, for the thread to report
         self._running: set[str] = set()
+        self._held: set[str] = set()  # other things renewed for (``hold``): streams owing answers
         self._held_until = -math.inf
         self._next_beat = -math.inf
         self._lapsed: set[str] = set()
@@ -147,6 +152,28 @@ class RedisTaskStore:
 
     def lease_key(self, origin: str) -> str:
         return f"{self.prefix}lease:{origin}"
+
+    def hold(self, name: str) -> None:
+        """Keep this process's lease renewed while ``name`` is held (from any thread, never
+        blocking: the lease thread renews it at once if nothing held it)."""
+        with self._lock:
+            if not self._running and not self._held:
+                self._wake.notify()
+            self._held.add(name)
+            self._start()
+
+    def let_go(self, name: str) -> None:
+        with self._lock:
+            self._held.discard(name)
+
+    def alive(self, origin: str) -> bool:
+        """Does ``origin``'s lease stand (it renews it while it runs tasks or holds anything)?"""
+        if origin == self.origin:
+            return True
+        try:
+            return bool(self._client.exists(self.lease_key(origin)))
+        except self._down as exc:
+            raise unavailable("reading a process's lease", exc) from exc
 
     def watch(self, on_lapse: Callable[[list[Any]], None]) -> None:
         """Call ``on_lapse(records)`` (in the lease's thread) with this process's running tasks
@@ -340,7 +367,7 @@ class RedisTaskStore:
         return True
 
     def _heartbeat(self) -> None:
-        """The lease's thread: renews while tasks run, sleeps while none does."""
+        """The lease's thread: renews while tasks run or anything is held, sleeps otherwise."""
         while True:
             with self._lock:
                 while True:
@@ -350,7 +377,7 @@ class RedisTaskStore:
                     if lapsed:
                         records = [self._local[i] for i in lapsed if i in self._local]
                         break
-                    if not self._running:
+                    if not self._running and not self._held:
                         self._wake.wait()
                         continue
                     delay = self._next_beat - time.monotonic()
