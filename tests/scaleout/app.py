@@ -35,6 +35,11 @@ def note() -> str:
     return "a shared note"
 
 
+@server.resource("note://other", mime_type="text/plain")
+def other_note() -> str:
+    return "another shared note"
+
+
 @server.tool
 def touch(uri: str) -> str:
     """Announce that a resource changed (its subscribers hear it, on any process)."""

@@ -26,10 +26,11 @@ MODERN = "2026-07-28"
 
 
 @contextlib.contextmanager
-def processes(redis_url: str, count: int = 2) -> Iterator[list[tuple[subprocess.Popen[bytes], int]]]:
+def processes(redis_url: str, count: int = 2, query: str = "") -> Iterator[list[tuple[subprocess.Popen[bytes], int]]]:
     """``count`` processes of tests/scaleout/app.py sharing one Redis under a prefix of their
-    own, and their ports; stopped at the end, and none may have printed a traceback."""
-    env = {"MCPKIT_STORE": f"{redis_url}?prefix=t{secrets.token_hex(4)}:",
+    own, and their ports; stopped at the end, and none may have printed a traceback. ``query``:
+    more of MCPKIT_STORE's arguments (``&task_lease=1``)."""
+    env = {"MCPKIT_STORE": f"{redis_url}?prefix=t{secrets.token_hex(4)}:{query}",
            "MCPKIT_STATE_KEY": secrets.token_hex(32)}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)

@@ -40,6 +40,7 @@ from .http_quotas import QuotaExceeded, SessionQuotas
 from .http_sessions import STORE_DOWN, STORE_WAIT, SessionTable
 from .http_streams import _END, _HttpSession, _Stream
 from .http_modern import check_headers, modern_version, status_for
+from .http_resume import META, Resuming, sse_frame, event_seq
 from .mount import public_path, route_path
 from . import SHUTDOWN_TIMEOUT
 from ..stores.memory import MemoryEventStore
@@ -62,6 +63,8 @@ _JSON = (b"content-type", b"application/json")
 #: reverse proxy the server cannot tell that the proxy, not the client, read the end
 RESUME_GRACE = 30.0
 _DISCONNECTED = object()
+#: the event store could not be read
+STORE_GONE = object()
 
 
 def _error_body(code: int, message: str, data: Any = None, id: Any = NO_ID) -> bytes:
@@ -82,7 +85,7 @@ async def _watch_disconnect(receive: Any, gone: asyncio.Event, wake: asyncio.Eve
     wake.set()
 
 
-class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
+class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
     """The ASGI application. Build it with ``server.http_app(...)``."""
 
     def __init__(
@@ -572,16 +575,21 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
         gone = asyncio.Event()
         watcher = asyncio.ensure_future(_watch_disconnect(receive, gone, wake))
         store = self.event_store if resumable and not self.stateless else None
+        ended = False
         try:
+            # shared stores: a new POST stream's first entry says who owes which answers, so
+            # that any process can carry it on, or fail it once its owner is gone (http_resume.py)
+            record = self._record(stream) if store is not None and replay is None else None
             if store is not None and self._priming(hs):
                 # HL-09: an event id with empty data, and how soon to come back after a drop
-                primed = await self._stored(store, stream.id, b"")
+                primed = await self._stored(store, stream.id, record or b"")
                 if primed is not None:
                     await send({"type": "http.response.body", "body": f"id: {primed}\nretry: {self.retry_ms}\ndata: \n\n".encode(), "more_body": True})
+            elif record is not None:
+                await self._stored(store, stream.id, record)
             for eid, payload in replay or ():
-                if payload:
-                    await send({"type": "http.response.body", "body": b"id: " + eid.encode() + b"\nevent: message\ndata: " + payload + b"\n\n", "more_body": True})
-            ended = False
+                if payload and not payload.startswith(META):
+                    await send({"type": "http.response.body", "body": sse_frame(eid, payload), "more_body": True})
             while not ended and not gone.is_set():
                 if not stream.queue:
                     wake.clear()
@@ -594,10 +602,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
                         ended = True
                         break
                     eid = await self._stored(store, stream.id, item) if store is not None else None
-                    if eid is not None:
-                        chunks.append(b"id: " + eid.encode() + b"\nevent: message\ndata: " + item + b"\n\n")
-                    else:
-                        chunks.append(b"event: message\ndata: " + item + b"\n\n")
+                    chunks.append(sse_frame(eid, item))
                 if chunks:
                     await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
             if not gone.is_set():
@@ -615,10 +620,31 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
                 stream.writer = None
             if ended:
                 hs.streams.pop(stream.id, None)
+                self._let_go(stream)
             elif store is not None and self.session_store is not None and not stream.standalone:
                 # shared stores: the client may resume on another process, so what this stream
                 # still says goes to the event store without a reader
                 asyncio.ensure_future(self._drain_to_store(hs, stream, store))
+
+    async def _carry_on(self, send: Any, receive: Any, headers: dict[bytes, bytes], stream_id: str, last: int,
+                        owner: str, owes: set[Any], stored: list[tuple[str, bytes]]) -> None:
+        """A stream that still owes answers, resumed where its reader is not (http_resume.py):
+        what was stored after ``last``, then what is stored next, live."""
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + self._cors(headers)})
+        gone = asyncio.Event()
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, gone, asyncio.Event()))
+        try:
+            replay = [(eid, p) for eid, p in stored if event_seq(eid) > last and p and not p.startswith(META)]
+            if replay:
+                await send({"type": "http.response.body", "body": b"".join(sse_frame(e, p) for e, p in replay),
+                            "more_body": True})
+            await self._follow(send, gone, stream_id, event_seq(stored[-1][0]), owner, owes)
+            if not gone.is_set():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the client went away mid-write; the stream stays resumable
+        finally:
+            watcher.cancel()
 
     @staticmethod
     async def _drop_events(store: Any, stream_ids: list[str], grace: float = 0.0) -> None:
@@ -655,6 +681,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
             if stream.writer is wake:
                 stream.writer = None
             hs.streams.pop(stream.id, None)
+            self._let_go(stream)
 
     # ------------------------------------------------------------------ GET and DELETE
 
@@ -678,21 +705,37 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining):
         hs.active += 1
         try:
             if last is not None:
+                last_id = last.decode("latin-1")
+                attached = None
+                if hs.get_stream is None and last_id.rpartition("_")[0] == f"{hs.id}.get":
+                    # the GET stream, opened on another process (or before a restart): attached
+                    # before the replay is read, so what is published meanwhile waits in its
+                    # queue and follows the replay, neither lost nor sent twice (it is stored,
+                    # with the next ids, only as it is written)
+                    attached = hs.get_stream = _Stream(f"{hs.id}.get", set(), json_mode=False, standalone=True)
                 try:
-                    found = await self.event_store.replay_after(last.decode("latin-1"))
+                    found = await self.event_store.replay_after(last_id)
                 except Exception as exc:  # noqa: BLE001 - StoreUnavailable from a shared store
                     log.warning("event store unavailable: %s", exc)
-                    await self._plain(send, 503, _error_body(
-                        INVALID_REQUEST, "The event store is unavailable; retry in a few seconds."), headers)
-                    return
-                if found is not None and not found[0].startswith(f"{hs.id}."):
+                    found = STORE_GONE
+                if found is not None and found is not STORE_GONE and not found[0].startswith(f"{hs.id}."):
                     found = None  # HL-14: another session's stream is not this client's to replay
-                if found is None:
-                    await self._plain(send, 404, _error_body(INVALID_REQUEST, "Unknown or expired Last-Event-ID."), headers)
+                if found is None or found is STORE_GONE:
+                    if attached is not None and hs.get_stream is attached:
+                        hs.get_stream = None
+                    if found is STORE_GONE:
+                        await self._plain(send, 503, _error_body(
+                            INVALID_REQUEST, "The event store is unavailable; retry in a few seconds."), headers)
+                    else:
+                        await self._plain(send, 404, _error_body(INVALID_REQUEST, "Unknown or expired Last-Event-ID."), headers)
                     return
                 stream_id, events = found
                 stream = hs.streams.get(stream_id) or (hs.get_stream if hs.get_stream and hs.get_stream.id == stream_id else None)
                 if stream is None or stream.draining:
+                    owed = await self._owed(stream_id)
+                    if owed is not None:  # still owes answers: carried on from the store
+                        await self._carry_on(send, receive, headers, stream_id, event_seq(last_id), *owed)
+                        return
                     # ended, or running on for the store only: replay what was stored, then close
                     # (with shared stores, that is how any process resumes any stream)
                     stream = _Stream(stream_id, set(), json_mode=False)

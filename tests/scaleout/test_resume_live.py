@@ -1,0 +1,142 @@
+"""A stream resumed on another process carries on: two ``mcpkit serve --http`` processes on one
+Redis, a client whose process was killed (SIGKILL) or that a balancer moved, resuming with
+``Last-Event-ID`` on the other (HL-14). Its GET stream stays open and receives every later
+notification once; the answer of a call in flight arrives when its process lives on, and is a
+retryable error once that process is gone."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.scaleout.test_two_processes import joined, pair, processes
+from tests.test_http import call
+
+#: a short lease, so a killed process is known dead within about a second
+LEASE = "&task_lease=1&task_renew=0.25"
+#: bound on what a resumed stream waits for (the lease, and a few reads of the store)
+DEADLINE = 8.0
+#: resource updates published after the resumption
+UPDATES = 6
+
+
+@pytest.fixture
+def two(redis_url: str) -> Iterator[list[Any]]:
+    """Two processes for one test (it may kill the first)."""
+    with processes(redis_url, query=LEASE) as started:
+        yield started
+
+
+async def updates_until(client: Any, stream: Any, sentinel: str) -> list[str]:
+    """The URIs of the resource updates a stream receives, up to the one of ``sentinel``."""
+    seen: list[str] = []
+    deadline = time.monotonic() + DEADLINE
+    while sentinel not in seen:
+        assert time.monotonic() < deadline, seen
+        event = await stream.next_event(timeout=DEADLINE)
+        assert event is not None, f"the resumed stream ended after {seen}"
+        message = client.event_message(event)
+        if message and message.get("method") == "notifications/resources/updated":
+            seen.append(message["params"]["uri"])
+    return seen
+
+
+async def opened_on_a(a: Any) -> tuple[Any, str]:
+    """A's GET stream, subscribed to note://shared, after two updates: the id of the first."""
+    await a.result("resources/subscribe", {"uri": "note://shared"})
+    stream = await a.get()
+    assert stream.status == 200
+    await a.tool("touch", {"uri": "note://shared"})
+    await a.tool("touch", {"uri": "note://shared"})
+    ids = []
+    while len(ids) < 2:
+        event = await stream.next_event()
+        assert event is not None
+        if event.data:
+            ids.append(event.id)
+    return stream, ids[0]
+
+
+@pytest.mark.req("HL-14")
+@pytest.mark.reliability
+@pytest.mark.asyncio
+@pytest.mark.parametrize("how", ["killed", "moved"])
+async def test_a_get_stream_resumed_on_the_other_process_stays_open_and_misses_nothing(two, clients, how):
+    (proc_a, a_port), (_, b_port) = two
+    a, b = pair(clients, (a_port, b_port))
+    await joined(a, b)
+    stream, first = await opened_on_a(a)
+    if how == "killed":
+        proc_a.send_signal(signal.SIGKILL)
+        proc_a.wait(10)
+        publishers = [b]
+    else:
+        await stream.disconnect()
+        publishers = [a, b]  # the client moved; A lives on and publishes too
+    resumed = await b.get(last_event_id=first)
+    assert resumed.status == 200
+    assert await updates_until(b, resumed, "note://shared") == ["note://shared"]  # the replay
+    for i in range(UPDATES):
+        await publishers[i % len(publishers)].tool("touch", {"uri": "note://shared"})
+    await b.result("resources/subscribe", {"uri": "note://other"})
+    await b.tool("touch", {"uri": "note://other"})
+    # every later update, once each, and the stream still open after them
+    assert await updates_until(b, resumed, "note://other") == ["note://shared"] * UPDATES + ["note://other"]
+    assert not resumed.ended
+    await resumed.disconnect()
+
+
+async def in_flight_on_a(a: Any, seconds: float, rid: int) -> str:
+    """A slow call on A; the id of its stream's first event (the priming one)."""
+    reply = await a.post(call("job", {"seconds": seconds}, id=rid))
+    assert reply.status == 200 and reply.content_type.startswith("text/event-stream")
+    priming = await reply.next_event()
+    assert priming is not None and priming.id
+    await reply.disconnect()
+    return priming.id
+
+
+@pytest.mark.req("HL-14")
+@pytest.mark.reliability
+@pytest.mark.asyncio
+async def test_a_call_in_flight_on_a_killed_process_is_answered_with_a_retryable_error(two, clients):
+    (proc_a, a_port), (_, b_port) = two
+    a, b = pair(clients, (a_port, b_port))
+    await joined(a, b)
+    last = await in_flight_on_a(a, 60, 41)
+    proc_a.send_signal(signal.SIGKILL)
+    proc_a.wait(10)
+    started = time.monotonic()
+    resumed = await b.get(last_event_id=last)
+    assert resumed.status == 200
+    messages = [m for m in [b.event_message(e) for e in await resumed.events()] if m is not None]
+    assert time.monotonic() - started < DEADLINE
+    assert len(messages) == 1, messages
+    error = messages[0]["error"]
+    assert messages[0]["id"] == 41
+    assert error["code"] == -32603
+    assert error["data"] == {"code": "E_INTERRUPTED", "retryable": True, "suggestedFix": "Send the request again."}
+    assert "stopped before it answered" in error["message"]
+    # stored like any answer: resuming again replays it
+    again = await b.get(last_event_id=last)
+    replayed = [m for m in [b.event_message(e) for e in await again.events()] if m is not None]
+    assert replayed == messages
+
+
+@pytest.mark.req("HL-14")
+@pytest.mark.reliability
+@pytest.mark.asyncio
+async def test_a_call_in_flight_resumed_on_the_other_process_gets_its_answer_from_the_owner(two, clients):
+    (_, a_port), (_, b_port) = two
+    a, b = pair(clients, (a_port, b_port))
+    await joined(a, b)
+    last = await in_flight_on_a(a, 1.5, 42)
+    resumed = await b.get(last_event_id=last)  # while A still runs the call
+    assert resumed.status == 200
+    messages = [m for m in [b.event_message(e) for e in await resumed.events()] if m is not None]
+    assert messages == [{"jsonrpc": "2.0", "id": 42,
+                         "result": {"content": [{"type": "text", "text": "done after 1.5 s"}]}}]
