@@ -32,7 +32,8 @@ def two(redis_url: str) -> Iterator[list[Any]]:
 
 
 async def updates_until(client: Any, stream: Any, sentinel: str) -> list[str]:
-    """The URIs of the resource updates a stream receives, up to the one of ``sentinel``."""
+    """The URIs of the resource updates a stream receives, up to the one of ``sentinel``
+    (``stream.last_id``: the id of that one)."""
     seen: list[str] = []
     deadline = time.monotonic() + DEADLINE
     while sentinel not in seen:
@@ -42,6 +43,7 @@ async def updates_until(client: Any, stream: Any, sentinel: str) -> list[str]:
         message = client.event_message(event)
         if message and message.get("method") == "notifications/resources/updated":
             seen.append(message["params"]["uri"])
+            stream.last_id = event.id
     return seen
 
 
@@ -88,6 +90,13 @@ async def test_a_get_stream_resumed_on_the_other_process_stays_open_and_misses_n
     assert await updates_until(b, resumed, "note://other") == ["note://shared"] * UPDATES + ["note://other"]
     assert not resumed.ended
     await resumed.disconnect()
+    if how == "moved":
+        # and back to A: what A's copy would have queued meanwhile was delivered on B, not again
+        back = await a.get(last_event_id=resumed.last_id)
+        assert back.status == 200
+        await b.tool("touch", {"uri": "note://other"})
+        assert await updates_until(a, back, "note://other") == ["note://other"]
+        await back.disconnect()
 
 
 async def in_flight_on_a(a: Any, seconds: float, rid: int) -> str:

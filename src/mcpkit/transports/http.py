@@ -743,6 +743,8 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
                 elif stream.writer is not None:
                     await self._plain(send, 409, _error_body(INVALID_REQUEST, "That stream is already being read."), headers)
                     return
+                elif stream is hs.get_stream:
+                    self._reading_here(hs)
                 await self._write_sse(send, receive, hs, stream, headers, [], replay=events)
                 return
             if hs.get_stream is not None and hs.get_stream.writer is not None:
@@ -750,6 +752,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
                 return
             if hs.get_stream is None:
                 hs.get_stream = _Stream(f"{hs.id}.get", set(), json_mode=False, standalone=True)
+            self._reading_here(hs)
             await self._write_sse(send, receive, hs, hs.get_stream, headers, [], replay=None)
         finally:
             hs.active -= 1

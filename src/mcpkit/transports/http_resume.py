@@ -93,6 +93,17 @@ class Resuming:
         if lease is not None and not stream.standalone:
             lease.let_go(stream.id)
 
+    def _reading_here(self, hs: Any) -> None:
+        """Shared stores: this process writes the session's GET stream from now on; the other
+        copies drop theirs (http_sessions.py), so a client that comes back to one of them later
+        is not sent again what it received here."""
+        if self.session_store is None:
+            return
+        try:
+            self.server.stores.bus.publish("session", {"id": hs.id, "get": True})
+        except Exception as exc:  # noqa: BLE001 - the others' copies hold a stale queue, as before
+            log.warning("could not announce the GET stream of session %s: %s", hs.id, exc)
+
     async def _owed(self, stream_id: str) -> tuple[str, set[Any], list[tuple[str, bytes]]] | None:
         """The owner of a stored stream, the requests it still owes answers for, and all its
         events; None when it owes none (or has no record: stored before records were, or while

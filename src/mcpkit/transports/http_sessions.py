@@ -34,6 +34,7 @@ from typing import Any
 
 from ..protocol import revisions
 from .http_auth import ACCESS
+from .http_streams import _END
 from .http_quotas import QuotaExceeded, SessionQuotas, client_address
 
 __all__ = ["STORE_DOWN", "STORE_RETRY_AFTER", "STORE_WAIT", "SessionTable"]
@@ -333,6 +334,13 @@ class SessionTable:
                 return
             if message.get("ended"):
                 self._forget(session_id)
+                return
+            if message.get("get"):
+                # its GET stream is read on that process now: what this copy queued for it, or
+                # would queue, reaches the client there (notifications cross the bus), never here
+                stream, hs.get_stream = hs.get_stream, None
+                if stream is not None:
+                    stream.push(_END)  # a reader that has not noticed its client left stops
                 return
             try:
                 self._reload(hs)
