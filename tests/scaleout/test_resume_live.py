@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.scaleout.test_two_processes import joined, pair, processes
-from tests.test_http import call
+from tests.test_http import call, jsonrpc
 
 #: a short lease, so a killed process is known dead within about a second
 LEASE = "&task_lease=1&task_renew=0.25"
@@ -149,3 +149,21 @@ async def test_a_call_in_flight_resumed_on_the_other_process_gets_its_answer_fro
     messages = [m for m in [b.event_message(e) for e in await resumed.events()] if m is not None]
     assert messages == [{"jsonrpc": "2.0", "id": 42,
                          "result": {"content": [{"type": "text", "text": "done after 1.5 s"}]}}]
+
+
+@pytest.mark.req("HL-14", "CN-01")
+@pytest.mark.reliability
+@pytest.mark.asyncio
+async def test_a_cancelled_call_resumed_on_the_other_process_is_never_answered(two, clients):
+    (_, a_port), (_, b_port) = two
+    a, b = pair(clients, (a_port, b_port))
+    await joined(a, b)
+    last = await in_flight_on_a(a, 60, 43)
+    cancel = await a.post(jsonrpc("notifications/cancelled", {"requestId": 43, "reason": "changed my mind"}))
+    assert cancel.status == 202
+    started = time.monotonic()
+    resumed = await b.get(last_event_id=last)
+    assert resumed.status == 200
+    # neither an answer nor, once A's lease lapses with nothing left to hold, an error (CN-01)
+    assert [m for m in [b.event_message(e) for e in await resumed.events()] if m is not None] == []
+    assert time.monotonic() - started < DEADLINE

@@ -602,7 +602,8 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
                         ended = True
                         break
                     eid = await self._stored(store, stream.id, item) if store is not None else None
-                    chunks.append(sse_frame(eid, item))
+                    if not item.startswith(META):  # a record is for the store alone
+                        chunks.append(sse_frame(eid, item))
                 if chunks:
                     await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
             if not gone.is_set():

@@ -7,7 +7,8 @@ sent). A process resuming a stream that still owes answers replays what was stor
 follows the store live, in event-id order (so nothing is lost or sent twice), until every owed
 request is answered. The owner keeps its lease (stores/redis_tasks.py, ``hold``) while the stream
 owes answers; once that lease is gone the owner can never answer, so each request still owed is
-answered here with a retryable error (``STOPPED``) and the stream ends.
+answered here with a retryable error (``STOPPED``) and the stream ends. A request the client
+cancelled is owed nothing: the owner stores that too (``cancelled``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from .. import _json
 from ..protocol.errors import INTERNAL_ERROR
 
-__all__ = ["META", "Resuming", "STOPPED", "event_seq", "sse_frame"]
+__all__ = ["META", "Resuming", "STOPPED", "cancelled", "event_seq", "sse_frame"]
 
 log = logging.getLogger("mcpkit.http")
 
@@ -37,12 +38,21 @@ STOPPED = {"code": INTERNAL_ERROR,
            "data": {"code": "E_INTERRUPTED", "retryable": True, "suggestedFix": _FIX}}
 
 
+def cancelled(request_id: Any) -> bytes:
+    """What a stream stores, and never sends, when the client cancelled one of its requests: no
+    answer comes for it (CN-01), on any process."""
+    return META + _json.dumps({"cancelled": [request_id]})
+
+
 def _answered(payload: bytes) -> list[Any]:
-    """The request ids a stored payload answers (a response, or a batch of them)."""
+    """The request ids a stored payload settles: a response, a batch of them, or a cancellation."""
     try:
-        message = _json.loads(payload)
+        message = _json.loads(payload[len(META):] if payload.startswith(META) else payload)
     except ValueError:
         return []
+    if payload.startswith(META):
+        ids = message.get("cancelled") if isinstance(message, dict) else None
+        return list(ids) if isinstance(ids, list) else []
     out = []
     for m in message if isinstance(message, list) else [message]:
         if isinstance(m, dict) and "method" not in m and ("result" in m or "error" in m) and "id" in m:

@@ -17,6 +17,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..server.session import ServerSession, on_loop_thread
+from .http_resume import cancelled
 
 if TYPE_CHECKING:
     import asyncio
@@ -153,6 +154,9 @@ class _HttpSession:
                 continue
             if m.payload is None:  # _Unanswered: cancelled, no answer comes for it (CN-01)
                 stream.pending.discard(m.related)
+                if self.app.session_store is not None and not stream.json:
+                    # stored, never sent: a process resuming the stream owes it nothing either
+                    stream.push(cancelled(m.related))
                 if not stream.pending:  # else a batch's answer still names it, and finds the stream by it
                     for rid in [rid for rid, s in self.by_request.items() if s is stream]:
                         del self.by_request[rid]
