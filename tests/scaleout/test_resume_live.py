@@ -31,6 +31,14 @@ def two(redis_url: str) -> Iterator[list[Any]]:
         yield started
 
 
+async def session_on_both(clients: Any, two: list[Any]) -> tuple[Any, Any, Any]:
+    """Process A, and clients of one session on A and on B."""
+    (proc_a, a_port), (_, b_port) = two
+    a, b = pair(clients, (a_port, b_port))
+    await joined(a, b)
+    return proc_a, a, b
+
+
 async def updates_until(client: Any, stream: Any, sentinel: str) -> list[str]:
     """The URIs of the resource updates a stream receives, up to the one of ``sentinel``
     (``stream.last_id``: the id of that one)."""
@@ -68,9 +76,7 @@ async def opened_on_a(a: Any) -> tuple[Any, str]:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("how", ["killed", "moved"])
 async def test_a_get_stream_resumed_on_the_other_process_stays_open_and_misses_nothing(two, clients, how):
-    (proc_a, a_port), (_, b_port) = two
-    a, b = pair(clients, (a_port, b_port))
-    await joined(a, b)
+    proc_a, a, b = await session_on_both(clients, two)
     stream, first = await opened_on_a(a)
     if how == "killed":
         proc_a.send_signal(signal.SIGKILL)
@@ -109,21 +115,25 @@ async def in_flight_on_a(a: Any, seconds: float, rid: int) -> str:
     return priming.id
 
 
+async def resumed_on(client: Any, last: str) -> list[Any]:
+    """The messages of a stream resumed on ``client``'s process, read to its end (bounded)."""
+    started = time.monotonic()
+    resumed = await client.get(last_event_id=last)
+    assert resumed.status == 200
+    messages = [m for m in [client.event_message(e) for e in await resumed.events()] if m is not None]
+    assert time.monotonic() - started < DEADLINE
+    return messages
+
+
 @pytest.mark.req("HL-14")
 @pytest.mark.reliability
 @pytest.mark.asyncio
 async def test_a_call_in_flight_on_a_killed_process_is_answered_with_a_retryable_error(two, clients):
-    (proc_a, a_port), (_, b_port) = two
-    a, b = pair(clients, (a_port, b_port))
-    await joined(a, b)
+    proc_a, a, b = await session_on_both(clients, two)
     last = await in_flight_on_a(a, 60, 41)
     proc_a.send_signal(signal.SIGKILL)
     proc_a.wait(10)
-    started = time.monotonic()
-    resumed = await b.get(last_event_id=last)
-    assert resumed.status == 200
-    messages = [m for m in [b.event_message(e) for e in await resumed.events()] if m is not None]
-    assert time.monotonic() - started < DEADLINE
+    messages = await resumed_on(b, last)
     assert len(messages) == 1, messages
     error = messages[0]["error"]
     assert messages[0]["id"] == 41
@@ -131,39 +141,26 @@ async def test_a_call_in_flight_on_a_killed_process_is_answered_with_a_retryable
     assert error["data"] == {"code": "E_INTERRUPTED", "retryable": True, "suggestedFix": "Send the request again."}
     assert "stopped before it answered" in error["message"]
     # stored like any answer: resuming again replays it
-    again = await b.get(last_event_id=last)
-    replayed = [m for m in [b.event_message(e) for e in await again.events()] if m is not None]
-    assert replayed == messages
+    assert await resumed_on(b, last) == messages
 
 
 @pytest.mark.req("HL-14")
 @pytest.mark.reliability
 @pytest.mark.asyncio
 async def test_a_call_in_flight_resumed_on_the_other_process_gets_its_answer_from_the_owner(two, clients):
-    (_, a_port), (_, b_port) = two
-    a, b = pair(clients, (a_port, b_port))
-    await joined(a, b)
+    _, a, b = await session_on_both(clients, two)
     last = await in_flight_on_a(a, 1.5, 42)
-    resumed = await b.get(last_event_id=last)  # while A still runs the call
-    assert resumed.status == 200
-    messages = [m for m in [b.event_message(e) for e in await resumed.events()] if m is not None]
-    assert messages == [{"jsonrpc": "2.0", "id": 42,
-                         "result": {"content": [{"type": "text", "text": "done after 1.5 s"}]}}]
+    answer = {"content": [{"type": "text", "text": "done after 1.5 s"}]}
+    assert await resumed_on(b, last) == [{"jsonrpc": "2.0", "id": 42, "result": answer}]  # A still ran it
 
 
 @pytest.mark.req("HL-14", "CN-01")
 @pytest.mark.reliability
 @pytest.mark.asyncio
 async def test_a_cancelled_call_resumed_on_the_other_process_is_never_answered(two, clients):
-    (_, a_port), (_, b_port) = two
-    a, b = pair(clients, (a_port, b_port))
-    await joined(a, b)
+    _, a, b = await session_on_both(clients, two)
     last = await in_flight_on_a(a, 60, 43)
     cancel = await a.post(jsonrpc("notifications/cancelled", {"requestId": 43, "reason": "changed my mind"}))
     assert cancel.status == 202
-    started = time.monotonic()
-    resumed = await b.get(last_event_id=last)
-    assert resumed.status == 200
     # neither an answer nor, once A's lease lapses with nothing left to hold, an error (CN-01)
-    assert [m for m in [b.event_message(e) for e in await resumed.events()] if m is not None] == []
-    assert time.monotonic() - started < DEADLINE
+    assert await resumed_on(b, last) == []

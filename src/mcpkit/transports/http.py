@@ -608,10 +608,12 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
                     await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": True})
             if not gone.is_set():
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
-                if ended and store is not None:
+                if ended and store is not None and not (stream.standalone and self.session_store is not None):
                     # delivered to the end on a live connection: nothing left to resume, unless
                     # a reverse proxy read it for a client that had gone (HAProxy and nginx
-                    # drain an answer whatever the client does): kept RESUME_GRACE more seconds
+                    # drain an answer whatever the client does): kept RESUME_GRACE more seconds.
+                    # A shared GET stream is left alone: it ends here because another process
+                    # writes it now (http_resume.py), or on shutdown, and goes on elsewhere
                     await self._drop_events(store, [stream.id], RESUME_GRACE)
         except OSError:
             pass  # the client went away mid-write; the stream stays resumable
