@@ -364,3 +364,13 @@ def test_serve_refuses_a_count_or_duration_that_is_not_positive(option, value):
     assert f"argument {option}: must be a positive" in done.stderr or \
         f"argument {option}: must be 0 or more" in done.stderr, done.stderr
     assert "serving" not in done.stderr
+
+
+def test_serve_refuses_a_trusted_proxy_that_is_not_an_address_or_network():
+    # uvicorn takes such an entry as a name no peer ever has: every client would silently stay
+    # the balancer's one address
+    done = subprocess.run(mcpkit_command("serve", "--http", "127.0.0.1:0", "--forwarded-allow-ips", "10.0.0.1,lb"),
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr
+    assert "argument --forwarded-allow-ips: 'lb' is not an IP address or network" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "serving" not in done.stderr

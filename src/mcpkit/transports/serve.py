@@ -101,8 +101,11 @@ def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, *,
 
     limits = limits if limits is not None else ConnectionLimits()
     wait = None if shutdown_timeout is None else shutdown_timeout + BACKSTOP
-    # access_log off: a log line per request costs more than the request itself
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+    # access_log off: a log line per request costs more than the request itself. proxy_headers
+    # off: uvicorn would trust X-Forwarded-For from 127.0.0.1 and ::1 (or FORWARDED_ALLOW_IPS),
+    # so any local process could name any client; the app reads it from the peers it is told
+    # to trust, none by default (transports/forwarded.py)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", proxy_headers=False,
                             timeout_graceful_shutdown=wait, **limits.uvicorn_options(), **options)
     config.mcpkit_header_timeout = limits.header_timeout  # read by HeaderDeadlineH11
     return config

@@ -1,0 +1,143 @@
+"""Behind the shipped HAProxy (tools/haproxy.py), every client is itself: two processes on one
+Redis, served with ``--forwarded-allow-ips 127.0.0.1`` (the balancer's address), count each
+client by the address HAProxy's ``option forwardfor`` names, not as the balancer's one address.
+Clients are told apart by binding their sockets to distinct loopback addresses (127.0.0.2,
+127.0.0.3), as distinct machines would be. And with one backend killed, requests go to the
+live one at once rather than waiting on the dead one and getting 503."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import component_missing
+from tests.test_http import free_port, jsonrpc, start_server, stop_server
+from tools.haproxy import HAProxy
+
+APP = str(Path(__file__).resolve().parent / "app.py")
+QUOTA = 4  # --max-sessions-per-client
+
+
+def _balanced(redis_url: str, count: int, *extra: str) -> tuple[HAProxy, list[tuple[Any, int]]]:
+    if shutil.which("haproxy") is None and not os.path.exists("/usr/sbin/haproxy"):
+        component_missing("haproxy is not installed: bash tools/install-debian.sh haproxy")
+    glue = "&" if "?" in redis_url else "?"
+    env = {"MCPKIT_STORE": f"{redis_url}{glue}prefix=fwd{secrets.token_hex(4)}:",
+           "MCPKIT_STATE_KEY": secrets.token_hex(32)}
+    started: list[tuple[Any, int]] = []
+    try:
+        for _ in range(count):
+            started.append(start_server(APP, *extra, env=env))
+        proxy = HAProxy(free_port(), [f"127.0.0.1:{port}" for _, port in started])
+        proxy.start()
+    except BaseException:
+        for proc, _ in started:
+            stop_server(proc)
+        raise
+    return proxy, started
+
+
+@pytest.fixture(scope="module")
+def balanced(redis_url: str) -> Iterator[tuple[int, list[int]]]:
+    """(balancer port, backend ports): two processes trusting the balancer's address."""
+    proxy, started = _balanced(redis_url, 2, "--forwarded-allow-ips", "127.0.0.1",
+                               "--max-sessions-per-client", str(QUOTA))
+    try:
+        yield proxy.port, [port for _, port in started]
+    finally:
+        proxy.stop()
+        for proc, _ in started:
+            stderr = stop_server(proc)
+            assert "Traceback" not in stderr, stderr
+
+
+async def _alive(client: Any) -> bool:
+    """Whether the client's session still answers (404 once it has been ended)."""
+    reply = await client.post(jsonrpc("ping", {}, client.next_id()))
+    await reply.read()
+    assert reply.status in (200, 404), reply.status
+    return reply.status == 200
+
+
+@pytest.mark.asyncio
+async def test_behind_the_balancer_one_clients_flood_never_ends_anothers_sessions(balanced, clients):
+    port, _ = balanced
+    victims = [clients.tcp(port, source="127.0.0.2") for _ in range(QUOTA - 1)]
+    for victim in victims:
+        await victim.initialize()
+    flood = [clients.tcp(port, source="127.0.0.3") for _ in range(3 * QUOTA)]
+    for client in flood:
+        await client.initialize()
+    # the flooder's quota is its own: its oldest sessions made room for its newest...
+    assert [await _alive(c) for c in flood] == [False] * (2 * QUOTA) + [True] * QUOTA
+    # ...and every session of the other client, on either process, is untouched
+    assert [await _alive(v) for v in victims] == [True] * (QUOTA - 1)
+
+
+@pytest.mark.asyncio
+async def test_a_forged_x_forwarded_for_from_an_untrusted_peer_changes_nothing(balanced, clients):
+    port, backends = balanced
+    victims = [clients.tcp(port, source="127.0.0.4") for _ in range(QUOTA - 1)]
+    for victim in victims:
+        await victim.initialize()
+    # straight to a backend from 127.0.0.5 (not the balancer), claiming to be the victim
+    forger = [clients.tcp(backends[0], source="127.0.0.5") for _ in range(2 * QUOTA)]
+    for client in forger:
+        await client.initialize(x_forwarded_for="127.0.0.4")
+    assert [await _alive(v) for v in victims] == [True] * (QUOTA - 1)
+    # counted as itself: its own quota ended its own oldest sessions
+    assert [await _alive(c) for c in forger] == [False] * QUOTA + [True] * QUOTA
+
+
+@pytest.mark.asyncio
+async def test_with_one_backend_killed_requests_go_to_the_live_one(redis_url, clients):
+    proxy, started = _balanced(redis_url, 2)
+    try:
+        client = clients.tcp(proxy.port)
+        await client.initialize()
+        assert (await client.tool("add", {"a": 1, "b": 2}))["structuredContent"] == {"result": 3}
+        dead, _ = started[0]
+        dead.send_signal(signal.SIGKILL)
+        dead.wait(10)
+        # at once, before any health check has seen it: round robin sends every other request
+        # to the dead port; each is sent on to the live process, none waits out the retries
+        for n in range(6):
+            began = time.monotonic()
+            reply = await client.post(jsonrpc("tools/call", {"name": "add", "arguments": {"a": n, "b": 1}},
+                                              client.next_id()))
+            [answer] = await client.messages(reply)
+            assert reply.status == 200, reply.status
+            assert answer["result"]["structuredContent"] == {"result": n + 1}
+            assert time.monotonic() - began < 1.0  # retried on the dead one: ~1 s per retry, then 503
+    finally:
+        proxy.stop()
+        for proc, _ in started:
+            stop_server(proc)
+
+
+@pytest.mark.asyncio
+async def test_a_killed_backend_is_taken_out_by_the_health_check(redis_url, clients):
+    proxy, started = _balanced(redis_url, 2)
+    try:
+        client = clients.tcp(proxy.port)
+        await client.initialize()
+        started[0][0].send_signal(signal.SIGKILL)
+        started[0][0].wait(10)
+        deadline = time.monotonic() + 10
+        while "DOWN" not in proxy.state("s0"):
+            assert time.monotonic() < deadline, proxy.state("s0")
+            await asyncio.sleep(0.1)
+        assert "UP" in proxy.state("s1")
+    finally:
+        proxy.stop()
+        for proc, _ in started:
+            stop_server(proc)
