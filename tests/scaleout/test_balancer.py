@@ -38,7 +38,8 @@ def balanced(request: pytest.FixtureRequest) -> Iterator[tuple[int, int]]:
     proxy = None
     try:
         for _ in range(count):
-            started.append(start_server(APP))
+            # the balancer (127.0.0.1) names each client in X-Forwarded-For (tools/haproxy.py)
+            started.append(start_server(APP, "--forwarded-allow-ips", "127.0.0.1"))
         if shutil.which("haproxy") is None and not os.path.exists("/usr/sbin/haproxy"):
             component_missing("haproxy is not installed: bash tools/install-debian.sh haproxy")
         proxy = HAProxy(free_port(), [f"127.0.0.1:{port}" for _, port in started])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -99,6 +100,11 @@ def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, *,
     from .connections import ConnectionLimits
     from .graceful import BACKSTOP
 
+    if os.environ.get("FORWARDED_ALLOW_IPS"):
+        # it once made uvicorn trust those proxies; ignoring it would count every client behind
+        # them as the proxy's one address without a word
+        raise SystemExit("mcpkit: FORWARDED_ALLOW_IPS is uvicorn's, and mcpkit does not read it; give the proxies "
+                         "with --forwarded-allow-ips (http_app(forwarded_allow_ips=...)) and unset FORWARDED_ALLOW_IPS")
     limits = limits if limits is not None else ConnectionLimits()
     wait = None if shutdown_timeout is None else shutdown_timeout + BACKSTOP
     # access_log off: a log line per request costs more than the request itself. proxy_headers
