@@ -99,6 +99,21 @@ async def test_a_forged_x_forwarded_for_from_an_untrusted_peer_changes_nothing(b
 
 
 @pytest.mark.asyncio
+async def test_behind_the_balancer_each_client_has_its_own_rate_budget(balanced, clients):
+    port, _ = balanced
+    spender, other = clients.tcp(port, source="127.0.0.6"), clients.tcp(port, source="127.0.0.7")
+    for client in (spender, other):
+        await client.initialize()
+
+    async def refused(client: Any) -> bool:
+        return bool((await client.tool("scarce", {})).get("isError"))
+
+    # scarce: 3/min for each caller, anonymous@ADDRESS, whichever process answers
+    assert [await refused(spender) for _ in range(5)] == [False] * 3 + [True] * 2
+    assert [await refused(other) for _ in range(3)] == [False] * 3
+
+
+@pytest.mark.asyncio
 async def test_with_one_backend_killed_requests_go_to_the_live_one(redis_url, clients):
     proxy, started = _balanced(redis_url, 2)
     try:
