@@ -8,56 +8,39 @@ live one at once rather than waiting on the dead one and getting 503."""
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
-import shutil
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
-from tests.conftest import component_missing
-from tests.test_http import free_port, jsonrpc, start_server, stop_server
+from tests.scaleout.balancer import behind_haproxy, stop_all
+from tests.test_http import jsonrpc
 from tools.haproxy import HAProxy
 
-APP = str(Path(__file__).resolve().parent / "app.py")
 QUOTA = 4  # --max-sessions-per-client
-
-
-def _balanced(redis_url: str, count: int, *extra: str) -> tuple[HAProxy, list[tuple[Any, int]]]:
-    if shutil.which("haproxy") is None and not os.path.exists("/usr/sbin/haproxy"):
-        component_missing("haproxy is not installed: bash tools/install-debian.sh haproxy")
-    glue = "&" if "?" in redis_url else "?"
-    env = {"MCPKIT_STORE": f"{redis_url}{glue}prefix=fwd{secrets.token_hex(4)}:",
-           "MCPKIT_STATE_KEY": secrets.token_hex(32)}
-    started: list[tuple[Any, int]] = []
-    try:
-        for _ in range(count):
-            started.append(start_server(APP, *extra, env=env))
-        proxy = HAProxy(free_port(), [f"127.0.0.1:{port}" for _, port in started])
-        proxy.start()
-    except BaseException:
-        for proc, _ in started:
-            stop_server(proc)
-        raise
-    return proxy, started
 
 
 @pytest.fixture(scope="module")
 def balanced(redis_url: str) -> Iterator[tuple[int, list[int]]]:
     """(balancer port, backend ports): two processes trusting the balancer's address."""
-    proxy, started = _balanced(redis_url, 2, "--forwarded-allow-ips", "127.0.0.1",
-                               "--max-sessions-per-client", str(QUOTA))
+    proxy, started = behind_haproxy(redis_url, 2, "--forwarded-allow-ips", "127.0.0.1",
+                                    "--max-sessions-per-client", str(QUOTA))
     try:
         yield proxy.port, [port for _, port in started]
     finally:
-        proxy.stop()
-        for proc, _ in started:
-            stderr = stop_server(proc)
-            assert "Traceback" not in stderr, stderr
+        stderr = stop_all(proxy, started)
+        assert "Traceback" not in stderr, stderr
+
+
+async def _sessions(clients: Any, port: int, source: str, count: int, **headers: str) -> list[Any]:
+    """``count`` sessions of the client at ``source``, opened one after another."""
+    made = [clients.tcp(port, source=source) for _ in range(count)]
+    for client in made:
+        await client.initialize(**headers)
+    return made
 
 
 async def _alive(client: Any) -> bool:
@@ -71,12 +54,8 @@ async def _alive(client: Any) -> bool:
 @pytest.mark.asyncio
 async def test_behind_the_balancer_one_clients_flood_never_ends_anothers_sessions(balanced, clients):
     port, _ = balanced
-    victims = [clients.tcp(port, source="127.0.0.2") for _ in range(QUOTA - 1)]
-    for victim in victims:
-        await victim.initialize()
-    flood = [clients.tcp(port, source="127.0.0.3") for _ in range(3 * QUOTA)]
-    for client in flood:
-        await client.initialize()
+    victims = await _sessions(clients, port, "127.0.0.2", QUOTA - 1)
+    flood = await _sessions(clients, port, "127.0.0.3", 3 * QUOTA)
     # the flooder's quota is its own: its oldest sessions made room for its newest...
     assert [await _alive(c) for c in flood] == [False] * (2 * QUOTA) + [True] * QUOTA
     # ...and every session of the other client, on either process, is untouched
@@ -86,13 +65,9 @@ async def test_behind_the_balancer_one_clients_flood_never_ends_anothers_session
 @pytest.mark.asyncio
 async def test_a_forged_x_forwarded_for_from_an_untrusted_peer_changes_nothing(balanced, clients):
     port, backends = balanced
-    victims = [clients.tcp(port, source="127.0.0.4") for _ in range(QUOTA - 1)]
-    for victim in victims:
-        await victim.initialize()
+    victims = await _sessions(clients, port, "127.0.0.4", QUOTA - 1)
     # straight to a backend from 127.0.0.5 (not the balancer), claiming to be the victim
-    forger = [clients.tcp(backends[0], source="127.0.0.5") for _ in range(2 * QUOTA)]
-    for client in forger:
-        await client.initialize(x_forwarded_for="127.0.0.4")
+    forger = await _sessions(clients, backends[0], "127.0.0.5", 2 * QUOTA, x_forwarded_for="127.0.0.4")
     assert [await _alive(v) for v in victims] == [True] * (QUOTA - 1)
     # counted as itself: its own quota ended its own oldest sessions
     assert [await _alive(c) for c in forger] == [False] * QUOTA + [True] * QUOTA
@@ -113,9 +88,11 @@ async def test_behind_the_balancer_each_client_has_its_own_rate_budget(balanced,
     assert [await refused(other) for _ in range(3)] == [False] * 3
 
 
-@pytest.mark.asyncio
-async def test_with_one_backend_killed_requests_go_to_the_live_one(redis_url, clients):
-    proxy, started = _balanced(redis_url, 2)
+@pytest_asyncio.fixture
+async def one_killed(redis_url: str, clients: Any) -> AsyncIterator[tuple[HAProxy, Any]]:
+    """(the balancer, a client's session opened through it) once the first of its two
+    processes (``s0``) has been killed with SIGKILL."""
+    proxy, started = behind_haproxy(redis_url, 2)
     try:
         client = clients.tcp(proxy.port)
         await client.initialize()
@@ -123,36 +100,31 @@ async def test_with_one_backend_killed_requests_go_to_the_live_one(redis_url, cl
         dead, _ = started[0]
         dead.send_signal(signal.SIGKILL)
         dead.wait(10)
-        # at once, before any health check has seen it: round robin sends every other request
-        # to the dead port; each is sent on to the live process, none waits out the retries
-        for n in range(6):
-            began = time.monotonic()
-            reply = await client.post(jsonrpc("tools/call", {"name": "add", "arguments": {"a": n, "b": 1}},
-                                              client.next_id()))
-            [answer] = await client.messages(reply)
-            assert reply.status == 200, reply.status
-            assert answer["result"]["structuredContent"] == {"result": n + 1}
-            assert time.monotonic() - began < 1.0  # retried on the dead one: ~1 s per retry, then 503
+        yield proxy, client
     finally:
-        proxy.stop()
-        for proc, _ in started:
-            stop_server(proc)
+        stop_all(proxy, started)
 
 
 @pytest.mark.asyncio
-async def test_a_killed_backend_is_taken_out_by_the_health_check(redis_url, clients):
-    proxy, started = _balanced(redis_url, 2)
-    try:
-        client = clients.tcp(proxy.port)
-        await client.initialize()
-        started[0][0].send_signal(signal.SIGKILL)
-        started[0][0].wait(10)
-        deadline = time.monotonic() + 10
-        while "DOWN" not in proxy.state("s0"):
-            assert time.monotonic() < deadline, proxy.state("s0")
-            await asyncio.sleep(0.1)
-        assert "UP" in proxy.state("s1")
-    finally:
-        proxy.stop()
-        for proc, _ in started:
-            stop_server(proc)
+async def test_with_one_backend_killed_requests_go_to_the_live_one(one_killed):
+    _, client = one_killed
+    # at once, before any health check has seen it: round robin sends every other request to
+    # the dead port; each is sent on to the live process, none waits out the retries
+    for n in range(6):
+        began = time.monotonic()
+        reply = await client.post(jsonrpc("tools/call", {"name": "add", "arguments": {"a": n, "b": 1}},
+                                          client.next_id()))
+        [answer] = await client.messages(reply)
+        assert reply.status == 200, reply.status
+        assert answer["result"]["structuredContent"] == {"result": n + 1}
+        assert time.monotonic() - began < 1.0  # retried on the dead one: ~1 s per retry, then 503
+
+
+@pytest.mark.asyncio
+async def test_a_killed_backend_is_taken_out_by_the_health_check(one_killed):
+    proxy, _ = one_killed
+    deadline = time.monotonic() + 10
+    while "DOWN" not in proxy.state("s0"):  # checked every second (tools/haproxy.py)
+        assert time.monotonic() < deadline, proxy.state("s0")
+        await asyncio.sleep(0.1)
+    assert "UP" in proxy.state("s1")
