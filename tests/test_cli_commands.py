@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -364,3 +365,24 @@ def test_serve_refuses_a_count_or_duration_that_is_not_positive(option, value):
     assert f"argument {option}: must be a positive" in done.stderr or \
         f"argument {option}: must be 0 or more" in done.stderr, done.stderr
     assert "serving" not in done.stderr
+
+
+def test_serve_refuses_a_trusted_proxy_that_is_not_an_address_or_network():
+    # uvicorn takes such an entry as a name no peer ever has: every client would silently stay
+    # the balancer's one address
+    done = subprocess.run(mcpkit_command("serve", "--http", "127.0.0.1:0", "--forwarded-allow-ips", "10.0.0.1,lb"),
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr
+    assert "argument --forwarded-allow-ips: 'lb' is not an IP address or network" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "serving" not in done.stderr
+
+
+def test_serve_refuses_uvicorns_forwarded_allow_ips_variable():
+    # uvicorn trusted the proxies it names; mcpkit turns uvicorn's proxy headers off, so it
+    # would be ignored and every client behind them counted as one
+    done = subprocess.run(mcpkit_command("serve", "--http", "127.0.0.1:0"), capture_output=True, text=True,
+                          timeout=30, stdin=subprocess.DEVNULL, env={**os.environ, "FORWARDED_ALLOW_IPS": "10.0.0.5"})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == ("mcpkit: FORWARDED_ALLOW_IPS is uvicorn's, and mcpkit does not read it; give the "
+                                   "proxies with --forwarded-allow-ips (http_app(forwarded_allow_ips=...)) and unset "
+                                   "FORWARDED_ALLOW_IPS"), done.stderr

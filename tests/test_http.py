@@ -319,10 +319,12 @@ class _TcpReply(Reply):
 
 
 class TcpDriver:
-    """HTTP/1.1 over a socket to a real server (one connection per request)."""
+    """HTTP/1.1 over a socket to a real server (one connection per request), from the
+    loopback address ``source`` when given (127.0.0.2, 127.0.0.3...: distinct clients)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, source: str | None = None) -> None:
         self.port = port
+        self.source = source
         self.host = f"127.0.0.1:{port}"
         self.replies: list[_TcpReply] = []
 
@@ -339,7 +341,9 @@ class TcpDriver:
         *,
         chunks: list[bytes] | None = None,
     ) -> Reply:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.port), STEP)
+        local = (self.source, 0) if self.source else None
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.port, local_addr=local),
+                                                STEP)
         hdrs = {"host": self.host, "connection": "close"}
         if chunks is None:
             hdrs["content-length"] = str(len(body))
@@ -536,8 +540,8 @@ class Clients:
         self.drivers.append(driver)
         return McpHttp(driver, self.wire, **options)
 
-    def tcp(self, port: int, **options: Any) -> McpHttp:
-        driver = TcpDriver(port)
+    def tcp(self, port: int, *, source: str | None = None, **options: Any) -> McpHttp:
+        driver = TcpDriver(port, source)
         self.drivers.append(driver)
         return McpHttp(driver, self.wire, **options)
 
@@ -1529,6 +1533,22 @@ def listening_addresses(port: int) -> set[str]:
                         words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
                         found.add(socket.inet_ntop(socket.AF_INET6, words))
     return found
+
+
+@pytest.mark.asyncio
+async def test_a_real_server_trusts_no_x_forwarded_for_by_default(clients):
+    # uvicorn alone trusts X-Forwarded-For from 127.0.0.1: any local process could name itself
+    # another client and spend that client's session quota (and rate limits, audit name)
+    proc, port = start_server("--max-sessions-per-client", "2")
+    try:
+        victim = clients.tcp(port, source="127.0.0.2")
+        await victim.initialize()
+        for _ in range(4):
+            await clients.tcp(port).initialize(x_forwarded_for="127.0.0.2")
+        reply = await victim.post(jsonrpc("ping", {}, victim.next_id()))
+        assert reply.status == 200, reply.status
+    finally:
+        assert "Traceback" not in stop_server(proc)
 
 
 @aio

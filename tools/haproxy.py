@@ -1,6 +1,14 @@
 """A throwaway HAProxy in front of several `mcpkit serve --http` processes, for the scale-out
 tests and bench/: round robin per request, no session affinity, timeouts long enough for SSE.
 
+Each request carries its client's address in ``X-Forwarded-For`` (``option forwardfor``; one a
+client sent itself is dropped first, this being the edge): serve the backends with
+``--forwarded-allow-ips 127.0.0.1`` so that each client has its own session quota, rate limits
+and audit name rather than all being the balancer's one address. A backend is checked every
+second with a GET of its Server Card (``health``), and a request whose connection to a backend
+fails (a process killed, its port closed) is sent to another at once (``option redispatch 1``,
+``retries``) instead of being retried on the dead one and answered 503.
+
     python tools/haproxy.py 8000 127.0.0.1:9001 127.0.0.1:9002   # serves until interrupted
 
 Installs nothing: .ci/run installs the Debian package `haproxy`.
@@ -19,6 +27,7 @@ from pathlib import Path
 CONFIG = """\
 global
     maxconn 4096
+    stats socket {admin}
 defaults
     mode http
     timeout connect 2s
@@ -26,23 +35,34 @@ defaults
     timeout server 60s
     timeout tunnel 60s
     option http-keep-alive
+    option forwardfor
+    retries 2
+    option redispatch 1
 frontend mcp
     bind 127.0.0.1:{port}
+    http-request del-header X-Forwarded-For
     default_backend mcpkit
 backend mcpkit
     balance roundrobin
+    option httpchk
+    http-check send meth GET uri {health} ver HTTP/1.1 hdr Host 127.0.0.1
+    http-check expect status 200
+    default-server check inter 1s fall 1 rise 1
 {servers}
 """
 
 
 class HAProxy:
-    """``haproxy`` on ``port`` balancing over ``backends`` (``host:port`` strings)."""
+    """``haproxy`` on ``port`` balancing over ``backends`` (``host:port`` strings), checking
+    each with a GET of ``health`` (the Server Card of an app at ``/mcp``)."""
 
-    def __init__(self, port: int, backends: list[str]) -> None:
+    def __init__(self, port: int, backends: list[str], *, health: str = "/mcp/server-card") -> None:
         self.port = port
         self.backends = backends
+        self.health = health
         self.proc: subprocess.Popen[bytes] | None = None
         self._dir = tempfile.mkdtemp(prefix="mcpkit-haproxy-")
+        self.admin = str(Path(self._dir, "admin.sock"))  # the runtime API: state()
 
     def start(self, timeout: float = 15.0) -> None:
         binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
@@ -50,7 +70,7 @@ class HAProxy:
             raise RuntimeError("haproxy is not installed (apt-get install haproxy)")
         servers = "\n".join(f"    server s{i} {b}" for i, b in enumerate(self.backends))
         config = Path(self._dir, "haproxy.cfg")
-        config.write_text(CONFIG.format(port=self.port, servers=servers))
+        config.write_text(CONFIG.format(port=self.port, servers=servers, health=self.health, admin=self.admin))
         self.proc = subprocess.Popen([binary, "-f", str(config), "-db"], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
@@ -63,6 +83,21 @@ class HAProxy:
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"haproxy did not listen on {self.port} within {timeout} s")
+
+    def state(self, server: str) -> str:
+        """What the health checks say of backend ``server`` (``s0``, ``s1``...): ``UP``,
+        ``DOWN``... as HAProxy's ``show stat`` reports it."""
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(self.admin)
+            sock.sendall(b"show stat\n")
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        for line in data.decode().splitlines():
+            fields = line.split(",")
+            if len(fields) > 17 and fields[0] == "mcpkit" and fields[1] == server:
+                return fields[17]  # status
+        raise KeyError(server)
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None

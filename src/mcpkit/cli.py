@@ -40,6 +40,16 @@ def _host_port(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _trusted_proxies(value: str) -> list[str]:
+    """--forwarded-allow-ips (argparse type): addresses, networks or *, comma-separated."""
+    from .transports.forwarded import trusted_proxies
+
+    try:
+        return trusted_proxies(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _positive_int(value: str) -> int:
     """A count (argparse type): 0 or less would be ignored, or refuse every session."""
     try:
@@ -106,7 +116,7 @@ def _auth(args: argparse.Namespace, *, warn: bool = True) -> Any:
 #: serve options that only mean something over HTTP, with their "not given" value
 _HTTP_ONLY = {"json": False, "stateless": False, "allow_host": None, "allow_origin": None, "cors_origin": None,
               "max_sessions": None, "workers": None, "session_idle_timeout": None,
-              "root_path": None, "metrics": False, "loop": None,
+              "root_path": None, "metrics": False, "loop": None, "forwarded_allow_ips": None,
               "header_timeout": None, "keep_alive_timeout": None, "max_connections": None, "max_header_bytes": None}
 
 
@@ -292,6 +302,8 @@ def _http_options(args: argparse.Namespace, auth: Any) -> dict[str, Any]:
         http_options["session_idle_timeout"] = args.session_idle_timeout
     if args.max_sessions_per_client:
         http_options["max_sessions_per_client"] = args.max_sessions_per_client
+    if args.forwarded_allow_ips:
+        http_options["forwarded_allow_ips"] = args.forwarded_allow_ips
     if args.body_timeout is not None:
         if not args.body_timeout > 0:
             raise SystemExit("mcpkit: --body-timeout must be a positive number of seconds")
@@ -501,6 +513,10 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--max-sessions-per-client", type=_positive_int, default=None, metavar="N",
                        help="HTTP: most sessions of one principal, or one address without auth (default: a tenth "
                        "of --max-sessions); past it the client's own idle sessions end first, then 429")
+    serve.add_argument("--forwarded-allow-ips", type=_trusted_proxies, default=None, metavar="IPS",
+                       help="HTTP: the proxies or balancers (addresses or networks, comma-separated; * for any "
+                       "peer) whose X-Forwarded-For names the client that quotas, rate limits and audit lines "
+                       "count (default: none, every client is its TCP peer; docs/deployment.md)")
     limits = serve.add_argument_group("connection limits (HTTP only; docs/deployment.md)")
     limits.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
                         help="close a connection whose request headers have not arrived in time (default 10)")

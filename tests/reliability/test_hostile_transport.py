@@ -252,6 +252,43 @@ async def test_a_session_flood_from_one_address_never_ends_another_clients_sessi
 
 
 @aio
+async def test_behind_a_trusted_proxy_each_forwarded_address_has_its_own_quota(app_factory):
+    # every request arrives from the balancer (10.9.9.9); X-Forwarded-For names the client
+    app = app_factory(max_sessions=50, max_sessions_per_client=10, forwarded_allow_ips="10.9.9.9")
+    victim = await open_session(app, client="10.9.9.9", headers=[("x-forwarded-for", "10.0.0.1")])
+    for _ in range(30):
+        # a hop the flooder wrote itself, left of what the balancer appended, is not taken
+        answer = await call(app, body=initialize(), client="10.9.9.9",
+                            headers=[("x-forwarded-for", "10.0.0.1, 10.0.0.66")] + mcp_headers())
+        assert answer.status == 200
+    assert await ping(app, victim, client="10.9.9.9", headers=[("x-forwarded-for", "10.0.0.1")]) == 200
+    assert app.quotas.count("address:10.0.0.66") == 10 and app.quotas.count("address:10.0.0.1") == 1
+
+
+@aio
+async def test_x_forwarded_for_from_an_untrusted_peer_is_ignored(app_factory):
+    for trusted in ({}, {"forwarded_allow_ips": "10.9.9.9"}):  # by default no peer is trusted
+        app = app_factory(max_sessions=50, max_sessions_per_client=10, **trusted)
+        victim = await open_session(app, client="10.0.0.1")
+        for _ in range(30):  # the flooder names the victim: it is still counted as itself
+            answer = await call(app, body=initialize(), client="10.0.0.66",
+                                headers=[("x-forwarded-for", "10.0.0.1")] + mcp_headers())
+            assert answer.status == 200
+        assert await ping(app, victim, client="10.0.0.1") == 200
+        assert app.quotas.count("address:10.0.0.66") == 10 and app.quotas.count("address:10.0.0.1") == 1
+
+
+def test_forwarded_allow_ips_takes_addresses_and_networks_only():
+    from mcpkit.transports.forwarded import trusted_proxies
+
+    assert trusted_proxies("10.0.0.5, 10.1.0.0/16,::1") == ["10.0.0.5", "10.1.0.0/16", "::1"]
+    assert trusted_proxies(["10.0.0.5", "*"]) == ["*"]
+    assert trusted_proxies(None) == trusted_proxies("") == []
+    with pytest.raises(ValueError, match="'balancer' is not an IP address or network"):
+        trusted_proxies("10.0.0.5,balancer")
+
+
+@aio
 async def test_at_the_global_cap_the_heaviest_client_gives_way(app_factory):
     app = app_factory(max_sessions=12, max_sessions_per_client=10)
     victims = [await open_session(app, client=f"10.0.1.{n}") for n in range(2)]

@@ -7,21 +7,12 @@ do spread over the processes."""
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import component_missing
-
-from tests.test_http import call, free_port, start_server, stop_server
-from tools.haproxy import HAProxy
-
-APP = str(Path(__file__).resolve().parent / "app.py")
+from tests.scaleout.balancer import behind_haproxy, stop_all
+from tests.test_http import call
 
 
 @pytest.fixture(scope="module", params=[("redis", 2), ("cluster", 4)], ids=["redis-2", "cluster-4"])
@@ -29,37 +20,13 @@ def balanced(request: pytest.FixtureRequest) -> Iterator[tuple[int, int]]:
     """(balancer port, number of processes): N processes of app.py on one store, behind HAProxy."""
     store, count = request.param
     url = request.getfixturevalue("redis_url" if store == "redis" else "cluster_url")
-    glue = "&" if "?" in url else "?"
-    env = {"MCPKIT_STORE": f"{url}{glue}prefix=lb{secrets.token_hex(4)}:",
-           "MCPKIT_STATE_KEY": secrets.token_hex(32)}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    started: list[tuple[Any, int]] = []
-    proxy = None
-    try:
-        for _ in range(count):
-            started.append(start_server(APP))
-        if shutil.which("haproxy") is None and not os.path.exists("/usr/sbin/haproxy"):
-            component_missing("haproxy is not installed: bash tools/install-debian.sh haproxy")
-        proxy = HAProxy(free_port(), [f"127.0.0.1:{port}" for _, port in started])
-        proxy.start()
-    except BaseException:
-        for proc, _ in started:
-            stop_server(proc)
-        raise
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    # the balancer (127.0.0.1) names each client in X-Forwarded-For (tools/haproxy.py)
+    proxy, started = behind_haproxy(url, count, "--forwarded-allow-ips", "127.0.0.1")
     try:
         yield proxy.port, count
     finally:
-        proxy.stop()
-        for proc, _ in started:
-            stderr = stop_server(proc)
-            assert "Traceback" not in stderr, stderr
+        stderr = stop_all(proxy, started)
+        assert "Traceback" not in stderr, stderr
 
 
 @pytest.mark.asyncio

@@ -694,17 +694,23 @@ class Server(Registrations):
         transports/cors.py), ``server_card`` (default on: the SEP-2127 Server Card at ``<path>/server-card`` and the
         catalog at ``/.well-known/mcp/catalog.json``), ``card_name`` (its reverse-DNS name) and
         ``shutdown_timeout`` (seconds requests in flight get when the server shuts down; its
-        open streams end at once: transports/http_drain.py). Mounted under a prefix
+        open streams end at once: transports/http_drain.py), ``forwarded_allow_ips`` (the
+        proxies whose ``X-Forwarded-For`` names the client: addresses, networks or ``*``;
+        default none: transports/forwarded.py). Mounted under a prefix
         (``Mount("/api", app)``) it serves ``/api/mcp`` (transports/mount.py).
         """
         app_class = _entry("mcpkit.transports.http", "McpHttpApp")
         cors = options.pop("cors_origins", None)
+        trusted = options.pop("forwarded_allow_ips", None)
         options.pop("root_path", None)  # the prefix arrives in each request's scope (transports/mount.py)
-        if not cors:
-            return app_class(self, **options)
-        # a page's origin that may call the server must also pass the DNS-rebinding check (HS-02)
-        options["allowed_origins"] = [*(options.get("allowed_origins") or ()), *cors]
-        return _entry("mcpkit.transports.cors", "CorsMiddleware")(app_class(self, **options), cors)
+        if cors:
+            # a page's origin that may call the server must also pass the DNS-rebinding check (HS-02)
+            options["allowed_origins"] = [*(options.get("allowed_origins") or ()), *cors]
+            app = _entry("mcpkit.transports.cors", "CorsMiddleware")(app_class(self, **options), cors)
+        else:
+            app = app_class(self, **options)
+        # outermost: everything inside sees the client's address, not the proxy's
+        return _entry("mcpkit.transports.forwarded", "behind_proxies")(app, trusted)
 
     def check_environment(self) -> None:
         """Refuse to serve in an environment this server would not honour (docs/environment.md):

@@ -2,9 +2,10 @@
 
 Sessions are capped twice: ``max_sessions`` in all, and ``max_sessions_per_client`` for each
 client, a client being the authenticated principal or, without auth, the client's address (an
-IPv6 address by its /64 network; as uvicorn reports it; behind a proxy, let uvicorn read
-``X-Forwarded-For`` from it with ``--forwarded-allow-ips``). A new session past a cap makes room like this (HL-17 lets a server
-end a session at any time; its client gets 404 and initializes again):
+IPv6 address by its /64 network; behind a proxy, the address its ``X-Forwarded-For`` names when
+the proxy is trusted with ``--forwarded-allow-ips``: transports/forwarded.py). A new session
+past a cap makes room like this (HL-17 lets a server end a session at any time; its client gets
+404 and initializes again):
 
 - past the client's own quota: its own least recently used idle session ends; when all of its
   sessions have a connection open, the new one is refused with 429 and ``Retry-After``;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -99,10 +100,18 @@ def uvicorn_config(app: Any, limits: ConnectionLimits | None = None, *,
     from .connections import ConnectionLimits
     from .graceful import BACKSTOP
 
+    if os.environ.get("FORWARDED_ALLOW_IPS"):
+        # it once made uvicorn trust those proxies; ignoring it would count every client behind
+        # them as the proxy's one address without a word
+        raise SystemExit("mcpkit: FORWARDED_ALLOW_IPS is uvicorn's, and mcpkit does not read it; give the proxies "
+                         "with --forwarded-allow-ips (http_app(forwarded_allow_ips=...)) and unset FORWARDED_ALLOW_IPS")
     limits = limits if limits is not None else ConnectionLimits()
     wait = None if shutdown_timeout is None else shutdown_timeout + BACKSTOP
-    # access_log off: a log line per request costs more than the request itself
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+    # access_log off: a log line per request costs more than the request itself. proxy_headers
+    # off: uvicorn would trust X-Forwarded-For from 127.0.0.1 and ::1 (or FORWARDED_ALLOW_IPS),
+    # so any local process could name any client; the app reads it from the peers it is told
+    # to trust, none by default (transports/forwarded.py)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", proxy_headers=False,
                             timeout_graceful_shutdown=wait, **limits.uvicorn_options(), **options)
     config.mcpkit_header_timeout = limits.header_timeout  # read by HeaderDeadlineH11
     return config
