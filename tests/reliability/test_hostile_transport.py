@@ -278,6 +278,36 @@ async def test_x_forwarded_for_from_an_untrusted_peer_is_ignored(app_factory):
         assert app.quotas.count("address:10.0.0.66") == 10 and app.quotas.count("address:10.0.0.1") == 1
 
 
+@pytest.mark.parametrize(("trusted", "headers", "client"), [
+    # a balancer appending to what the client sent (nginx's $proxy_add_x_forwarded_for): with '*'
+    # the client's own text on the left named it anything it liked (uvicorn takes the leftmost)
+    ("*", [("x-forwarded-for", "6.6.6.6, 10.0.0.1")], "10.0.0.1"),
+    ("*", [("x-forwarded-for", "6.6.6.6"), ("x-forwarded-for", "10.0.0.1")], "10.0.0.1"),  # one list, in order
+    ("10.9.9.9", [("x-forwarded-for", "6.6.6.6"), ("x-forwarded-for", "10.0.0.1")], "10.0.0.1"),
+    ("10.9.9.9, 10.8.0.0/16", [("x-forwarded-for", "6.6.6.6, 10.0.0.1, 10.8.1.1")], "10.0.0.1"),
+    ("10.9.9.9, 10.8.0.0/16", [("x-forwarded-for", "10.8.2.2, 10.8.1.1")], "10.8.2.2"),  # all proxies: the first
+    # an entry that is no address: the list is not read, the peer stays the client
+    ("*", [("x-forwarded-for", "not-an-ip")], "10.9.9.9"),
+    ("10.9.9.9", [("x-forwarded-for", "10.0.0.1, garbage")], "10.9.9.9"),
+    ("10.9.9.9", [], "10.9.9.9"),
+    ("10.9.9.8", [("x-forwarded-for", "10.0.0.1")], "10.9.9.9"),  # an untrusted peer
+])
+def test_the_client_behind_trusted_proxies_is_the_rightmost_untrusted_address(trusted, headers, client):
+    import asyncio
+
+    from mcpkit.transports.forwarded import behind_proxies
+
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(scope["client"][0])
+
+    scope = {"type": "http", "client": ("10.9.9.9", 4000),
+             "headers": [(k.encode(), v.encode()) for k, v in headers]}
+    asyncio.run(behind_proxies(app, trusted)(scope, None, None))
+    assert seen == [client]
+
+
 def test_forwarded_allow_ips_takes_addresses_and_networks_only():
     from mcpkit.transports.forwarded import trusted_proxies
 
