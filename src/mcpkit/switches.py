@@ -114,6 +114,8 @@ def _store(raw: str) -> str:
     from ._extras import require
 
     require(("MCPKIT_STORE=redis://", "redis"))
+    # its query (prefix, task lease, redis-py's arguments) as the store will read it, on stdio too
+    getattr(importlib.import_module("mcpkit.stores.redis"), "parse_url")(url)
     return url
 
 

@@ -75,7 +75,8 @@ def test_from_url_reads_the_lease_on_running_tasks() -> None:
     # while the server kept running
     ("bogus=1", "query argument 'bogus' is not one mcpkit or redis-py takes"),
 ])
-def test_a_wrong_query_in_mcpkit_store_is_one_line_and_exit_2(tmp_path, query: str, said: str) -> None:
+@pytest.mark.parametrize("http", [["--http", "127.0.0.1:0"], []], ids=["http", "stdio"])
+def test_a_wrong_query_in_mcpkit_store_is_one_line_and_exit_2(tmp_path, query: str, said: str, http) -> None:
     import os
 
     from tests.conftest import mcpkit_command
@@ -83,7 +84,8 @@ def test_a_wrong_query_in_mcpkit_store_is_one_line_and_exit_2(tmp_path, query: s
     app = tmp_path / "app.py"
     app.write_text("from mcpkit import Server\nserver = Server('t')\n")
     env = {**os.environ, "MCPKIT_STORE": f"redis://127.0.0.1:1/0?{query}"}
-    done = subprocess.run(mcpkit_command("serve", str(app), "--http", "127.0.0.1:0"), capture_output=True,
+    # on stdio, where nothing connects to the store before a request needs it, it started
+    done = subprocess.run(mcpkit_command("serve", str(app), *http), capture_output=True,
                           text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
     assert done.returncode == 2, done.stderr
     assert said in done.stderr

@@ -119,6 +119,26 @@ def from_url(url: str, *, origin: str | None = None) -> Stores:
     asyncio client. ``origin`` (default: this process's id) names this process on the bus and as
     the owner of its tasks.
     """
+    clean, prefix, lease = parse_url(url)
+    client, _ = sync_client(clean, "from_url")  # redis-py imported here, or its extra named
+    events = RedisEventStore(clean, prefix=prefix)
+    tasks = RedisTaskStore(client, prefix=prefix, origin=origin, lease=lease["task_lease"],
+                           renew_every=lease["task_renew"])
+    return Stores(
+        events=events,
+        rates=RedisRateStore(client, prefix=prefix),
+        tasks=tasks,
+        sessions=RedisSessionStore(client, prefix=prefix),
+        bus=RedisBus(client, prefix=prefix, origin=origin),
+        _closers=[tasks.close, client.close],
+        _aclosers=[events.aclose],
+    )
+
+
+def parse_url(url: str) -> tuple[str, str, dict[str, float]]:
+    """What :func:`from_url` reads of a store URL, checked without connecting: (the URL for
+    redis-py, the key prefix, the task lease settings); a ValueError of one line for anything it
+    would not take (MCPKIT_STORE is checked so at start-up, however the server is served)."""
     parts = urlsplit(url)
     if parts.scheme not in ("redis", "rediss", "unix"):
         raise ValueError(f"a store URL must start with redis://, rediss:// or unix://, not {parts.scheme!r}://")
@@ -139,17 +159,5 @@ def from_url(url: str, *, origin: str | None = None) -> Stores:
     clean = urlunsplit(parts._replace(query=urlencode(rest)))
     if cluster_url(clean)[1] and ("{" in prefix or "}" in prefix):
         raise ValueError(f"on a Redis Cluster the key prefix cannot hold braces (they are hash tags): {prefix!r}")
-    client, _ = sync_client(clean, "from_url")  # redis-py imported here, or its extra named
     _check_client_arguments(name for name, _ in rest)
-    events = RedisEventStore(clean, prefix=prefix)
-    tasks = RedisTaskStore(client, prefix=prefix, origin=origin, lease=lease["task_lease"],
-                           renew_every=lease["task_renew"])
-    return Stores(
-        events=events,
-        rates=RedisRateStore(client, prefix=prefix),
-        tasks=tasks,
-        sessions=RedisSessionStore(client, prefix=prefix),
-        bus=RedisBus(client, prefix=prefix, origin=origin),
-        _closers=[tasks.close, client.close],
-        _aclosers=[events.aclose],
-    )
+    return clean, prefix, lease
