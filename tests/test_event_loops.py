@@ -112,3 +112,28 @@ def test_the_command_refuses_a_bad_loop_before_serving_in_one_line(tmp_path) -> 
                               env={**os.environ, **env}, stdin=subprocess.DEVNULL, cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and said in done.stderr, done.stderr
+
+
+@pytest.mark.asyncio
+async def test_a_handler_logging_in_a_loop_lets_the_loop_serve_others(wire) -> None:
+    """``await ctx.info(...)`` gives the loop a turn: a handler logging in a tight loop starved
+    every other request (a ping waited for the whole loop), and a shutdown could not cancel it."""
+    from mcpkit import Context
+    from tests.harness import connect
+
+    server = Server("loops")
+
+    @server.tool
+    async def chatter(n: int, ctx: Context) -> str:
+        for i in range(n):
+            await ctx.info(f"line {i}")
+            await ctx.report_progress(i, n)
+        return "done"
+
+    async with connect(server, wire) as h:
+        chat = asyncio.ensure_future(h.request("tools/call", {"name": "chatter", "arguments": {"n": 2000}}))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert await h.request("ping") == {}
+        assert not chat.done()  # answered while the chatter still ran
+        assert (await chat)["content"] == [{"type": "text", "text": "done"}]

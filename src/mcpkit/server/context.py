@@ -88,12 +88,16 @@ class _Answer:
 
 
 class _Done:
-    """An already-finished awaitable, so ``await ctx.info(...)`` and ``ctx.info(...)`` both work."""
+    """A finished awaitable, so ``await ctx.info(...)`` and ``ctx.info(...)`` both work.
+
+    Awaited, it gives the loop one turn (as ``asyncio.sleep(0)`` does): a handler that logs or
+    reports progress in a loop would otherwise never let the loop write what it sent, answer
+    other clients, or deliver the cancellation of a shutdown's deadline."""
 
     __slots__ = ()
 
     def __await__(self) -> Any:
-        return iter(())
+        yield
 
 
 _DONE = _Done()
