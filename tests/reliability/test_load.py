@@ -421,9 +421,11 @@ def test_a_stdio_client_that_stops_reading_during_async_output_keeps_the_thread_
         peer.initialize()
         peer.send({"jsonrpc": "2.0", "id": "chatter", "method": "tools/call",
                    "params": {"name": "chatter", "arguments": {"count": CHATTER, "size": 1000}}})
-        # nobody reads: the tool's output fills the stdout pipe and its write blocks
+        # nobody reads: the tool's output fills the stdout pipe and its write blocks. A pipe is 16
+        # pages: written a message (about 1 KB) at a time, as the tool now yields after each, three
+        # fit a page, so a full pipe holds about 53 KB rather than 64 KiB
         stdout = peer.proc.stdout.fileno()  # type: ignore[union-attr]
-        assert wait_for(lambda: _unread(stdout) >= 60_000, timeout=STEP), "the stdout pipe never filled"
+        assert wait_for(lambda: _unread(stdout) >= 48_000, timeout=STEP), "the stdout pipe never filled"
         peer.write(_ping_lines(0, 200))  # then 200 small requests arrive (they fit in the stdin pipe)
         for _ in range(15):  # three seconds of a client that does not read
             samples.append(threads(peer.proc.pid))
