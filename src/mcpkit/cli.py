@@ -533,7 +533,9 @@ def _add_serving_options(parser: argparse.ArgumentParser) -> None:
                        "may take to finish before they are cancelled; open SSE streams end at once (default 5)")
     serve.add_argument("--session-idle-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
                        help="HTTP: end sessions idle this long (default 1800)")
-    serve.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default=None,
+    from .switches import LOOPS
+
+    serve.add_argument("--loop", choices=LOOPS, default=None,
                        help="HTTP: the event loop; auto is uvloop when installed (mcpkit[fast]), else asyncio "
                        "(default: MCPKIT_LOOP, else auto)")
     serve.add_argument("--metrics", action="store_true",

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SWITCHES", "Switch", "SwitchError", "check", "claim", "env_flag", "given_as", "read"]
+__all__ = ["LOOPS", "SWITCHES", "Switch", "SwitchError", "check", "claim", "env_flag", "given_as", "read"]
 
 
 class SwitchError(ValueError):
@@ -99,8 +99,13 @@ def _start_method(raw: str) -> str:
     return raw.strip()
 
 
+#: the event loops HTTP serving takes (``--loop``, MCPKIT_LOOP): ``auto`` is uvloop when it is
+#: installed (``mcpkit[fast]``, ``uvicorn[standard]``), else asyncio, as uvicorn itself decides
+LOOPS = ("auto", "asyncio", "uvloop")
+
+
 def _loop(raw: str) -> str:
-    if raw.strip() not in ("auto", "asyncio", "uvloop"):
+    if raw.strip() not in LOOPS:
         raise ValueError("is not an event loop: use auto, asyncio or uvloop")
     return raw.strip()
 

@@ -16,11 +16,8 @@ if TYPE_CHECKING:
     from ..server.server import Server
     from .connections import ConnectionLimits
 
-__all__ = ["serve_http", "uvicorn_config", "bind", "LOOPS", "event_loop"]
+__all__ = ["serve_http", "uvicorn_config", "bind", "event_loop"]
 
-#: the event loops ``--loop`` / ``MCPKIT_LOOP`` choose from: ``auto`` is uvloop when it is
-#: installed (``mcpkit[fast]``, ``uvicorn[standard]``), else asyncio, as uvicorn itself decides
-LOOPS = ("auto", "asyncio", "uvloop")
 
 
 def bind(host: str, port: int, *, option: str = "--http") -> socket.socket:
@@ -75,7 +72,7 @@ def _bind_fix(exc: OSError, host: str, port: int, option: str) -> str:
 def event_loop(choice: str | None = None) -> str:
     """The event loop to serve on: ``choice`` (``--loop``), else ``MCPKIT_LOOP``, else ``auto``.
 
-    A value outside :data:`LOOPS` is a SwitchError, ``uvloop`` when it is not installed a
+    A value outside ``switches.LOOPS`` is a SwitchError, ``uvloop`` when it is not installed a
     MissingExtra: one line with the fix, before anything is served."""
     from .. import switches
     from .._extras import needs
