@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import mcpkit_command
 from tests.stores.conftest import REDIS_SERVER, RedisProcess
-from tests.test_http import call, free_port, jsonrpc, start_server, stop_server, wait_listening
+from tests.test_http import call, free_port, init_params, jsonrpc, start_server, stop_server, wait_listening
 
 APP = str(Path(__file__).resolve().parent / "app.py")
 MODERN = "2026-07-28"
@@ -84,6 +84,33 @@ async def test_one_session_alternates_between_two_processes(two, clients):
     # an ended session is gone on both
     assert (await a.delete()).status == 200
     assert (await b.post(jsonrpc("tools/list", {}, 5))).status == 404
+
+
+@pytest.mark.req("RS-10")
+@pytest.mark.asyncio
+async def test_the_copy_that_opened_a_session_hears_of_changes_made_after_initialized_went_elsewhere(two, clients):
+    """A balancer sends initialize to A and notifications/initialized to B: A's copy must still
+    take the session's later changes (here a subscription made on B), not take its own stale
+    ``initialized`` for a change of its own and ignore the store from then on."""
+    a, b = pair(clients, two)
+    reply = await a.post(jsonrpc("initialize", init_params(a.offered), a.next_id()))
+    a.session_id, a.revision = reply.headers["mcp-session-id"], a.offered
+    await a.messages(reply)
+    b.session_id, b.revision = a.session_id, a.revision
+    assert (await b.post(jsonrpc("notifications/initialized"))).status == 202
+    await b.result("resources/subscribe", {"uri": "note://shared"})
+    stream = await a.get()
+    assert stream.status == 200
+    await b.tool("touch", {"uri": "note://shared"})
+    deadline = time.monotonic() + 10
+    while True:
+        assert time.monotonic() < deadline, "A's stream never received the update"
+        event = await stream.next_event()
+        message = a.event_message(event) if event is not None and event.data else None
+        if message and message.get("method") == "notifications/resources/updated":
+            assert message["params"] == {"uri": "note://shared"}
+            break
+    await stream.disconnect()
 
 
 @pytest.mark.asyncio

@@ -189,6 +189,11 @@ class SessionTable:
         have yet (made while the store was down: it is saved with the request it came in)."""
         if hs.shared_state is not None and self._state_of(hs) != hs.shared_state:
             return
+        # every field _state_of compares that may change after initialize: a copy that missed
+        # one (notifications/initialized answered by another process) would differ from what
+        # it adopted, take that for a change of its own, and never adopt anything again
+        engine = hs.session.engine
+        engine.initialized = engine.initialized or bool(state.get("initialized", True))
         hs.session.log_level = state.get("log_level")
         hs.session.subscriptions = set(state.get("subscriptions") or ())
         hs.shared_state = state
