@@ -197,3 +197,25 @@ async def test_a_session_idle_on_one_process_lives_on_while_another_serves_it(re
             assert (await b.tool("add", {"a": 1, "b": 1}))["structuredContent"] == {"result": 2}
             await asyncio.sleep(0.25)
         assert await status(a) == 200 and await status(b) == 200
+
+
+@pytest.mark.req("HL-18")
+@pytest.mark.asyncio
+async def test_a_session_ended_before_a_process_bus_is_back_is_not_served_there(redis_factory, clients):
+    """Redis back, B's bus not yet: an end recorded (and announced) then is news B cannot hear,
+    so B checks the store each time it serves a copy until its bus is back."""
+    redis = redis_factory(True)
+    with processes(redis) as [(_, port_a), (proc_b, port_b)]:
+        a = clients.tcp(port_a)
+        await a.initialize()
+        b = joined(clients, port_b, a)
+        assert await status(b) == 200  # B holds a copy
+        redis.stop()
+        await until(lambda: "Redis bus: connection lost" in stderr_of(proc_b), "B's bus notices")
+        await asyncio.sleep(3.5)  # B's bus retries back off to every 2 s: it misses Redis's return a while
+        redis.start()
+        assert await status(b) == 200  # checked against the store: alive
+        assert (await a.delete()).status == 200  # ended, and announced while B's bus is away
+        served = await status(b)
+        assert BUS_BACK not in stderr_of(proc_b), "B's bus came back too soon for this test to tell"
+        assert served == 404

@@ -71,6 +71,9 @@ class SessionTable:
     _closed: bool
     #: the store epoch this process is in; a copy of an older one is checked before it is served
     _store_epoch: int = 0
+    #: the bus is not connected: news of an end may be published unheard, so every copy is
+    #: checked against the store each time it is served until the bus is back
+    _bus_down: bool = False
 
     async def _drop_events(self, store: Any, stream_ids: list[str]) -> None:
         raise NotImplementedError
@@ -302,8 +305,14 @@ class SessionTable:
         """On the bus thread: lost, the copies held become unchecked; back, the ones the store
         no longer has are dropped at once (their open streams end)."""
         if not connected:
+            self._bus_down = True
             self._store_lost()
             return
+        # a copy checked while the bus was down may have missed an end published then (the
+        # store came back before the bus did): every copy is checked again, now that any later
+        # news is heard
+        self._store_lost()
+        self._bus_down = False
         loop = self.loop
         if loop is not None and not loop.is_closed():
             try:
@@ -417,9 +426,11 @@ class SessionTable:
             hs = self._restore(session_id)
             if hs is None:
                 return None
-        elif hs.epoch != self._store_epoch or (hs.active == 0 and now - hs.last_seen > self.session_idle_timeout):
-            # held through a store outage (ended meanwhile? lost with a restart?), or idle here
-            # (kept alive by another process?): the store says
+        elif (hs.epoch != self._store_epoch or self._bus_down
+              or (hs.active == 0 and now - hs.last_seen > self.session_idle_timeout)):
+            # held through a store outage (ended meanwhile? lost with a restart?), served while
+            # the bus cannot tell of an end, or idle here (kept alive by another process?): the
+            # store says
             if not self._reload(hs):
                 return None
         elif now - hs.synced <= self._touch_every:
