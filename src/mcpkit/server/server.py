@@ -326,8 +326,13 @@ class Server(Registrations):
         if self._stores is not None and self.shared:
             try:
                 self.stores.bus.publish(channel, message)
-            except Exception:  # noqa: BLE001 - the local clients were told; the others will re-list
-                log.exception("could not announce %s to the other processes", channel)
+            except Exception as exc:  # noqa: BLE001 - the local clients were told; the others will re-list
+                from ..stores.redis_base import StoreUnavailable
+
+                if isinstance(exc, StoreUnavailable):  # an outage: one line, not a traceback per change
+                    log.warning("could not announce %s to the other processes: %s", channel, exc)
+                else:
+                    log.exception("could not announce %s to the other processes", channel)
 
     @property
     def sealer(self) -> Any:
