@@ -219,3 +219,34 @@ async def test_a_session_ended_before_a_process_bus_is_back_is_not_served_there(
         served = await status(b)
         assert BUS_BACK not in stderr_of(proc_b), "B's bus came back too soon for this test to tell"
         assert served == 404
+
+
+@pytest.mark.req("RS-10")
+@pytest.mark.asyncio
+async def test_an_update_published_while_a_process_bus_was_away_still_reaches_its_streams(redis_factory, clients):
+    """Published on A after Redis came back but before B's bus did: B never receives it, so
+    once back B tells its subscribers that what they subscribed to may have changed."""
+    redis = redis_factory(True)
+    with processes(redis) as [(_, port_a), (proc_b, port_b)]:
+        a = clients.tcp(port_a)
+        await a.initialize()
+        b = joined(clients, port_b, a)
+        await b.result("resources/subscribe", {"uri": "note://shared"})
+        stream = await b.get()
+        assert stream.status == 200
+        redis.stop()
+        await until(lambda: "Redis bus: connection lost" in stderr_of(proc_b), "B's bus notices")
+        await asyncio.sleep(3.5)  # B's bus retries back off to every 2 s: it misses Redis's return a while
+        redis.start()
+        await a.tool("touch", {"uri": "note://shared/1"})
+        assert BUS_BACK not in stderr_of(proc_b), "B's bus came back too soon for this test to tell"
+        seen = None
+        while seen is None:
+            event = await stream.next_event(timeout=DEADLINE)
+            assert event is not None, "B's stream ended"
+            message = b.event_message(event)
+            if message is not None and message.get("method") == "notifications/resources/updated":
+                seen = message["params"]["uri"]
+        assert seen in ("note://shared", "note://shared/1")
+        assert (await a.delete()).status == 200
+        await ended(stream)

@@ -321,6 +321,31 @@ class Server(Registrations):
         bus.subscribe("changed", lambda message: self._deliver_changed(
             *map(str, message.get("kinds") or (message.get("kind"),))))
         bus.subscribe("updated", lambda message: self._deliver_updated(str(message.get("uri"))))
+        watch = getattr(bus, "watch", None)
+        if watch is not None:
+            watch(self._bus_connection)
+
+    def _bus_connection(self, connected: bool) -> None:
+        """On the bus's thread, back after an outage: what other processes announced meanwhile
+        may never have arrived (a subscriber away from Redis misses what is published then), so
+        every session and listen stream is told that all it subscribed to, and every list, may
+        have changed. These notifications are hints to read again (RS-10, LC-05): a spare one
+        costs the client a read, a missed one leaves it stale for good."""
+        if not connected:
+            return
+        self._deliver_changed(*_CHANGED)
+        for session in list(self._sessions):
+            for uri in sorted(getattr(session, "subscriptions", ())):
+                try:
+                    session.notify("notifications/resources/updated", {"uri": uri})
+                except Exception:  # noqa: BLE001 - one broken session must not starve the others
+                    log.exception("could not notify a session of an update to %s", uri)
+        for listener in list(self._listeners):
+            for uri in sorted(getattr(listener, "uris", ())):
+                try:
+                    listener.updated(uri)
+                except Exception:  # noqa: BLE001
+                    log.exception("could not notify a listen stream of an update to %s", uri)
 
     def _announce(self, channel: str, message: dict[str, Any]) -> None:
         if self._stores is not None and self.shared:
