@@ -450,8 +450,12 @@ class Registrations:
             if refresh is not None:  # a shared session: its subscriptions may have changed elsewhere
                 try:
                     refresh()
-                except Exception:  # noqa: BLE001 - the store is down: match what is known here
-                    log.warning("could not refresh a shared session's subscriptions", exc_info=True)
+                except Exception as exc:  # noqa: BLE001 - the store is down: match what is known here
+                    from ..stores.redis_base import StoreUnavailable
+
+                    # an outage is one line; anything else keeps its traceback
+                    log.warning("could not refresh a shared session's subscriptions: %s", exc,
+                                exc_info=not isinstance(exc, StoreUnavailable))
             if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in session.subscriptions):
                 try:
                     session.notify("notifications/resources/updated", {"uri": uri})

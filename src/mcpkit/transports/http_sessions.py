@@ -33,6 +33,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..protocol import revisions
+from ..stores.redis_base import StoreUnavailable
 from .http_auth import ACCESS
 from .http_streams import _END
 from .http_quotas import QuotaExceeded, SessionQuotas, client_address
@@ -358,9 +359,10 @@ class SessionTable:
                 return
             try:
                 self._reload(hs)
-            except Exception:  # noqa: BLE001 - the store is down: keep what is known here
+            except Exception as exc:  # noqa: BLE001 - the store is down: keep what is known here
                 self._store_lost()
-                log.warning("could not refresh shared session %s", session_id, exc_info=True)
+                log.warning("could not refresh shared session %s: %s", session_id, exc,
+                            exc_info=not isinstance(exc, StoreUnavailable))
 
         self.loop.call_soon_threadsafe(apply)
 
