@@ -1,0 +1,218 @@
+"""The fault suite: each fault an operator meets, under load, against what an operator runs.
+
+Three processes of tests/scaleout/app.py behind the shipped HAProxy config, on a real Redis (with
+an append-only file, or with no persistence) or a real Redis Cluster of three masters with a
+replica each; the workload of tests/chaos/workload.py runs through the fault and its recovery.
+Each test asserts that nothing was lost (harness.py lists the promises) and records its row of
+the table in docs/deployment.md (``python tools/fault_table.py`` runs this suite and writes it).
+Every wait is bounded; each test takes 15-30 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chaos.harness import Deployment, record
+from tests.chaos.workload import Workload
+from tests.conftest import component_missing
+from tests.stores.conftest import CLUSTER_SCRIPT, REDIS_SERVER, RedisProcess
+
+pytestmark = [pytest.mark.reliability, pytest.mark.timeout(180)]
+
+#: load before the fault, and after it (recovery included) before the checks
+BEFORE, AFTER = 1.5, 4.0
+
+
+def _needs_components() -> None:
+    if REDIS_SERVER is None or shutil.which("redis-cli") is None:
+        component_missing("the fault suite runs redis-server of its own: apt-get install redis-server")
+    if shutil.which("haproxy") is None and not os.path.exists("/usr/sbin/haproxy"):
+        component_missing("the fault suite runs HAProxy: bash tools/install-debian.sh haproxy")
+    pytest.importorskip("redis")
+
+
+@pytest.fixture
+def redis_aof(tmp_path: Path) -> Iterator[RedisProcess]:
+    """A Redis of the test's own with an append-only file (the durable setting)."""
+    _needs_components()
+    server = RedisProcess(aof_dir=str(tmp_path))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_bare() -> Iterator[RedisProcess]:
+    """A Redis of the test's own with no persistence at all."""
+    _needs_components()
+    server = RedisProcess()
+    server.start()
+    yield server
+    server.stop()
+
+
+class Cluster:
+    """A Redis Cluster of the test's own (tools/start-redis-cluster.sh: three masters, a
+    replica each)."""
+
+    def __init__(self) -> None:
+        self.tmp = tempfile.mkdtemp(prefix="mcpkit-chaos-cluster-")
+        self.env = {**os.environ, "TMPDIR": self.tmp}
+        started = subprocess.run(["bash", CLUSTER_SCRIPT], capture_output=True, text=True, env=self.env, timeout=90)
+        if started.returncode != 0:
+            pytest.fail(f"tools/start-redis-cluster.sh failed: {started.stderr[-800:]}")
+        self.url = started.stdout.strip().splitlines()[-1]
+
+    def ports(self) -> list[int]:
+        return sorted(int(p.name.split("-")[1]) for p in Path(self.tmp, "mcpkit-redis-cluster").glob("node-*"))
+
+    def ask(self, command: str, skip: int = 0) -> str:
+        """``command``'s answer from the first node that answers (not ``skip``)."""
+        import redis
+
+        for port in self.ports():
+            if port == skip:
+                continue
+            client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1, socket_connect_timeout=1)
+            try:
+                answer = client.execute_command(command)
+                return answer.decode() if isinstance(answer, bytes) else answer
+            except redis.RedisError:
+                continue
+            finally:
+                client.close()
+        raise AssertionError(f"no node of the cluster answers {command}")
+
+    def healthy(self, dead: int) -> bool:
+        """Every slot served again (a replica took the dead master's)."""
+        return "cluster_state:ok" in self.ask("CLUSTER INFO", skip=dead)
+
+    def nodes(self) -> list[dict[str, Any]]:
+        text = self.ask("CLUSTER NODES")
+        out = []
+        for line in text.strip().splitlines():
+            fields = line.split()
+            out.append({"id": fields[0], "port": int(fields[1].split(":")[1].split("@")[0]),
+                        "flags": fields[2], "master": fields[3], "slots": fields[8:]})
+        return out
+
+    def kill_master(self) -> int:
+        """SIGKILL a master that has a replica; its port."""
+        nodes = self.nodes()
+        masters = [n for n in nodes if "master" in n["flags"] and n["slots"]
+                   and any(r["master"] == n["id"] for r in nodes)]
+        assert masters, f"no master with a replica: {nodes}"
+        port = masters[0]["port"]
+        pid = Path(self.tmp, "mcpkit-redis-cluster", f"node-{port}", "redis.pid").read_text().strip()
+        os.kill(int(pid), signal.SIGKILL)
+        return port
+
+    def stop(self) -> None:
+        subprocess.run(["bash", CLUSTER_SCRIPT, "--stop"], env=self.env, timeout=30, check=False)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    _needs_components()
+    made = Cluster()
+    yield made
+    made.stop()
+
+
+async def endure(store_url: str, wire: Any, fault: Callable[[Deployment], Awaitable[None]], *,
+                 name: str, setup: str, lossy: bool = False) -> None:
+    """Run the workload on a fresh deployment through ``fault``, check, and record the row."""
+    with Deployment(store_url) as deployment:
+        workload = Workload(deployment, wire, lossy=lossy)
+        await workload.start()
+        await asyncio.sleep(BEFORE)
+        await fault(deployment)
+        await asyncio.sleep(AFTER)
+        await workload.stop()
+        await workload.tasks_final()
+        await workload.sessions_agree()
+        await workload.quotas_kept()
+        workload.notifications_delivered()
+    tally = workload.tally
+    for error in deployment.errors:
+        tally.problem(error)
+    record(name, setup, tally)
+    assert not tally.problems, "\n".join(tally.problems)
+    assert tally.requests["ok"] > 50, tally.row()  # the load really ran through the fault
+    assert tally.notifications["delivered"] > 5, tally.row()
+
+
+@pytest.mark.asyncio
+async def test_kill_9_of_a_server_process(redis_aof, wire):
+    async def kill(deployment: Deployment) -> None:
+        deployment.signal(0, signal.SIGKILL)
+
+    await endure(redis_aof.url, wire, kill, name="kill -9 of a server process", setup="Redis, AOF")
+
+
+@pytest.mark.asyncio
+async def test_sigterm_of_a_server_process_under_load(redis_aof, wire):
+    async def stop(deployment: Deployment) -> None:
+        deployment.signal(1, signal.SIGTERM)
+
+    await endure(redis_aof.url, wire, stop, name="SIGTERM of a server process", setup="Redis, AOF")
+
+
+@pytest.mark.asyncio
+async def test_redis_killed_and_restarted_with_an_append_only_file(redis_aof, wire):
+    async def restart(_: Deployment) -> None:
+        redis_aof.proc.kill()  # type: ignore[union-attr]
+        redis_aof.proc.wait()  # type: ignore[union-attr]
+        await asyncio.sleep(1.5)
+        await asyncio.to_thread(redis_aof.start)
+
+    await endure(redis_aof.url, wire, restart, name="Redis kill -9, restarted 1.5 s later", setup="Redis, AOF")
+
+
+@pytest.mark.asyncio
+async def test_redis_killed_and_restarted_without_persistence(redis_bare, wire):
+    async def restart(_: Deployment) -> None:
+        redis_bare.proc.kill()  # type: ignore[union-attr]
+        redis_bare.proc.wait()  # type: ignore[union-attr]
+        await asyncio.sleep(1.5)
+        await asyncio.to_thread(redis_bare.start)
+
+    await endure(redis_bare.url, wire, restart, name="Redis kill -9, restarted 1.5 s later",
+                 setup="Redis, no persistence", lossy=True)
+
+
+@pytest.mark.asyncio
+async def test_redis_paused(redis_aof, wire):
+    async def pause(_: Deployment) -> None:
+        redis_aof.proc.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+        try:
+            await asyncio.sleep(3.0)
+        finally:
+            redis_aof.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+
+    await endure(redis_aof.url, wire, pause, name="Redis paused 3 s (SIGSTOP)", setup="Redis, AOF")
+
+
+@pytest.mark.asyncio
+async def test_a_cluster_master_killed(cluster, wire):
+    async def kill(_: Deployment) -> None:
+        dead = cluster.kill_master()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while not await asyncio.to_thread(cluster.healthy, dead):
+            assert loop.time() < deadline, "the cluster did not fail over within 20 s"
+            await asyncio.sleep(0.2)
+
+    await endure(cluster.url, wire, kill, name="a master killed (kill -9), its replica takes over",
+                 setup="Redis Cluster, 3 masters + 3 replicas")
