@@ -13,7 +13,7 @@ clients do meanwhile, each from a loopback address of its own, through the balan
 - a subscriber and a publisher: resource updates ``note://shared/<n>`` published by one client,
   received on another's GET stream, which reconnects with ``Last-Event-ID`` when it ends; every
   update published while the stream is open is delivered exactly once;
-- rate limits: ``scarce`` (3 a minute per client) used twice by one client before the fault.
+- rate limits: ``rationed`` (3 an hour per client) used twice by one client before the fault.
 
 :class:`Tally` counts what happened; a test asserts on it and :func:`record` writes its row for
 tools/fault_table.py (the table in docs/deployment.md).

@@ -311,18 +311,18 @@ class Workload:
         self.quota_client = self.client(QUOTA)
         await self.quota_client.open(self.tally)
         for _ in range(2):
-            outcome, answer = await self.quota_client.request("tools/call", {"name": "scarce", "arguments": {}})
+            outcome, answer = await self.quota_client.request("tools/call", {"name": "rationed", "arguments": {}})
             if outcome != "ok" or answer.get("isError"):
-                self.tally.problem(f"scarce before the fault: {outcome} {answer}")
+                self.tally.problem(f"rationed before the fault: {outcome} {answer}")
 
     async def quotas_kept(self) -> None:
-        """``scarce`` allows 3 calls a minute per client: the client that made two before the
+        """``rationed`` allows 3 calls an hour per client: the client that made two before the
         fault has one left (all three again only when the store lost its counts); another
         client, behind the same balancer, has its own three."""
-        async def scarce(client: Client) -> str:
+        async def rationed(client: Client) -> str:
             deadline = time.monotonic() + SETTLE_WITHIN
             while time.monotonic() < deadline:
-                outcome, answer = await client.request("tools/call", {"name": "scarce", "arguments": {}})
+                outcome, answer = await client.request("tools/call", {"name": "rationed", "arguments": {}})
                 if outcome == "gone":
                     await client.open(self.tally)
                 elif outcome == "ok":
@@ -332,10 +332,10 @@ class Workload:
                 await asyncio.sleep(0.2)
             return "no answer"
 
-        mine = [await scarce(self.quota_client) for _ in range(2)]
+        mine = [await rationed(self.quota_client) for _ in range(2)]
         other = self.client(QUOTA_OTHER)
         await other.open(self.tally)
-        theirs = [await scarce(other) for _ in range(3)]
+        theirs = [await rationed(other) for _ in range(3)]
         if mine == ["ok", "refused"]:
             self.tally.quotas.append("kept")
         elif mine == ["ok", "ok"] and self.lossy:

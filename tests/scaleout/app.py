@@ -21,6 +21,12 @@ def scarce() -> str:
     return "ok"
 
 
+@server.tool(rate_limit="3/h")
+def rationed() -> str:
+    """A tool anybody may call three times an hour: a budget that does not refill during a test."""
+    return "ok"
+
+
 @server.tool
 async def count(steps: int, ctx: Context) -> str:
     """Reports progress once per step."""
