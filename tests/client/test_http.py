@@ -184,3 +184,25 @@ async def test_legacy_sse(base: str) -> None:
         async with Client(f"{base}/nothing-here", transport="sse"):
             pass
     assert err.value.status == 404
+
+
+@aio
+@pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_httpx_is_imported_once_per_connection_not_per_request(base: str, kind: str, monkeypatch) -> None:
+    """A request's path enters no import guard: the module start() imported is kept."""
+    import mcpkit.client.http as transport
+
+    entered: list[str] = []
+    real = transport.needs
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        entered.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(transport, "needs", counting)
+    url, extra = (f"{base}/mcp", {}) if kind == "http" else (f"{base}/sse", {"transport": "sse", "protocol_version": "2024-11-05"})
+    async with Client(url, **extra) as client:
+        for n in range(5):
+            assert (await client.call_tool("add", {"a": n, "b": 1}))["content"][0]["text"] == f'{{"result":{n + 1}}}'
+        assert await client.ping() == {}
+    assert entered == ["client"]

@@ -107,12 +107,15 @@ class _HttpBase(Transport):
         self.headers = dict(headers or {})
         self.timeout = timeout
         self.http: Any = None
+        self._httpx: Any = None  # the httpx module, once start() imported it
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def start(self, deliver: Deliver, lost: Lost, state: Report | None = None) -> None:
         await super().start(deliver, lost, state)
         with needs("client", "mcpkit.Client over HTTP"):
             import httpx
+
+        self._httpx = httpx  # imported once here: every request reads it from the transport
 
         limit = self.timeout
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=limit, write=limit, pool=limit))
@@ -243,8 +246,7 @@ class StreamableHttpTransport(_HttpBase):
         await self._post(data, message if isinstance(message, dict) else None, raw=True)
 
     async def _post(self, body: bytes, message: dict[str, Any] | None, raw: bool = False) -> None:
-        with needs("client", "mcpkit.Client over HTTP"):
-            import httpx
+        httpx = self._httpx
 
         want = message.get("id") if message is not None and "method" in message else None
         seen = _Seen()
@@ -320,8 +322,7 @@ class StreamableHttpTransport(_HttpBase):
         its connections on purpose is followed for as long as the request's timeout allows.
         Nobody listening (connection refused), or a refusal for good (404: the events or the
         session are gone), fails the request at once instead of leaving it to time out."""
-        with needs("client", "mcpkit.Client over HTTP"):
-            import httpx
+        httpx = self._httpx
 
         how = f"broke ({broke!r})" if broke is not None else "ended"
         misses = 0
@@ -408,8 +409,7 @@ class StreamableHttpTransport(_HttpBase):
     async def _listen_once(self, seen: _Seen) -> Any:
         """One GET: _STOP (reported), _AGAIN (at once), or why it ended, the status of its
         response (None: there was none) and the Retry-After asked for."""
-        with needs("client", "mcpkit.Client over HTTP"):
-            import httpx
+        httpx = self._httpx
 
         status: int | None = None
         try:
@@ -498,8 +498,7 @@ class SseTransport(_HttpBase):
             raise ClientError(f"no endpoint event from {self.url} within {self.timeout} s") from None
 
     async def _listen(self, ready: asyncio.Future[str]) -> None:
-        with needs("client", "mcpkit.Client over HTTP"):
-            import httpx
+        httpx = self._httpx
 
         error: ClientError | None = None
         try:
@@ -534,8 +533,7 @@ class SseTransport(_HttpBase):
         await self.send_raw(_json.dumps(message))
 
     async def send_raw(self, data: bytes) -> None:
-        with needs("client", "mcpkit.Client over HTTP"):
-            import httpx
+        httpx = self._httpx
 
         if self.endpoint is None:
             raise ClientError("not connected: no endpoint yet")
