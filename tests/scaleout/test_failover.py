@@ -114,16 +114,16 @@ def retryable_or_served(status: int, body: bytes) -> bool:
     return True
 
 
-async def updated(client: Any, stream: Any, uri: str) -> None:
-    """Read ``stream`` until it carries notifications/resources/updated for ``uri``."""
+async def notified(client: Any, stream: Any, method: str, params: dict[str, Any] | None = None) -> None:
+    """Read ``stream`` until it carries the notification ``method`` (with ``params``, if given)."""
     deadline = time.monotonic() + FAILOVER
     while True:
         left = deadline - time.monotonic()
-        assert left > 0, f"no update of {uri} on the stream within {FAILOVER} s"
+        assert left > 0, f"no {method} {params or ''} on the stream within {FAILOVER} s"
         event = await stream.next_event(timeout=left)
         assert event is not None, "the GET stream ended"
         message = client.event_message(event)
-        if message and message.get("method") == "notifications/resources/updated" and message["params"]["uri"] == uri:
+        if message and message.get("method") == method and (params is None or message.get("params") == params):
             return
 
 
@@ -140,6 +140,107 @@ async def post_modern(client: Any, method: str, params: dict[str, Any], rid: int
     reply = await client.driver.open("POST", "/mcp", {**client.headers(), **headers}, json.dumps(message).encode())
     body = await asyncio.wait_for(reply.read(), 15)
     return reply.status, (json.loads(body) if reply.status == 200 else body)
+
+
+@pytest.mark.req("HL-17")
+@pytest.mark.asyncio
+async def test_a_master_killed_fails_over_to_its_replica_and_every_session_carries_on(cluster, clients):
+    from redis.cluster import RedisCluster
+
+    from mcpkit.stores.redis_base import cluster_url as split
+
+    admin = RedisCluster.from_url(split(cluster.url)[0], socket_connect_timeout=1, socket_timeout=2)
+    owner = masters(admin)
+    prefix = aligned_prefix(owner)
+    env = {"MCPKIT_STORE": f"{cluster.url}&prefix={prefix}", "MCPKIT_STATE_KEY": secrets.token_hex(32)}
+    started = [start_server(APP, env=env) for _ in range(2)]
+    try:
+        [(proc_a, port_a), (proc_b, port_b)] = started
+        victim = bus_node(admin, prefix)
+        assert victim == owner[slot(f"{prefix}{RATE_KEY}")]
+        # sessions opened on A until one lives on the victim's slots, with B in each one too;
+        # each has a GET stream on B and a subscription made on B
+        sessions: list[tuple[Any, Any, Any]] = []
+        for _ in range(24):
+            a = clients.tcp(port_a)
+            await a.initialize()
+            b = joined(clients, port_b, a)
+            await b.result("resources/subscribe", {"uri": "note://shared"})
+            stream = await b.get()
+            assert stream.status == 200
+            sessions.append((a, b, stream))
+            if owner[slot(a.session_id)] == victim and len(sessions) >= 3:
+                break
+        assert any(owner[slot(a.session_id)] == victim for a, _, _ in sessions)
+        # the rate limit counted twice, on either process
+        for client in (sessions[0][0], sessions[0][1]):
+            assert not (await client.tool("scarce", {})).get("isError")
+        assert admin.exists(f"{prefix}{RATE_KEY}") == 1
+        host, _, port = victim.partition(":")
+        node = admin.get_node(host=host, port=int(port))
+        # a task running on A
+        tasker = clients.tcp(port_a)
+        tasker.revision = MODERN
+        status, created = await post_modern(tasker, "tools/call", {"name": "job", "arguments": {"seconds": 4}}, 1)
+        assert status == 200, created
+        task_id = created["result"]["taskId"]
+        # what the victim holds is on its replica too (replication is asynchronous)
+        admin.wait(1, 1000, target_nodes=node)
+
+        os.kill(cluster.pid(int(port)), signal.SIGKILL)
+        killed = time.monotonic()
+
+        # during the failover every request is answered, served or refused as retryable
+        served_everywhere = False
+        while not served_everywhere:
+            assert time.monotonic() - killed < FAILOVER, "a session not served on both processes after the failover"
+            served_everywhere = True
+            for a, b, _ in sessions:
+                for client in (a, b):
+                    add = jsonrpc("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}, client.next_id())
+                    status, body = await answered(client, add)
+                    assert retryable_or_served(status, body), (status, body)
+                    served_everywhere &= status == 200 and b'"isError":true' not in body
+            if not served_everywhere:
+                await asyncio.sleep(0.2)
+
+        # notifications published after it reach every GET stream (B's bus moved with the master)
+        await _bus_back(proc_a, proc_b)
+        assert (await sessions[0][0].tool("touch", {"uri": "note://shared"}))
+        for _, b, stream in sessions:
+            await notified(b, stream, "notifications/resources/updated", {"uri": "note://shared"})
+        assert (await sessions[0][0].tool("grow", {"name": "after"}))
+        for _, b, stream in sessions:
+            await notified(b, stream, "notifications/tools/list_changed")
+
+        # the task ends, completed or failed, as seen from either process
+        final = None
+        while final is None:
+            assert time.monotonic() - killed < FAILOVER * 2, "the task never reached a final state"
+            for client in (tasker, clients.tcp(port_b)):
+                client.revision = MODERN
+                status, polled = await post_modern(client, "tasks/get", {"taskId": task_id}, 2)
+                if status == 200 and polled.get("result", {}).get("status") in ("completed", "failed", "cancelled"):
+                    final = polled["result"]["status"]
+            await asyncio.sleep(0.2)
+
+        # the rate limit still counts the two calls made before the failover
+        a, b, _ = sessions[0]
+        outcomes = [bool((await client.tool("scarce", {})).get("isError")) for client in (b, a)]
+        assert outcomes == [False, True]
+    finally:
+        admin.close()
+        for proc, _ in started:
+            stderr = stop_server(proc)
+            assert "Traceback" not in stderr, stderr
+
+
+async def _bus_back(*procs: Any) -> None:
+    """Each process's bus, if it lost its connection with the master, says it is back."""
+    deadline = time.monotonic() + FAILOVER
+    while not all(BUS_LOST not in stderr_of(p) or BUS_BACK in stderr_of(p) for p in procs):
+        assert time.monotonic() < deadline, f"a bus never subscribed again after the failover ({FAILOVER} s)"
+        await asyncio.sleep(0.1)
 
 
 def test_a_cluster_that_cannot_serve_every_slot_is_unavailable_not_an_error(cluster):
@@ -171,7 +272,8 @@ def test_a_cluster_that_cannot_serve_every_slot_is_unavailable_not_an_error(clus
         refused = set()
         while refused != {"rates", "sessions"}:  # the cluster marks the slots down after the node timeout (2 s)
             assert time.monotonic() < deadline, f"only {refused} refused within {FAILOVER} s"
-            for what, call in (("rates", lambda: rates.take(key, 3, 1, 0)), ("sessions", lambda: sessions.load(session))):
+            calls = (("rates", lambda: rates.take(key, 3, 1, 0)), ("sessions", lambda: sessions.load(session)))
+            for what, call in calls:
                 try:
                     call()
                 except StoreUnavailable:

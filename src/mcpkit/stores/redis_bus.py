@@ -288,6 +288,7 @@ class RedisBus:
                         self._tell(True)
             except self._down as exc:
                 self._lost(f"{type(exc).__name__}: {exc}")
+                self._rediscover()
                 with self._lock:
                     for ready in self._ready.values():
                         ready.clear()
@@ -310,6 +311,21 @@ class RedisBus:
         self._down_since = time.monotonic()
         logger.warning("Redis bus: connection lost (%s); retrying until it is back", why)
         self._tell(False)
+
+    def _rediscover(self) -> None:
+        """On a Redis Cluster, learn again which node serves which slot before subscribing again.
+
+        The subscriptions live on the node of the first channel's slot. When that node is gone
+        (a master killed, its replica promoted), redis-py re-reads the cluster's slots for a
+        command that failed, never for a pub/sub connection: without this the listener would
+        retry the dead node for ever and the process hear nothing more from the others."""
+        nodes = getattr(self._client, "nodes_manager", None)
+        if nodes is None:  # a single Redis: the same address comes back
+            return
+        try:
+            nodes.initialize()
+        except Exception as exc:  # noqa: BLE001 - no node answers yet: the next retry asks again
+            logger.debug("Redis bus: could not read the cluster's slots yet: %s", exc)
 
     def _tell(self, connected: bool) -> None:
         for callback in self._watchers:
