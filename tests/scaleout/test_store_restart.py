@@ -1,0 +1,98 @@
+"""Notifications across two `mcpkit serve --http` processes after their Redis restarted: with
+persistence every session lives on and its subscriptions still hear what the other process
+publishes; without, every old session is gone (404) on both, and a client that starts over
+hears what is published from then on, whichever process publishes it and whichever serves it.
+
+Each test runs a redis-server of its own (tests/scaleout/test_store_outage.py's ``redis_factory``),
+stopped and started again on the same port. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.scaleout.test_store_outage import (BUS_BACK, DEADLINE, ended, joined, processes, redis_factory, status,
+                                               stderr_of, until)
+
+__all__ = ["redis_factory"]  # a fixture, used by name
+
+pytestmark = pytest.mark.reliability
+
+UPDATED = "notifications/resources/updated"
+TOOLS_CHANGED = "notifications/tools/list_changed"
+
+
+async def notified(client: Any, stream: Any, method: str, params: dict[str, Any] | None = None) -> None:
+    """Read ``stream`` until it carries the notification ``method`` (with ``params``, if given)."""
+    while True:
+        event = await stream.next_event(timeout=DEADLINE)
+        assert event is not None, f"the stream ended before {method}"
+        message = client.event_message(event)
+        if message and message.get("method") == method and (params is None or message.get("params") == params):
+            return
+
+
+async def listening(clients: Any, port: int, other_port: int) -> tuple[Any, Any, Any]:
+    """A session opened on ``other_port``, subscribed to note://shared and listening (GET) on ``port``."""
+    opener = clients.tcp(other_port)
+    await opener.initialize()
+    client = joined(clients, port, opener)
+    await client.result("resources/subscribe", {"uri": "note://shared"})
+    stream = await client.get()
+    assert stream.status == 200
+    return opener, client, stream
+
+
+@pytest.mark.req("HL-17")
+@pytest.mark.asyncio
+async def test_after_a_restart_with_persistence_what_one_process_publishes_reaches_the_other(redis_factory, clients):
+    redis = redis_factory(True)
+    with processes(redis) as [(proc_a, port_a), (proc_b, port_b)]:
+        _, on_b, stream_b = await listening(clients, port_b, port_a)  # subscribed and listening on B
+        _, on_a, stream_a = await listening(clients, port_a, port_b)  # ... and one on A
+        publisher_a, publisher_b = clients.tcp(port_a), clients.tcp(port_b)
+        await publisher_a.initialize()
+        await publisher_b.initialize()
+
+        redis.stop()
+        redis.start()
+        await until(lambda: all(BUS_BACK in stderr_of(p) for p in (proc_a, proc_b)), "both buses reconnect")
+
+        assert await publisher_a.tool("touch", {"uri": "note://shared"})
+        await notified(on_b, stream_b, UPDATED, {"uri": "note://shared"})
+        assert await publisher_b.tool("touch", {"uri": "note://shared"})
+        await notified(on_a, stream_a, UPDATED, {"uri": "note://shared"})
+        assert await publisher_a.tool("grow", {"name": "restarted"})
+        await notified(on_b, stream_b, TOOLS_CHANGED)
+        await notified(on_a, stream_a, TOOLS_CHANGED)
+
+
+@pytest.mark.req("HL-17")
+@pytest.mark.asyncio
+async def test_after_a_restart_without_persistence_a_client_that_starts_over_hears_everything(redis_factory, clients):
+    redis = redis_factory(False)
+    with processes(redis) as [(proc_a, port_a), (proc_b, port_b)]:
+        old = [await listening(clients, port_b, port_a), await listening(clients, port_a, port_b)]
+
+        redis.stop()
+        redis.start()
+        await until(lambda: all(BUS_BACK in stderr_of(p) for p in (proc_a, proc_b)), "both buses reconnect")
+        for opener, client, stream in old:  # gone everywhere: the streams end, every process says 404
+            await ended(stream)
+            for port in (port_a, port_b):
+                assert await status(joined(clients, port, opener)) == 404
+
+        # the clients start over: new sessions, subscribed again, listening on either process
+        _, on_b, stream_b = await listening(clients, port_b, port_a)
+        _, on_a, stream_a = await listening(clients, port_a, port_b)
+        publisher = clients.tcp(port_a)
+        await publisher.initialize()
+        for port in (port_a, port_b):
+            assert await joined(clients, port, publisher).tool("touch", {"uri": "note://shared"})
+            await notified(on_b, stream_b, UPDATED, {"uri": "note://shared"})
+            await notified(on_a, stream_a, UPDATED, {"uri": "note://shared"})
+        assert await joined(clients, port_b, publisher).tool("grow", {"name": "anew"})
+        await notified(on_b, stream_b, TOOLS_CHANGED)
+        await notified(on_a, stream_a, TOOLS_CHANGED)
