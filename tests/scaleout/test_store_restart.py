@@ -9,6 +9,8 @@ stopped and started again on the same port. Every wait is bounded.
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +98,36 @@ async def test_after_a_restart_without_persistence_a_client_that_starts_over_hea
         assert await joined(clients, port_b, publisher).tool("grow", {"name": "anew"})
         await notified(on_b, stream_b, TOOLS_CHANGED)
         await notified(on_a, stream_a, TOOLS_CHANGED)
+
+
+@pytest.mark.req("HL-17")
+@pytest.mark.asyncio
+async def test_a_subscription_the_restart_lost_is_saved_again_from_the_copies(redis_factory, clients, tmp_path):
+    """AOF fsynced every second: a host that crashes loses up to the last second of writes. Here
+    the subscription made last is lost (the append-only file is put back as it was before it):
+    the processes that hold the session's copy know better than the store and save it again, so
+    the client, told its subscription was made, hears the updates."""
+    redis = redis_factory(True)
+    with processes(redis) as [(proc_a, port_a), (proc_b, port_b)]:
+        opener = clients.tcp(port_a)
+        await opener.initialize()
+        on_b = joined(clients, port_b, opener)
+        stream = await on_b.get()
+        assert stream.status == 200
+        assert (await on_b.tool("add", {"a": 1, "b": 1}))["structuredContent"] == {"result": 2}
+        before = tmp_path / "before"
+        shutil.copytree(Path(redis.aof_dir) / "appendonlydir", before)  # the session, not subscribed yet
+        await on_b.result("resources/subscribe", {"uri": "note://shared"})
+
+        redis.stop()
+        shutil.rmtree(Path(redis.aof_dir) / "appendonlydir")
+        shutil.copytree(before, Path(redis.aof_dir) / "appendonlydir")
+        redis.start()
+        await until(lambda: all(BUS_BACK in stderr_of(p) for p in (proc_a, proc_b)), "both buses reconnect")
+
+        publisher = clients.tcp(port_a)
+        await publisher.initialize()
+        assert await publisher.tool("touch", {"uri": "note://shared"})
+        await notified(on_b, stream, UPDATED, {"uri": "note://shared"})
+        for port in (port_a, port_b):
+            assert await status(joined(clients, port, opener)) == 200
