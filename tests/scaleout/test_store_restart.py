@@ -24,6 +24,7 @@ pytestmark = pytest.mark.reliability
 
 UPDATED = "notifications/resources/updated"
 TOOLS_CHANGED = "notifications/tools/list_changed"
+SESSIONS = 16
 
 
 async def notified(client: Any, stream: Any, method: str, params: dict[str, Any] | None = None) -> None:
@@ -52,8 +53,10 @@ async def listening(clients: Any, port: int, other_port: int) -> tuple[Any, Any,
 async def test_after_a_restart_with_persistence_what_one_process_publishes_reaches_the_other(redis_factory, clients):
     redis = redis_factory(True)
     with processes(redis) as [(proc_a, port_a), (proc_b, port_b)]:
-        _, on_b, stream_b = await listening(clients, port_b, port_a)  # subscribed and listening on B
-        _, on_a, stream_a = await listening(clients, port_a, port_b)  # ... and one on A
+        # sessions as the report had them (16): subscribed and listening on B, opened on A or B;
+        # and the same on A
+        on_b = [await listening(clients, port_b, port) for port in (port_a, port_b) * (SESSIONS // 4)]
+        on_a = [await listening(clients, port_a, port) for port in (port_a, port_b) * (SESSIONS // 4)]
         publisher_a, publisher_b = clients.tcp(port_a), clients.tcp(port_b)
         await publisher_a.initialize()
         await publisher_b.initialize()
@@ -63,12 +66,14 @@ async def test_after_a_restart_with_persistence_what_one_process_publishes_reach
         await until(lambda: all(BUS_BACK in stderr_of(p) for p in (proc_a, proc_b)), "both buses reconnect")
 
         assert await publisher_a.tool("touch", {"uri": "note://shared"})
-        await notified(on_b, stream_b, UPDATED, {"uri": "note://shared"})
+        for _, client, stream in on_b:
+            await notified(client, stream, UPDATED, {"uri": "note://shared"})
         assert await publisher_b.tool("touch", {"uri": "note://shared"})
-        await notified(on_a, stream_a, UPDATED, {"uri": "note://shared"})
+        for _, client, stream in on_a:
+            await notified(client, stream, UPDATED, {"uri": "note://shared"})
         assert await publisher_a.tool("grow", {"name": "restarted"})
-        await notified(on_b, stream_b, TOOLS_CHANGED)
-        await notified(on_a, stream_a, TOOLS_CHANGED)
+        for _, client, stream in on_a + on_b:
+            await notified(client, stream, TOOLS_CHANGED)
 
 
 @pytest.mark.req("HL-17")
@@ -76,7 +81,8 @@ async def test_after_a_restart_with_persistence_what_one_process_publishes_reach
 async def test_after_a_restart_without_persistence_a_client_that_starts_over_hears_everything(redis_factory, clients):
     redis = redis_factory(False)
     with processes(redis) as [(proc_a, port_a), (proc_b, port_b)]:
-        old = [await listening(clients, port_b, port_a), await listening(clients, port_a, port_b)]
+        old = [await listening(clients, listener, opener)
+               for listener in (port_a, port_b) for opener in (port_a, port_b) * (SESSIONS // 4)]
 
         redis.stop()
         redis.start()
