@@ -115,7 +115,8 @@ def retryable_or_served(status: int, body: bytes) -> bool:
 
 
 async def notified(client: Any, stream: Any, method: str, params: dict[str, Any] | None = None) -> None:
-    """Read ``stream`` until it carries the notification ``method`` (with ``params``, if given)."""
+    """Read ``stream`` until it carries the notification ``method`` (with ``params``, if given),
+    stored in the event store (it has an event id: a client that reconnects may resume after it)."""
     deadline = time.monotonic() + FAILOVER
     while True:
         left = deadline - time.monotonic()
@@ -124,6 +125,7 @@ async def notified(client: Any, stream: Any, method: str, params: dict[str, Any]
         assert event is not None, "the GET stream ended"
         message = client.event_message(event)
         if message and message.get("method") == method and (params is None or message.get("params") == params):
+            assert event.id, f"{method} was sent without an event id: the event store did not take it"
             return
 
 
