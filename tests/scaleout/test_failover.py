@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.scaleout.test_store_outage import APP, BUS_BACK, stderr_of
+from tests.scaleout.test_store_restart import listening, notified
 from tests.stores.conftest import REDIS_SERVER, ClusterProcess, _missing
 from tests.test_http import jsonrpc, start_server, stop_server
 
@@ -78,12 +79,6 @@ def bus_node(client: Any, prefix: str) -> str:
     return found[0]
 
 
-def joined(clients: Any, port: int, other: Any) -> Any:
-    client = clients.tcp(port)
-    client.session_id, client.revision = other.session_id, other.revision
-    return client
-
-
 async def answered(client: Any, message: dict[str, Any]) -> tuple[int, Any]:
     """(status, body) of a request, where the body is read to its end within a bound."""
     reply = await asyncio.wait_for(client.post(message), 15)
@@ -112,21 +107,6 @@ def retryable_or_served(status: int, body: bytes) -> bool:
         if result.get("isError"):
             return bool((result.get("_meta") or {}).get("dev.mcpkit/error", {}).get("retryable"))
     return True
-
-
-async def notified(client: Any, stream: Any, method: str, params: dict[str, Any] | None = None) -> None:
-    """Read ``stream`` until it carries the notification ``method`` (with ``params``, if given),
-    stored in the event store (it has an event id: a client that reconnects may resume after it)."""
-    deadline = time.monotonic() + FAILOVER
-    while True:
-        left = deadline - time.monotonic()
-        assert left > 0, f"no {method} {params or ''} on the stream within {FAILOVER} s"
-        event = await stream.next_event(timeout=left)
-        assert event is not None, "the GET stream ended"
-        message = client.event_message(event)
-        if message and message.get("method") == method and (params is None or message.get("params") == params):
-            assert event.id, f"{method} was sent without an event id: the event store did not take it"
-            return
 
 
 def modern(method: str, params: dict[str, Any], rid: int) -> tuple[dict[str, Any], dict[str, str]]:
@@ -164,12 +144,7 @@ async def test_a_master_killed_fails_over_to_its_replica_and_every_session_carri
         # each has a GET stream on B and a subscription made on B
         sessions: list[tuple[Any, Any, Any]] = []
         for _ in range(24):
-            a = clients.tcp(port_a)
-            await a.initialize()
-            b = joined(clients, port_b, a)
-            await b.result("resources/subscribe", {"uri": "note://shared"})
-            stream = await b.get()
-            assert stream.status == 200
+            a, b, stream = await listening(clients, port_b, port_a)
             sessions.append((a, b, stream))
             if owner[slot(a.session_id)] == victim and len(sessions) >= 3:
                 break
@@ -210,10 +185,10 @@ async def test_a_master_killed_fails_over_to_its_replica_and_every_session_carri
         await _bus_back(proc_a, proc_b)
         assert (await sessions[0][0].tool("touch", {"uri": "note://shared"}))
         for _, b, stream in sessions:
-            await notified(b, stream, "notifications/resources/updated", {"uri": "note://shared"})
+            await notified(b, stream, "notifications/resources/updated", {"uri": "note://shared"}, FAILOVER)
         assert (await sessions[0][0].tool("grow", {"name": "after"}))
         for _, b, stream in sessions:
-            await notified(b, stream, "notifications/tools/list_changed")
+            await notified(b, stream, "notifications/tools/list_changed", within=FAILOVER)
 
         # the task ends, completed or failed, as seen from either process
         final = None

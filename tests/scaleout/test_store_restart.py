@@ -10,6 +10,7 @@ stopped and started again on the same port. Every wait is bounded.
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +28,19 @@ TOOLS_CHANGED = "notifications/tools/list_changed"
 SESSIONS = 16
 
 
-async def notified(client: Any, stream: Any, method: str, params: dict[str, Any] | None = None) -> None:
-    """Read ``stream`` until it carries the notification ``method`` (with ``params``, if given)."""
+async def notified(client: Any, stream: Any, method: str, params: dict[str, Any] | None = None,
+                   within: float = DEADLINE) -> None:
+    """Read ``stream`` until it carries the notification ``method`` (with ``params``, if given),
+    stored in the event store (it has an event id: a client that reconnects may resume after it)."""
+    deadline = time.monotonic() + within
     while True:
-        event = await stream.next_event(timeout=DEADLINE)
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {method} {params or ''} on the stream within {within} s"
+        event = await stream.next_event(timeout=left)
         assert event is not None, f"the stream ended before {method}"
         message = client.event_message(event)
         if message and message.get("method") == method and (params is None or message.get("params") == params):
+            assert event.id, f"{method} was sent without an event id: the event store did not take it"
             return
 
 
