@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.scaleout.test_store_outage import (BUS_BACK, DEADLINE, ended, joined, processes, redis_factory, status,
-                                               stderr_of, until)
+from tests.scaleout.test_store_outage import (BUS_BACK, DEADLINE, ended, joined, listening, processes,
+                                               redis_factory, status, stderr_of, until)
 
 __all__ = ["redis_factory"]  # a fixture, used by name
 
@@ -42,17 +42,6 @@ async def notified(client: Any, stream: Any, method: str, params: dict[str, Any]
         if message and message.get("method") == method and (params is None or message.get("params") == params):
             assert event.id, f"{method} was sent without an event id: the event store did not take it"
             return
-
-
-async def listening(clients: Any, port: int, other_port: int) -> tuple[Any, Any, Any]:
-    """A session opened on ``other_port``, subscribed to note://shared and listening (GET) on ``port``."""
-    opener = clients.tcp(other_port)
-    await opener.initialize()
-    client = joined(clients, port, opener)
-    await client.result("resources/subscribe", {"uri": "note://shared"})
-    stream = await client.get()
-    assert stream.status == 200
-    return opener, client, stream
 
 
 @pytest.mark.req("HL-17")
