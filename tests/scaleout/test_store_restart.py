@@ -29,9 +29,10 @@ SESSIONS = 16
 
 
 async def notified(client: Any, stream: Any, method: str, params: dict[str, Any] | None = None,
-                   within: float = DEADLINE) -> None:
+                   within: float = DEADLINE, *, id_stored: bool = True) -> None:
     """Read ``stream`` until it carries the notification ``method`` (with ``params``, if given),
-    stored in the event store (it has an event id: a client that reconnects may resume after it)."""
+    stored in the event store unless ``id_stored`` is false (it has an event id: a client that
+    reconnects may resume after it)."""
     deadline = time.monotonic() + within
     while True:
         left = deadline - time.monotonic()
@@ -40,7 +41,7 @@ async def notified(client: Any, stream: Any, method: str, params: dict[str, Any]
         assert event is not None, f"the stream ended before {method}"
         message = client.event_message(event)
         if message and message.get("method") == method and (params is None or message.get("params") == params):
-            assert event.id, f"{method} was sent without an event id: the event store did not take it"
+            assert event.id or not id_stored, f"{method} was sent without an event id: the event store did not take it"
             return
 
 
@@ -133,3 +134,17 @@ async def test_a_subscription_the_restart_lost_is_saved_again_from_the_copies(re
         await notified(on_b, stream, UPDATED, {"uri": "note://shared"})
         for port in (port_a, port_b):
             assert await status(joined(clients, port, opener)) == 200
+
+
+@pytest.mark.asyncio
+async def test_an_update_delivered_while_redis_is_down_says_so_in_one_line(redis_factory, clients):
+    """B holds a copy of a session subscribed elsewhere: delivering an update re-reads its
+    subscriptions from the store, which is down. That is an outage, logged as one line, not a
+    traceback (``processes`` fails on one)."""
+    redis = redis_factory(False)
+    with processes(redis) as [(_, port_a), (proc_b, port_b)]:
+        _, on_b, stream = await listening(clients, port_b, port_a, by_opener=True)
+        redis.stop()
+        assert await on_b.tool("touch", {"uri": "note://shared"})  # a held copy is served; its update delivered
+        await notified(on_b, stream, UPDATED, {"uri": "note://shared"}, id_stored=False)
+        assert "could not refresh a shared session's subscriptions" in stderr_of(proc_b)

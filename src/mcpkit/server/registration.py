@@ -450,8 +450,10 @@ class Registrations:
             if refresh is not None:  # a shared session: its subscriptions may have changed elsewhere
                 try:
                     refresh()
-                except Exception:  # noqa: BLE001 - the store is down: match what is known here
-                    log.warning("could not refresh a shared session's subscriptions", exc_info=True)
+                except Exception as exc:  # noqa: BLE001 - the store is down: match what is known here
+                    # an outage, not a bug: one line (a traceback per session and update would
+                    # bury the log while Redis is down)
+                    log.warning("could not refresh a shared session's subscriptions: %s", exc)
             if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in session.subscriptions):
                 try:
                     session.notify("notifications/resources/updated", {"uri": uri})

@@ -326,6 +326,8 @@ class Server(Registrations):
         if self._stores is not None and self.shared:
             try:
                 self.stores.bus.publish(channel, message)
+            except RuntimeError as exc:  # the store is down (StoreUnavailable), or closed: an outage, one line
+                log.warning("could not announce %s to the other processes: %s", channel, exc)
             except Exception:  # noqa: BLE001 - the local clients were told; the others will re-list
                 log.exception("could not announce %s to the other processes", channel)
 

@@ -369,9 +369,9 @@ class SessionTable:
                 return
             try:
                 self._reload(hs)
-            except Exception:  # noqa: BLE001 - the store is down: keep what is known here
+            except Exception as exc:  # noqa: BLE001 - the store is down: keep what is known here
                 self._store_lost()
-                log.warning("could not refresh shared session %s", session_id, exc_info=True)
+                log.warning("could not refresh shared session %s: %s", session_id, exc)
 
         self.loop.call_soon_threadsafe(apply)
 
