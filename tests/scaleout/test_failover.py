@@ -59,8 +59,8 @@ def slot(key: str) -> int:
 
 def aligned_prefix(owner: dict[int, str]) -> str:
     """A key prefix whose rate bucket of ``scarce`` lives on the master of the bus's first
-    channel, whose slot picks the node the bus listens on: killing that master then moves the
-    bus and fails over the bucket at once."""
+    channel (``changed``, subscribed first: its slot picks the node the bus listens on), so
+    killing that master takes the bus's node and the bucket's at once."""
     for _ in range(10_000):
         prefix = f"f{secrets.token_hex(4)}:"
         if owner[slot(f"{prefix}bus:changed")] == owner[slot(f"{prefix}{RATE_KEY}")]:
@@ -268,4 +268,45 @@ def test_a_cluster_that_cannot_serve_every_slot_is_unavailable_not_an_error(clus
     finally:
         rates.close()
         sessions.close()
+        admin.close()
+
+
+def test_the_bus_subscribes_again_on_the_replica_that_took_over(cluster):
+    """The bus listens on the master of its channel's slot. Killed, its replica takes the slot
+    over: the listener must learn so (redis-py re-reads the slots for commands only) and hear
+    what is published after the failover, rather than retry the dead node for ever."""
+    import threading
+
+    from redis.cluster import RedisCluster
+
+    from mcpkit.stores.redis_base import cluster_url
+    from mcpkit.stores.redis_bus import RedisBus
+
+    admin = RedisCluster.from_url(cluster_url(cluster.url)[0], socket_connect_timeout=1, socket_timeout=2)
+    # two processes' buses (origins of their own: a bus does not hear its own process)
+    listener = RedisBus(cluster.url, prefix="m:", origin="listener")
+    publisher = RedisBus(cluster.url, prefix="m:", origin="publisher")
+    heard: list[dict[str, Any]] = []
+    arrived = threading.Event()
+    back = threading.Event()
+    try:
+        listener.subscribe("news", lambda message: (heard.append(message), arrived.set()))
+        listener.watch(lambda connected: back.set() if connected else None)
+        victim = masters(admin)[slot(listener.channel_key("news"))]
+        assert admin.pubsub_numsub(listener.channel_key("news"),
+                                   target_nodes=admin.get_node(node_name=victim)) == [(b"m:bus:news", 1)]
+        os.kill(cluster.pid(int(victim.rpartition(":")[2])), signal.SIGKILL)
+        assert back.wait(FAILOVER), f"the bus did not subscribe again within {FAILOVER} s of the failover"
+        deadline = time.monotonic() + FAILOVER
+        while not arrived.is_set():  # published until heard: what is published before it is back is lost
+            assert time.monotonic() < deadline, "nothing published after the failover was heard"
+            try:
+                publisher.publish("news", {"n": 1})
+            except Exception:  # noqa: BLE001 - the publisher's own cluster client may not have moved yet
+                pass
+            arrived.wait(0.2)
+        assert heard[0]["n"] == 1
+    finally:
+        listener.close()
+        publisher.close()
         admin.close()

@@ -165,7 +165,9 @@ class RedisBus:
     subscribes again and logs when it is back; messages published meanwhile are lost, and
     ``watch`` callbacks hear of both moments. A connection that redis-py re-made on its own
     (it re-subscribes as it reconnects) counts as lost too: Redis confirms a subscription that
-    was already confirmed.
+    was already confirmed. On a Redis Cluster the subscriptions live on the master of the
+    first channel's slot; the listener reads the cluster's slots again before each retry, so it
+    follows a failover to the promoted replica.
 
     Construct it (or at least subscribe) after forking worker processes: a thread does not
     survive a fork.
