@@ -94,6 +94,18 @@ def joined(clients: Any, port: int, other: Any) -> Any:
     return client
 
 
+async def listening(clients: Any, port: int, other_port: int, *, by_opener: bool = False) -> tuple[Any, Any, Any]:
+    """A session opened on ``other_port``, listening (GET) on ``port``, subscribed to
+    note://shared on ``port`` (or, ``by_opener``, on ``other_port``): (opener, listener, stream)."""
+    opener = clients.tcp(other_port)
+    await opener.initialize()
+    client = joined(clients, port, opener)
+    await (opener if by_opener else client).result("resources/subscribe", {"uri": "note://shared"})
+    stream = await client.get()
+    assert stream.status == 200
+    return opener, client, stream
+
+
 async def ended(stream: Any) -> None:
     """Read an SSE stream until the server ends it."""
     while await stream.next_event(timeout=DEADLINE) is not None:
@@ -141,12 +153,7 @@ async def test_after_a_redis_restart_every_process_gives_the_same_answer(redis_f
     redis = redis_factory(durable)
     with processes(redis) as [(proc_a, port_a), (proc_b, port_b)]:
         # one session served by both processes, one held by A alone, one by B alone
-        both = clients.tcp(port_a)
-        await both.initialize()
-        both_b = joined(clients, port_b, both)
-        await both.result("resources/subscribe", {"uri": "note://shared"})
-        stream = await both_b.get()
-        assert stream.status == 200
+        both, both_b, stream = await listening(clients, port_b, port_a, by_opener=True)
         only_a, only_b = clients.tcp(port_a), clients.tcp(port_b)
         await only_a.initialize()
         await only_b.initialize()

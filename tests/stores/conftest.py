@@ -3,9 +3,10 @@
 ``MCPKIT_TEST_REDIS=redis://host:port/db`` points the tests at a server of your own (nothing is
 started then); otherwise one ``redis-server`` is started on a free port for the whole session,
 without persistence, and stopped at the end. Every store test also runs on a Redis Cluster of
-three masters (``MCPKIT_TEST_REDIS_CLUSTER``, or started by tools/start-redis-cluster.sh). Without
-a redis-server the Redis tests are skipped, except in CI (``CI`` set), where they fail. Each
-test gets a key prefix of its own (``prefix``) and its keys are deleted afterwards.
+three masters with a replica each (``MCPKIT_TEST_REDIS_CLUSTER``, or started by
+tools/start-redis-cluster.sh). Without a redis-server the Redis tests are skipped, except in CI
+(``CI`` set), where they fail. Each test gets a key prefix of its own (``prefix``) and its keys
+are deleted afterwards.
 """
 
 from __future__ import annotations
@@ -121,8 +122,8 @@ def _missing(reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def cluster_url() -> Iterator[str]:
-    """A Redis Cluster of three masters: ``MCPKIT_TEST_REDIS_CLUSTER`` (as .ci/run sets it),
-    or one started here by tools/start-redis-cluster.sh and stopped at the end."""
+    """A Redis Cluster of three masters with a replica each: ``MCPKIT_TEST_REDIS_CLUSTER`` (as
+    .ci/run sets it), or one started here by tools/start-redis-cluster.sh and stopped at the end."""
     pytest.importorskip("redis", reason="the Redis store tests need the redis package (pip install 'mcpkit[redis]')")
     url = os.environ.get(ENV_CLUSTER_URL)
     if url:
@@ -133,17 +134,39 @@ def cluster_url() -> Iterator[str]:
         return
     if REDIS_SERVER is None or shutil.which("redis-cli") is None:
         _missing(f"no Redis Cluster for the store tests: install redis-server, or set {ENV_CLUSTER_URL}")
-    tmp = tempfile.mkdtemp(prefix="mcpkit-cluster-")
-    env = {**os.environ, "TMPDIR": tmp}
-    started = subprocess.run(["bash", CLUSTER_SCRIPT], capture_output=True, text=True, env=env, timeout=60)
-    if started.returncode != 0:
-        pytest.fail(f"tools/start-redis-cluster.sh failed: {started.stderr[-800:]}")
-    _URLS.append(started.stdout.strip())
+    cluster = ClusterProcess(tempfile.mkdtemp(prefix="mcpkit-cluster-"))
+    url = cluster.start()
+    _URLS.append(url)
     try:
-        yield started.stdout.strip()
+        yield url
     finally:
-        subprocess.run(["bash", CLUSTER_SCRIPT, "--stop"], env=env, timeout=30)
-        shutil.rmtree(tmp, ignore_errors=True)
+        cluster.stop()
+        shutil.rmtree(cluster.tmpdir, ignore_errors=True)
+
+
+class ClusterProcess:
+    """A Redis Cluster of tools/start-redis-cluster.sh (three masters, a replica each) in a
+    directory of its own (its TMPDIR), which a test may stop nodes of."""
+
+    def __init__(self, tmpdir: str) -> None:
+        self.tmpdir = tmpdir
+        self.url = ""
+
+    def start(self) -> str:
+        env = {**os.environ, "TMPDIR": self.tmpdir}
+        started = subprocess.run(["bash", CLUSTER_SCRIPT], capture_output=True, text=True, env=env, timeout=90)
+        if started.returncode != 0:
+            pytest.fail(f"tools/start-redis-cluster.sh failed: {started.stderr[-800:]}")
+        self.url = started.stdout.strip()
+        return self.url
+
+    def stop(self) -> None:
+        subprocess.run(["bash", CLUSTER_SCRIPT, "--stop"], env={**os.environ, "TMPDIR": self.tmpdir}, timeout=30)
+
+    def pid(self, port: int) -> int:
+        """The process id of the node on ``port``."""
+        with open(os.path.join(self.tmpdir, "mcpkit-redis-cluster", f"node-{port}", "redis.pid")) as file:
+            return int(file.read().strip())
 
 
 def ping_cluster(url: str, timeout: float) -> bool:
@@ -167,7 +190,7 @@ def ping_cluster(url: str, timeout: float) -> bool:
 
 @pytest.fixture(scope="session", params=["redis", "cluster"])
 def redis_url(request: pytest.FixtureRequest) -> str:
-    """Every store test runs on one redis-server and on a Redis Cluster of three masters."""
+    """Every store test runs on one redis-server and on a Redis Cluster (three masters, a replica each)."""
     name = "plain_redis_url" if request.param == "redis" else "cluster_url"
     return str(request.getfixturevalue(name))
 

@@ -57,9 +57,14 @@ def require_redis() -> ModuleType:
 
 
 def down_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions that mean "Redis is unreachable" (as opposed to a bad command)."""
+    """The exceptions that mean "Redis is unreachable" (as opposed to a bad command).
+
+    On a Redis Cluster that includes the cluster saying it cannot serve a slot now (CLUSTERDOWN,
+    TRYAGAIN, a slot no node covers): what a command meets while a master's replica takes over,
+    which redis-py re-discovers by itself once it has."""
     exceptions = require_redis().exceptions
-    return (exceptions.ConnectionError, exceptions.TimeoutError, OSError)
+    return (exceptions.ConnectionError, exceptions.TimeoutError, OSError, exceptions.ClusterDownError,
+            exceptions.TryAgainError, exceptions.SlotNotCoveredError)
 
 
 def unavailable(what: str, exc: BaseException) -> StoreUnavailable:

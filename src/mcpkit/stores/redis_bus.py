@@ -165,7 +165,9 @@ class RedisBus:
     subscribes again and logs when it is back; messages published meanwhile are lost, and
     ``watch`` callbacks hear of both moments. A connection that redis-py re-made on its own
     (it re-subscribes as it reconnects) counts as lost too: Redis confirms a subscription that
-    was already confirmed.
+    was already confirmed. On a Redis Cluster the subscriptions live on the master of the
+    first channel's slot; the listener reads the cluster's slots again before each retry, so it
+    follows a failover to the promoted replica.
 
     Construct it (or at least subscribe) after forking worker processes: a thread does not
     survive a fork.
@@ -288,6 +290,7 @@ class RedisBus:
                         self._tell(True)
             except self._down as exc:
                 self._lost(f"{type(exc).__name__}: {exc}")
+                self._rediscover()
                 with self._lock:
                     for ready in self._ready.values():
                         ready.clear()
@@ -310,6 +313,21 @@ class RedisBus:
         self._down_since = time.monotonic()
         logger.warning("Redis bus: connection lost (%s); retrying until it is back", why)
         self._tell(False)
+
+    def _rediscover(self) -> None:
+        """On a Redis Cluster, learn again which node serves which slot before subscribing again.
+
+        The subscriptions live on the node of the first channel's slot. When that node is gone
+        (a master killed, its replica promoted), redis-py re-reads the cluster's slots for a
+        command that failed, never for a pub/sub connection: without this the listener would
+        retry the dead node for ever and the process hear nothing more from the others."""
+        nodes = getattr(self._client, "nodes_manager", None)
+        if nodes is None:  # a single Redis: the same address comes back
+            return
+        try:
+            nodes.initialize()
+        except Exception as exc:  # noqa: BLE001 - no node answers yet: the next retry asks again
+            logger.debug("Redis bus: could not read the cluster's slots yet: %s", exc)
 
     def _tell(self, connected: bool) -> None:
         for callback in self._watchers:

@@ -20,6 +20,10 @@ With a shared store the store's record *is* the session; what a process holds is
   against the store before it is served again, and the copies the store no longer has (ended
   meanwhile, or lost with a restart without persistence) are dropped as soon as the bus is back,
   so every process answers 404 for them alike (HL-17: the client initializes again).
+- Each save numbers the state (``version``). A copy that saw a later version than the store
+  has (a restart that lost its last writes: AOF fsynced every second and a host crash) saves
+  it again rather than taking the older one: a subscription the client was told is made stays
+  made, as long as a process holds a copy of the session.
 """
 
 from __future__ import annotations
@@ -180,7 +184,7 @@ class SessionTable:
         engine.client_capabilities = state.get("client_capabilities") or {}
         hs.owner = state.get("owner")
         hs.client = state.get("client")
-        self._adopt(hs, state)
+        self._adopt(hs, state)  # a new copy: nothing of its own to save again
         hs.epoch = epoch
         self.server._session_started(hs.session)  # it gets this process's notifications now
         self.sessions[session_id] = hs
@@ -188,11 +192,17 @@ class SessionTable:
             self.quotas.add(hs.client, session_id)
         return hs
 
-    def _adopt(self, hs: Any, state: dict[str, Any]) -> None:
+    def _adopt(self, hs: Any, stored: dict[str, Any]) -> bool:
         """Take the stored state for this copy, unless it holds a change the store does not
-        have yet (made while the store was down: it is saved with the request it came in)."""
-        if hs.shared_state is not None and self._state_of(hs) != hs.shared_state:
-            return
+        have yet (made while the store was down: it is saved with the request it came in), or
+        the store has an older version than this copy saw saved: then True, save it again."""
+        state = {key: value for key, value in stored.items() if key != "version"}
+        version = stored.get("version", 0)
+        if hs.shared_state is not None:
+            if self._state_of(hs) != hs.shared_state:
+                return False
+            if version < hs.version:  # the store lost writes (a restart): this copy knows better
+                return True
         # every field _state_of compares that may change after initialize: a copy that missed
         # one (notifications/initialized answered by another process) would differ from what
         # it adopted, take that for a change of its own, and never adopt anything again
@@ -200,7 +210,19 @@ class SessionTable:
         engine.initialized = engine.initialized or bool(state.get("initialized", True))
         hs.session.log_level = state.get("log_level")
         hs.session.subscriptions = set(state.get("subscriptions") or ())
-        hs.shared_state = state
+        hs.shared_state, hs.version = state, version
+        return False
+
+    def _save_again(self, hs: Any) -> None:
+        """From any thread: what this copy saw saved last, back into a store that lost it (only
+        while the store has the session: an end is never undone)."""
+        shared = hs.shared_state
+        try:
+            if shared is not None and self._update(hs.id, {**shared, "version": hs.version}):
+                log.warning("shared session %s: the store had lost its last change; saved again", hs.id)
+        except Exception as exc:  # noqa: BLE001 - down again: the next check tries again
+            self._store_lost()
+            log.warning("could not save shared session %s again: %s", hs.id, exc)
 
     def _reload(self, hs: Any) -> bool:
         """On the loop: this copy checked against the store (False, and dropped, when the store
@@ -210,7 +232,8 @@ class SessionTable:
         if not state:
             self._forget(hs.id)
             return False
-        self._adopt(hs, state)
+        if self._adopt(hs, state):
+            self._save_again(hs)
         hs.epoch = epoch
         return True
 
@@ -219,7 +242,8 @@ class SessionTable:
         the store has them; a copy the store no longer has is dropped, on the loop."""
         state = self.session_store.load(hs.id)  # type: ignore[union-attr]
         if state:
-            self._adopt(hs, state)
+            if self._adopt(hs, state):
+                self._save_again(hs)
         elif self.loop is not None:
             self.loop.call_soon_threadsafe(self._forget_copy, hs)
 
@@ -260,10 +284,11 @@ class SessionTable:
         state = self._state_of(hs)
         if state == hs.shared_state:
             return True  # unchanged: most requests (tool calls) cost the store nothing
+        version = hs.version + 1
         try:
             if hs.shared_state is None:
-                store.save(hs.id, state, self.session_idle_timeout)
-            elif not self._update(hs.id, state):
+                store.save(hs.id, {**state, "version": version}, self.session_idle_timeout)
+            elif not self._update(hs.id, {**state, "version": version}):
                 self._forget(hs.id)  # ended or expired meanwhile, on another process
                 return True
         except Exception as exc:  # noqa: BLE001 - the store is down (StoreUnavailable)
@@ -273,7 +298,7 @@ class SessionTable:
                 self._forget(hs.id)
                 return False
             return True
-        hs.shared_state = state
+        hs.shared_state, hs.version = state, version
         hs.synced = time.monotonic()
         try:
             self.server.stores.bus.publish("session", {"id": hs.id})  # the other copies refresh

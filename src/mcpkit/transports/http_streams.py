@@ -109,6 +109,7 @@ class _HttpSession:
         self.shared_state: dict[str, Any] | None = None  # shared stores: what was saved last
         self.synced = 0.0  # shared stores: when the stored copy was last saved or touched
         self.epoch = 0  # shared stores: the store epoch it was last checked in (http_sessions.py)
+        self.version = 0  # shared stores: the version of shared_state (counts the saves, http_sessions.py)
         self._seq = 0
         # this process's copy of the session numbers its streams with a tag of its own: with
         # shared stores, other processes serve the same session and must never mint the same
