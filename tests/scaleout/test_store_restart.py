@@ -34,15 +34,18 @@ async def notified(client: Any, stream: Any, method: str, params: dict[str, Any]
     stored in the event store unless ``id_stored`` is false (it has an event id: a client that
     reconnects may resume after it)."""
     deadline = time.monotonic() + within
+    unstored = 0  # e.g. the "may have changed" a process sends once its bus is back, before its event store is
     while True:
         left = deadline - time.monotonic()
-        assert left > 0, f"no {method} {params or ''} on the stream within {within} s"
+        assert left > 0, (f"no {method} {params or ''} on the stream within {within} s"
+                          + (f" ({unstored} sent without an event id: the event store did not take them)" if unstored else ""))
         event = await stream.next_event(timeout=left)
         assert event is not None, f"the stream ended before {method}"
         message = client.event_message(event)
         if message and message.get("method") == method and (params is None or message.get("params") == params):
-            assert event.id or not id_stored, f"{method} was sent without an event id: the event store did not take it"
-            return
+            if event.id or not id_stored:
+                return
+            unstored += 1
 
 
 @pytest.mark.req("HL-17")
