@@ -431,12 +431,13 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
             extra.append((b"mcp-session-id", hs.id.encode()))  # type: ignore[union-attr]
         else:
             found, status, why = self._lookup(headers)
-            if status == ASK_STORE:
-                found, status, why = await self._lookup_shared(why)
-            if found is None:
-                await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
-                              STORE_WAIT if status == 503 else None)
-                return
+            if found is None:  # the store asked only here: the hot path costs what it did without it
+                if status == ASK_STORE:
+                    found, status, why = await self._lookup_shared(why)
+                if found is None:
+                    await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
+                                      STORE_WAIT if status == 503 else None)
+                    return
             hs = found
             bad_version = self._version_error(headers)
             if bad_version is not None:

@@ -45,6 +45,7 @@ log = logging.getLogger("mcpkit.http")
 STORE_DOWN = "The session store is unavailable; retry in a few seconds."
 STORE_RETRY_AFTER = 2
 STORE_WAIT = [(b"retry-after", str(STORE_RETRY_AFTER).encode())]
+NOT_FOUND = "Session not found: it ended or expired; initialize a new one."
 
 #: ``_lookup``'s status when the session store must be asked (``_lookup_shared``)
 ASK_STORE = 0
@@ -470,7 +471,14 @@ class SessionTable:
             return None, ASK_STORE, session_id
         elif now - hs.synced > self._touch_every:
             self._touch(hs, now)
-        return self._found(hs, now)
+        # as _found, written out: the hot path of every request of a session held here
+        if hs is not None and hs.owner is not None and not self._owned(hs):
+            hs = None  # SEC-03: another user's session does not exist for this caller
+        if hs is None:
+            return None, 404, NOT_FOUND  # HL-17
+        hs.last_seen = now
+        self.sessions.move_to_end(session_id)
+        return hs, 200, ""
 
     async def _lookup_shared(self, session_id: str) -> tuple[Any, int, str]:
         """``_lookup`` for a session this process must check against the shared store first.
@@ -517,7 +525,7 @@ class SessionTable:
         if hs is not None and hs.owner is not None and not self._owned(hs):
             hs = None  # SEC-03: another user's session does not exist for this caller
         if hs is None:
-            return None, 404, "Session not found: it ended or expired; initialize a new one."  # HL-17
+            return None, 404, NOT_FOUND  # HL-17
         hs.last_seen = now
         self.sessions.move_to_end(hs.id)  # type: ignore[arg-type]
         return hs, 200, ""
