@@ -25,7 +25,8 @@ class SlowProxy:
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.AbstractServer | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, name="slow-redis-proxy", daemon=True)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()  # of every connection open, both ends
+        self._handlers: set[asyncio.Task[None]] = set()
 
     @property
     def url(self) -> str:
@@ -41,9 +42,9 @@ class SlowProxy:
         async def close() -> None:
             assert self._server is not None
             self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            for writer in list(self._writers):
+                writer.close()  # each connection's pumps see it end, and its handler returns
+            await asyncio.gather(*self._handlers, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -56,13 +57,14 @@ class SlowProxy:
     async def _connection(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._tasks.add(task)
+        self._handlers.add(task)
         try:
             redis_r, redis_w = await asyncio.open_connection(*self.target)
         except OSError:
             client_w.close()
-            self._tasks.discard(task)
+            self._handlers.discard(task)
             return
+        self._writers |= {client_w, redis_w}
         held: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
         pumps = [
             asyncio.ensure_future(self._pump(client_r, redis_w)),  # requests: as they come
@@ -77,7 +79,8 @@ class SlowProxy:
             await asyncio.gather(*pumps, return_exceptions=True)
             for writer in (client_w, redis_w):
                 writer.close()
-            self._tasks.discard(task)
+                self._writers.discard(writer)
+            self._handlers.discard(task)
 
     @staticmethod
     async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

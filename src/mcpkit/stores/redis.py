@@ -75,7 +75,7 @@ class Stores:
         """``fn(*args)`` (a call of a synchronous store) awaited from the event loop: on one of
         :data:`STORE_THREADS` threads when the stores are remote, so a slow or paused Redis
         stalls only the requests that need it, never the loop that serves the others; inline
-        for the in-memory stores, which never wait."""
+        for the in-memory stores, which never wait. In a copy of the caller's context."""
         if not self.remote:
             return fn(*args)
         threads = self._threads
@@ -84,8 +84,12 @@ class Stores:
 
             threads = self._threads = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="mcpkit-store")
         import asyncio
+        import contextvars
 
-        return await asyncio.get_running_loop().run_in_executor(threads, fn, *args)
+        # in a copy of the caller's context, as asyncio.to_thread: what a guard reads of it
+        # (the caller's token, the correlation id) is there on the thread too
+        run = contextvars.copy_context().run
+        return await asyncio.get_running_loop().run_in_executor(threads, run, fn, *args)
 
     @classmethod
     def memory(cls) -> Stores:

@@ -1,6 +1,7 @@
-"""A session held by this process is served without waiting on the shared store: its periodic
-renewal runs in the background (one at a time), and the fast path makes no store call at all
-(transports/http_sessions.py). With real processes and a slowed or paused Redis:
+"""What does not need the shared store never waits on it: a session held by this process is
+served with no store call, its periodic renewal runs in the background (one at a time)
+(transports/http_sessions.py), and an async tool's rate limit waits for Redis off the event
+loop (policy/chain.py). With real processes and a slowed or paused Redis:
 tests/scaleout/test_slow_store.py."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from mcpkit import Server
 from mcpkit.stores.redis import from_url
-from tests.reliability.test_hostile_transport import open_session, ping
+from tests.reliability.test_hostile_transport import call, mcp_headers, open_session, ping, rpc
 
 BOUND = 10.0  # a hang guard, never a performance bound
 
@@ -21,6 +22,11 @@ BOUND = 10.0  # a hang guard, never a performance bound
 def process(url: str, name: str) -> Any:
     joint = "&" if "?" in url else "?"
     server = Server("offload", "1.0", stores=from_url(f"{url}{joint}prefix=offload:", origin=name))
+
+    @server.tool(rate_limit="100/min")
+    async def limited() -> str:
+        return "ok"
+
     return server.http_app(json_response=True)
 
 
@@ -77,6 +83,37 @@ async def test_a_due_renewal_runs_in_the_background_one_at_a_time(redis_url):
         await asyncio.wait_for(pending, BOUND)
         assert session not in app.sessions  # the copy is dropped, as a False touch always did
         assert await ping(app, session) == 404
+    finally:
+        gate.set()
+        app.close_all()
+        await app.server.stores.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_async_tools_rate_limit_waits_for_redis_off_the_event_loop(redis_url):
+    app = process(redis_url, "a")
+    rates = app.server.stores.rates
+    gate = threading.Event()  # the bucket's script waits on it, as on a paused Redis
+    arrived = threading.Event()
+    real_take = rates.take
+
+    def gated_take(*args: Any, **kwargs: Any) -> float:
+        arrived.set()
+        assert gate.wait(BOUND), "the test never opened the gate"
+        return real_take(*args, **kwargs)
+
+    try:
+        session = await open_session(app)
+        rates.take = gated_take
+        limited = asyncio.ensure_future(call(app, body=rpc("tools/call", {"name": "limited", "arguments": {}}, 3),
+                                             headers=mcp_headers(session)))
+        assert await asyncio.to_thread(arrived.wait, BOUND)
+        for _ in range(3):  # the loop serves the session meanwhile
+            assert await asyncio.wait_for(ping(app, session), BOUND) == 200
+        assert not limited.done()
+        gate.set()
+        answer = await asyncio.wait_for(limited, BOUND)
+        assert answer.status == 200 and b'"text":"ok"' in answer.body, answer.body
     finally:
         gate.set()
         app.close_all()
