@@ -1,7 +1,7 @@
 """A slow or paused Redis under two `mcpkit serve --http` processes: requests that do not need
 the store (a ping, a tool call of a session the process holds) are answered at once while the
 ones that do (a new session, a DELETE, a session held by the other process, a rate-limited
-tool) wait for it off the event loop, and then succeed or get the retryable answers.
+tool, tasks/get) wait for it off the event loop, and then succeed or get the retryable answers.
 
 Each test runs a redis-server of its own behind a proxy that delays its replies
 (tests/scaleout/slowredis.py), or pauses it with SIGSTOP. Every wait is bounded.
@@ -20,6 +20,7 @@ import pytest
 
 from tests.scaleout.slowredis import SlowProxy
 from tests.scaleout.test_store_outage import processes, redis_factory  # noqa: F401 - a fixture
+from tests.scaleout.test_two_processes import MODERN, modern, post_modern
 from tests.stores.conftest import RedisProcess
 from tests.test_http import init_params, jsonrpc
 
@@ -84,6 +85,11 @@ async def deleted(client: Any) -> tuple[int, Any]:
     return reply.status, await reply.read()
 
 
+async def polled(client: Any, task_id: str) -> tuple[int, Any]:
+    """tasks/get (2026-07-28, the tasks extension) of a task running on the process."""
+    return 200, await post_modern(client, modern("tasks/get", {"taskId": task_id}, client.next_id()))
+
+
 async def probed_while(needing: list[asyncio.Task[tuple[int, Any]]], held: list[Any]) -> list[float]:
     """Ping and call ``add`` on the held sessions until every request of ``needing`` is answered;
     each probe is timed, and answered correctly."""
@@ -113,6 +119,10 @@ async def scenario(clients: Any, redis: RedisProcess, proxy: SlowProxy, slow: An
         stranger = clients.tcp(port_a)
         stranger.session_id, stranger.revision = elsewhere.session_id, elsewhere.revision
         newcomer = clients.tcp(port_a)
+        tasker = clients.tcp(port_a)
+        tasker.revision = MODERN
+        created = await post_modern(tasker, modern("tools/call", {"name": "job", "arguments": {"seconds": 60}}, 1))
+        task_id = created["result"]["taskId"]
 
         slow()
         needing = [
@@ -120,13 +130,14 @@ async def scenario(clients: Any, redis: RedisProcess, proxy: SlowProxy, slow: An
             asyncio.ensure_future(deleted(victim)),
             asyncio.ensure_future(answer(stranger, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})),
             asyncio.ensure_future(answer(held, "tools/call", {"name": "scarce", "arguments": {}})),
+            asyncio.ensure_future(polled(tasker, task_id)),
         ]
         try:
             timings = await asyncio.wait_for(probed_while(needing, [held]), 60)
         finally:
             outcomes = await asyncio.wait_for(asyncio.gather(*needing, return_exceptions=True), 60)
             back()
-        names = ["initialize", "DELETE", "restore", "scarce"]
+        names = ["initialize", "DELETE", "restore", "scarce", "tasks/get"]
         assert not [(what, o) for what, o in zip(names, outcomes) if isinstance(o, BaseException)], outcomes
         assert timings and max(timings) < PROMPT, sorted(timings)[-5:]
         for (status, message), what in zip(outcomes, names):
@@ -142,6 +153,8 @@ async def scenario(clients: Any, redis: RedisProcess, proxy: SlowProxy, slow: An
         assert (await answer(victim, "ping"))[0] == 404
         assert (await stranger.tool("add", {"a": 1, "b": 1}))["structuredContent"] == {"result": 2}
         assert (await held.tool("add", {"a": 1, "b": 2}))["structuredContent"] == {"result": 3}
+        # answered again (its lease may have lapsed meanwhile, renewed late: then the task failed)
+        assert (await polled(tasker, task_id))[1]["result"]["status"] in ("working", "failed")
         return timings  # processes() asserts that neither process printed a traceback
 
 

@@ -118,3 +118,37 @@ async def test_an_async_tools_rate_limit_waits_for_redis_off_the_event_loop(redi
         gate.set()
         app.close_all()
         await app.server.stores.aclose()
+
+
+@pytest.mark.asyncio
+async def test_tasks_get_waits_for_the_task_store_off_the_event_loop(redis_url):
+    from tests.scaleout.test_two_processes import MODERN, modern
+
+    app = process(redis_url, "a")
+    tasks = app.server.tasks.store
+    gate = threading.Event()  # the task store's GET waits on it, as on a paused Redis
+    arrived = threading.Event()
+    real_get = tasks.get
+
+    def gated_get(task_id: str) -> Any:
+        arrived.set()
+        assert gate.wait(BOUND), "the test never opened the gate"
+        return real_get(task_id)
+
+    try:
+        session = await open_session(app)
+        tasks.get = gated_get
+        headers = [("content-type", "application/json"), ("accept", "application/json"),
+                   ("mcp-protocol-version", MODERN), ("mcp-method", "tasks/get"), ("mcp-name", "nope")]
+        polled = asyncio.ensure_future(call(app, body=modern("tasks/get", {"taskId": "nope"}, 4), headers=headers))
+        assert await asyncio.to_thread(arrived.wait, BOUND)
+        for _ in range(3):  # the loop serves the session meanwhile
+            assert await asyncio.wait_for(ping(app, session), BOUND) == 200
+        assert not polled.done()
+        gate.set()
+        answer = await asyncio.wait_for(polled, BOUND)
+        assert b"Unknown task" in answer.body, answer.body  # -32602 (400 under 2026-07-28)
+    finally:
+        gate.set()
+        app.close_all()
+        await app.server.stores.aclose()
