@@ -65,16 +65,19 @@ def test_a_full_queue_drops_what_comes_with_one_warning(caplog: Any) -> None:
     bus = RedisBus(client, origin="proc-a", max_queue=3)
     try:
         with caplog.at_level(logging.WARNING, logger="mcpkit.stores.bus"):
-            bus.publish("ch", {"n": 0})
+            first = bus.publish("ch", {"n": 0})
             assert client.sending.wait(BOUND)  # taken off the queue, stuck in PUBLISH
-            for n in range(1, 7):
-                bus.publish("ch", {"n": n})  # 1-3 queued, 4-6 dropped
+            sent = [bus.publish("ch", {"n": n}) for n in range(1, 7)]  # 1-3 queued, 4-6 dropped
         full = [r for r in caplog.records if "dropping" in r.getMessage()]
         assert len(full) == 1 and full[0].levelno == logging.WARNING, caplog.records
+        assert [f.result(0) for f in sent[3:]] == [False] * 3  # a dropped message says so at once
+        assert not first.done()  # ... one Redis has not taken yet says nothing
         client.gate.set()
+        assert first.result(BOUND) is True
     finally:
         bus.close()
     assert numbers(client) == [0, 1, 2, 3]
+    assert [f.result(0) for f in sent[:3]] == [True] * 3
 
 
 def test_close_publishes_what_is_queued_first() -> None:

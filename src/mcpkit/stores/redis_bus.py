@@ -15,6 +15,7 @@ import secrets
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -41,7 +42,7 @@ class Bus(Protocol):
     @property
     def origin(self) -> str: ...
 
-    def publish(self, channel: str, message: dict[str, Any]) -> None: ...
+    def publish(self, channel: str, message: dict[str, Any]) -> Any: ...
 
     def subscribe(self, channel: str, callback: Callback, *, include_own: bool = False) -> Callable[[], None]: ...
 
@@ -207,7 +208,8 @@ class RedisBus:
         self._down_since: float | None = None  # on the listener thread: when the connection was lost
         self.max_queue = max_queue
         self.flush_timeout = flush_timeout
-        self._outbox: deque[tuple[str, bytes]] = deque()  # (channel, message) to publish, in order
+        #: (channel, message, its Future) to publish, in order
+        self._outbox: deque[tuple[str, bytes, Future[bool]]] = deque()
         self._queued = threading.Condition(threading.Lock())
         self._publisher: threading.Thread | None = None
         self._closing = False  # under _queued: the publisher stops once the outbox is empty
@@ -220,9 +222,13 @@ class RedisBus:
     def channel_key(self, channel: str) -> str:
         return f"{self.prefix}bus:{channel}"
 
-    def publish(self, channel: str, message: dict[str, Any]) -> None:
-        """Queue ``message`` for the publisher thread (see the class): returns at once."""
+    def publish(self, channel: str, message: dict[str, Any]) -> Future[bool]:
+        """Queue ``message`` for the publisher thread (see the class): returns at once, with a
+        Future that says True once Redis took the message, False when it was dropped (a full
+        queue, Redis unreachable, the bus closed first). A caller that must know the news went
+        out before it answers (a session's end) awaits it off the event loop; others ignore it."""
         data = _encode(message, self.origin)
+        sent: Future[bool] = Future()
         with self._queued:
             if self._closing:
                 raise RuntimeError("this bus is closed")
@@ -231,14 +237,16 @@ class RedisBus:
                     self._dropping = True
                     logger.warning("Redis bus: %d messages wait to be published (is Redis slow or down?); "
                                    "dropping what comes until there is room", len(self._outbox))
-                return
+                sent.set_result(False)
+                return sent
             self._dropping = False
-            self._outbox.append((channel, data))
+            self._outbox.append((channel, data, sent))
             if self._publisher is None:
                 self._publisher = threading.Thread(target=self._publish, name="mcpkit-redis-bus-publisher",
                                                    daemon=True)
                 self._publisher.start()
             self._queued.notify()
+        return sent
 
     def _publish(self) -> None:
         """The publisher thread: the outbox, in order, until the bus closes and it is empty."""
@@ -249,14 +257,18 @@ class RedisBus:
                     queued.wait()
                 if not self._outbox:
                     return
-                channel, data = self._outbox.popleft()
+                channel, data, sent = self._outbox.popleft()
+            taken = False
             try:
                 self._client.publish(self.channel_key(channel), data)
+                taken = True
             except self._down as exc:
                 logger.warning("Redis bus: a message was not published: %s",
                                unavailable(f"publishing on bus channel {channel!r}", exc))
             except Exception:  # noqa: BLE001 - the publisher goes on with the next one
                 logger.exception("Redis bus: a message on channel %r was not published", channel)
+            finally:
+                sent.set_result(taken)
 
     def subscribe(self, channel: str, callback: Callback, *, include_own: bool = False) -> Callable[[], None]:
         name = self.channel_key(channel)
@@ -307,6 +319,8 @@ class RedisBus:
         with self._queued:
             if self._outbox:
                 logger.warning("Redis bus: closed with %d messages not published", len(self._outbox))
+                for _channel, _data, sent in self._outbox:
+                    sent.set_result(False)
                 self._outbox.clear()  # the publisher stops after the one it is sending
         self._stop.set()
         self._wake.set()

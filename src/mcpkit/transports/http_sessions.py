@@ -20,6 +20,12 @@ With a shared store the store's record *is* the session; what a process holds is
   against the store before it is served again, and the copies the store no longer has (ended
   meanwhile, or lost with a restart without persistence) are dropped as soon as the bus is back,
   so every process answers 404 for them alike (HL-17: the client initializes again).
+
+No request waits on the store unless it needs it, and none waits on the event loop: a copy held
+here, checked and renewed recently, is served with no store call (the hot path); its renewal,
+when due, runs in the background; what a request does need (a restore, a check, a save, an end,
+the quota claim) is awaited on the stores' threads (stores/redis.py ``Stores.call``), so a slow
+or paused Redis stalls those requests only (docs/deployment.md, "A slow or paused Redis").
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
+from concurrent.futures import Future
 from typing import Any
 
 from ..protocol import revisions
@@ -164,10 +171,7 @@ class SessionTable:
                 return False
             # recorded: the news only tells the others sooner (the copies a process missed it
             # about are re-checked by themselves); queued after the end, never before it
-            try:
-                self.server.stores.bus.publish("session", {"id": session_id, "ended": True})
-            except Exception as exc:  # noqa: BLE001
-                log.warning("shared session %s ended; not every process may have heard yet: %s", session_id, exc)
+            await self._tell_others({"id": session_id, "ended": True})
         self._end_here(session_id)
         return True
 
@@ -333,11 +337,19 @@ class SessionTable:
                 return True
             hs.shared_state = state
             hs.synced = time.monotonic()
-        try:
-            self.server.stores.bus.publish("session", {"id": hs.id})  # the other copies refresh
-        except Exception as exc:  # noqa: BLE001 - they read it when they next check the store
-            log.warning("could not announce a change of session %s: %s", hs.id, exc)
+        await self._tell_others({"id": hs.id})  # the other copies refresh
         return True
+
+    async def _tell_others(self, news: dict[str, Any]) -> None:
+        """Session news on the bus, awaited (off the loop) until Redis took it, so the request
+        that made it is answered once the other processes can hear it, as when publishing was
+        synchronous. Lost news is only later news: the copies it missed are checked by themselves."""
+        try:
+            sent = self.server.stores.bus.publish("session", news)
+            if isinstance(sent, Future):  # RedisBus; a MemoryBus delivered it already
+                await asyncio.wrap_future(sent)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("not every process may have heard of session %s yet: %s", news.get("id"), exc)
 
     def _update(self, session_id: str, state: dict[str, Any]) -> bool:
         update = getattr(self.session_store, "update", None)
