@@ -19,6 +19,37 @@ from tests.reliability.test_hostile_transport import call, mcp_headers, open_ses
 BOUND = 10.0  # a hang guard, never a performance bound
 
 
+class Gated:
+    """A store method that waits until ``gate`` is open, as on a paused Redis; ``arrived`` is
+    set once a call reached it, ``calls`` lists their first arguments."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.gate = threading.Event()
+        self.arrived = threading.Event()
+        self.calls: list[Any] = []
+
+    def __call__(self, *args: Any) -> Any:
+        self.calls.append(args[0])
+        self.arrived.set()
+        assert self.gate.wait(BOUND), "the test never opened the gate"
+        return self.real(*args)
+
+
+async def served_meanwhile(app: Any, session: str, request: Any, gated: Gated) -> Any:
+    """``request`` (a coroutine) reaches the gated store method; the loop serves ``session``
+    while it waits there; then the gate opens and its answer comes."""
+    pending = asyncio.ensure_future(request)
+    try:
+        assert await asyncio.to_thread(gated.arrived.wait, BOUND)
+        for _ in range(3):
+            assert await asyncio.wait_for(ping(app, session), BOUND) == 200
+        assert not pending.done()
+    finally:
+        gated.gate.set()
+    return await asyncio.wait_for(pending, BOUND)
+
+
 def process(url: str, name: str) -> Any:
     joint = "&" if "?" in url else "?"
     server = Server("offload", "1.0", stores=from_url(f"{url}{joint}prefix=offload:", origin=name))
@@ -56,35 +87,25 @@ async def test_a_held_session_makes_no_store_call_until_its_renewal_is_due(redis
 async def test_a_due_renewal_runs_in_the_background_one_at_a_time(redis_url):
     app = process(redis_url, "a")
     store = app.session_store
-    gate = threading.Event()  # the store's TOUCH waits on it, as on a paused Redis
-    touches: list[str] = []
-    arrived = threading.Event()
-    real_touch = store.touch
-
-    def gated_touch(session_id: str, ttl: float) -> bool:
-        touches.append(session_id)
-        arrived.set()
-        assert gate.wait(BOUND), "the test never opened the gate"
-        return real_touch(session_id, ttl)
-
+    touch = Gated(store.touch)
     try:
         session = await open_session(app)
-        store.touch = gated_touch
+        store.touch = touch
         app._touch_every = 0.0  # every request finds its renewal due
         assert await asyncio.wait_for(ping(app, session), BOUND) == 200  # the renewal due starts
-        assert await asyncio.to_thread(arrived.wait, BOUND)
+        assert await asyncio.to_thread(touch.arrived.wait, BOUND)
         for _ in range(5):  # answered while the renewal waits on the store
             assert await asyncio.wait_for(ping(app, session), BOUND) == 200
-        assert touches == [session] and list(app._touching) == [session]  # one renewal in flight, not one per request
+        assert touch.calls == [session] and list(app._touching) == [session]
         store.delete(session)  # ended elsewhere, news unheard: the renewal finds it gone
-        gate.set()
+        touch.gate.set()
         pending = app._touching.get(session)
         assert pending is not None
         await asyncio.wait_for(pending, BOUND)
         assert session not in app.sessions  # the copy is dropped, as a False touch always did
         assert await ping(app, session) == 404
     finally:
-        gate.set()
+        touch.gate.set()
         app.close_all()
         await app.server.stores.aclose()
 
@@ -93,29 +114,15 @@ async def test_a_due_renewal_runs_in_the_background_one_at_a_time(redis_url):
 async def test_an_async_tools_rate_limit_waits_for_redis_off_the_event_loop(redis_url):
     app = process(redis_url, "a")
     rates = app.server.stores.rates
-    gate = threading.Event()  # the bucket's script waits on it, as on a paused Redis
-    arrived = threading.Event()
-    real_take = rates.take
-
-    def gated_take(*args: Any, **kwargs: Any) -> float:
-        arrived.set()
-        assert gate.wait(BOUND), "the test never opened the gate"
-        return real_take(*args, **kwargs)
-
+    take = Gated(rates.take)
     try:
         session = await open_session(app)
-        rates.take = gated_take
-        limited = asyncio.ensure_future(call(app, body=rpc("tools/call", {"name": "limited", "arguments": {}}, 3),
-                                             headers=mcp_headers(session)))
-        assert await asyncio.to_thread(arrived.wait, BOUND)
-        for _ in range(3):  # the loop serves the session meanwhile
-            assert await asyncio.wait_for(ping(app, session), BOUND) == 200
-        assert not limited.done()
-        gate.set()
-        answer = await asyncio.wait_for(limited, BOUND)
+        rates.take = take
+        limited = call(app, body=rpc("tools/call", {"name": "limited", "arguments": {}}, 3), headers=mcp_headers(session))
+        answer = await served_meanwhile(app, session, limited, take)
         assert answer.status == 200 and b'"text":"ok"' in answer.body, answer.body
     finally:
-        gate.set()
+        take.gate.set()
         app.close_all()
         await app.server.stores.aclose()
 
@@ -126,29 +133,16 @@ async def test_tasks_get_waits_for_the_task_store_off_the_event_loop(redis_url):
 
     app = process(redis_url, "a")
     tasks = app.server.tasks.store
-    gate = threading.Event()  # the task store's GET waits on it, as on a paused Redis
-    arrived = threading.Event()
-    real_get = tasks.get
-
-    def gated_get(task_id: str) -> Any:
-        arrived.set()
-        assert gate.wait(BOUND), "the test never opened the gate"
-        return real_get(task_id)
-
+    get = Gated(tasks.get)
     try:
         session = await open_session(app)
-        tasks.get = gated_get
+        tasks.get = get
         headers = [("content-type", "application/json"), ("accept", "application/json"),
                    ("mcp-protocol-version", MODERN), ("mcp-method", "tasks/get"), ("mcp-name", "nope")]
-        polled = asyncio.ensure_future(call(app, body=modern("tasks/get", {"taskId": "nope"}, 4), headers=headers))
-        assert await asyncio.to_thread(arrived.wait, BOUND)
-        for _ in range(3):  # the loop serves the session meanwhile
-            assert await asyncio.wait_for(ping(app, session), BOUND) == 200
-        assert not polled.done()
-        gate.set()
-        answer = await asyncio.wait_for(polled, BOUND)
+        polled = call(app, body=modern("tasks/get", {"taskId": "nope"}, 4), headers=headers)
+        answer = await served_meanwhile(app, session, polled, get)
         assert b"Unknown task" in answer.body, answer.body  # -32602 (400 under 2026-07-28)
     finally:
-        gate.set()
+        get.gate.set()
         app.close_all()
         await app.server.stores.aclose()

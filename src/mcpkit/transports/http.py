@@ -702,16 +702,8 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
         if self.stateless:
             await self._plain(send, 405, _error_body(INVALID_REQUEST, "No standalone stream in stateless mode."), headers, [(b"allow", b"POST")])
             return
-        hs, status, why = self._lookup(headers)
-        if status == ASK_STORE:
-            hs, status, why = await self._lookup_shared(why)
+        hs = await self._session_of(send, headers)
         if hs is None:
-            await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
-                              STORE_WAIT if status == 503 else None)
-            return
-        bad_version = self._version_error(headers)
-        if bad_version is not None:
-            await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
             return
         last = headers.get(b"last-event-id")
         hs.active += 1
@@ -769,17 +761,25 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
         finally:
             hs.active -= 1
 
-    async def _delete(self, send: Any, headers: dict[bytes, bytes]) -> None:
+    async def _session_of(self, send: Any, headers: dict[bytes, bytes]) -> _HttpSession | None:
+        """The session a GET or DELETE names (asking the shared store if need be), or None once
+        the refusal is sent: 400, 404, or 503 + Retry-After while the store is down."""
         hs, status, why = self._lookup(headers)
         if status == ASK_STORE:
             hs, status, why = await self._lookup_shared(why)
         if hs is None:
             await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
                               STORE_WAIT if status == 503 else None)
-            return
+            return None
         bad_version = self._version_error(headers)
         if bad_version is not None:
             await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
+            return None
+        return hs  # type: ignore[no-any-return]
+
+    async def _delete(self, send: Any, headers: dict[bytes, bytes]) -> None:
+        hs = await self._session_of(send, headers)
+        if hs is None:
             return
         if not await self._end(hs.id):  # type: ignore[arg-type]  # HL-18: later requests with this id get 404
             # a shared store could not record the end: refused, never acknowledged and undone
