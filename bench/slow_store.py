@@ -70,7 +70,7 @@ async def needing(port_a: int, port_b: int, until: float, out: list[float]) -> N
         out.append(time.monotonic() - started)
         other = http.McpHttp(http.TcpDriver(port_b), NoWire())
         try:
-            await other.initialize()
+            await other.initialize(accept=JSON)
         except AssertionError:  # B could not record it either (Redis paused): nothing to restore
             continue
         stranger = http.McpHttp(http.TcpDriver(port_a), NoWire())
