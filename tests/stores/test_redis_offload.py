@@ -110,39 +110,35 @@ async def test_a_due_renewal_runs_in_the_background_one_at_a_time(redis_url):
         await app.server.stores.aclose()
 
 
-@pytest.mark.asyncio
-async def test_an_async_tools_rate_limit_waits_for_redis_off_the_event_loop(redis_url):
-    app = process(redis_url, "a")
-    rates = app.server.stores.rates
-    take = Gated(rates.take)
-    try:
-        session = await open_session(app)
-        rates.take = take
-        limited = call(app, body=rpc("tools/call", {"name": "limited", "arguments": {}}, 3), headers=mcp_headers(session))
-        answer = await served_meanwhile(app, session, limited, take)
-        assert answer.status == 200 and b'"text":"ok"' in answer.body, answer.body
-    finally:
-        take.gate.set()
-        app.close_all()
-        await app.server.stores.aclose()
+def _limited_call(session: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    return rpc("tools/call", {"name": "limited", "arguments": {}}, 3), mcp_headers(session)
 
 
-@pytest.mark.asyncio
-async def test_tasks_get_waits_for_the_task_store_off_the_event_loop(redis_url):
+def _tasks_get(session: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     from tests.scaleout.test_two_processes import MODERN, modern
 
+    return modern("tasks/get", {"taskId": "nope"}, 4), [
+        ("content-type", "application/json"), ("accept", "application/json"),
+        ("mcp-protocol-version", MODERN), ("mcp-method", "tasks/get"), ("mcp-name", "nope")]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("store", "method", "request_of", "answered"), [
+    ("rates", "take", _limited_call, b'"text":"ok"'),  # an async tool's rate limit (policy/chain.py)
+    ("tasks", "get", _tasks_get, b"Unknown task"),  # -32602 (400 under 2026-07-28)
+], ids=["async-tool-rate-limit", "tasks-get"])
+async def test_a_request_that_needs_redis_waits_for_it_off_the_event_loop(redis_url, store, method, request_of,
+                                                                          answered):
     app = process(redis_url, "a")
-    tasks = app.server.tasks.store
-    get = Gated(tasks.get)
+    target = app.server.stores.rates if store == "rates" else app.server.tasks.store
+    gated = Gated(getattr(target, method))
     try:
         session = await open_session(app)
-        tasks.get = get
-        headers = [("content-type", "application/json"), ("accept", "application/json"),
-                   ("mcp-protocol-version", MODERN), ("mcp-method", "tasks/get"), ("mcp-name", "nope")]
-        polled = call(app, body=modern("tasks/get", {"taskId": "nope"}, 4), headers=headers)
-        answer = await served_meanwhile(app, session, polled, get)
-        assert b"Unknown task" in answer.body, answer.body  # -32602 (400 under 2026-07-28)
+        setattr(target, method, gated)
+        body, headers = request_of(session)
+        answer = await served_meanwhile(app, session, call(app, body=body, headers=headers), gated)
+        assert answered in answer.body, answer.body
     finally:
-        get.gate.set()
+        gated.gate.set()
         app.close_all()
         await app.server.stores.aclose()
