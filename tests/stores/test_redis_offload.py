@@ -21,19 +21,23 @@ BOUND = 10.0  # a hang guard, never a performance bound
 
 class Gated:
     """A store method that waits until ``gate`` is open, as on a paused Redis; ``arrived`` is
-    set once a call reached it, ``calls`` lists their first arguments."""
+    set once a call reached it, ``left`` once one returned, ``calls`` lists their first arguments."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
         self.gate = threading.Event()
         self.arrived = threading.Event()
+        self.left = threading.Event()
         self.calls: list[Any] = []
 
     def __call__(self, *args: Any) -> Any:
         self.calls.append(args[0])
         self.arrived.set()
-        assert self.gate.wait(BOUND), "the test never opened the gate"
-        return self.real(*args)
+        try:
+            assert self.gate.wait(BOUND), "the test never opened the gate"
+            return self.real(*args)
+        finally:
+            self.left.set()
 
 
 async def served_meanwhile(app: Any, session: str, request: Any, gated: Gated) -> Any:
@@ -57,6 +61,11 @@ def process(url: str, name: str) -> Any:
     @server.tool(rate_limit="100/min")
     async def limited() -> str:
         return "ok"
+
+    @server.tool
+    async def announce() -> str:
+        server.notify_resource_updated("note://x")  # on the event loop
+        return "announced"
 
     return server.http_app(json_response=True)
 
@@ -142,3 +151,24 @@ async def test_a_request_that_needs_redis_waits_for_it_off_the_event_loop(redis_
         gated.gate.set()
         app.close_all()
         await app.server.stores.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_update_announced_on_the_event_loop_reads_the_shared_sessions_off_it(redis_url):
+    a, b = process(redis_url, "a"), process(redis_url, "b")
+    load = Gated(b.session_store.load)
+    try:
+        session = await open_session(a)
+        assert await ping(b, session) == 200  # B restores a copy, refreshed before each update
+        b.session_store.load = load
+        told = call(b, body=rpc("tools/call", {"name": "announce", "arguments": {}}, 5), headers=mcp_headers(session))
+        answer = await asyncio.wait_for(told, BOUND)
+        assert b"announced" in answer.body, answer.body
+        assert await asyncio.to_thread(load.arrived.wait, BOUND)  # the refresh runs, on a store thread
+        assert await asyncio.wait_for(ping(b, session), BOUND) == 200
+        assert not load.left.is_set()  # ... and everything above was answered while it waited
+    finally:
+        load.gate.set()
+        for app in (a, b):
+            app.close_all()
+            await app.server.stores.aclose()
