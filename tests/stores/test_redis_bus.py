@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit.stores.redis import MemoryBus, RedisBus, StoreUnavailable
+from mcpkit.stores.redis import MemoryBus, RedisBus
 
 
 @pytest.fixture
@@ -61,8 +61,9 @@ def test_own_messages_are_not_echoed_unless_asked_for(buses) -> None:
     a.subscribe("ch", everything.put, include_own=True)
     a.publish("ch", {"n": 1})
     b.publish("ch", {"n": 2})
-    assert [m["n"] for m in (everything.get(timeout=5), everything.get(timeout=5))] == [1, 2]
-    assert drain(mine, timeout=1) == [{"n": 2, "origin": "proc-b"}]  # b's only; order is kept per channel
+    # each process's publisher thread sends its own messages in order; two processes' may cross
+    assert sorted(m["n"] for m in (everything.get(timeout=5), everything.get(timeout=5))) == [1, 2]
+    assert drain(mine, timeout=1) == [{"n": 2, "origin": "proc-b"}]  # b's only
 
 
 def test_unsubscribe_stops_delivery(buses) -> None:
@@ -126,10 +127,13 @@ def test_the_bus_comes_back_after_a_redis_restart(redis_process, caplog) -> None
 
             redis_process.stop()
             started = time.monotonic()
-            with pytest.raises(StoreUnavailable, match="Redis is unreachable"):
-                a.publish("ch", {"n": 2})
-            assert time.monotonic() - started < 5  # fails fast, never hangs
+            a.publish("ch", {"n": 2})  # queued: the publisher thread logs that Redis did not take it
+            assert time.monotonic() - started < 1  # never waits on Redis
             deadline = time.monotonic() + 5
+            while not any("not published" in r.getMessage() and "Redis is unreachable" in r.getMessage()
+                          for r in caplog.records):
+                assert time.monotonic() < deadline, "the publisher did not say the message was lost"
+                time.sleep(0.05)
             while not any("connection lost" in r.getMessage() for r in caplog.records):
                 assert time.monotonic() < deadline, "the listener did not notice the outage"
                 time.sleep(0.05)
@@ -222,8 +226,7 @@ def test_subscribing_while_redis_is_down_does_not_hang(dead_url: str) -> None:
         started = time.monotonic()
         bus.subscribe("ch", lambda m: None)  # made once Redis is there
         assert time.monotonic() - started < 2
-        with pytest.raises(StoreUnavailable):
-            bus.publish("ch", {"n": 1})
+        bus.publish("ch", {"n": 1})  # queued, and dropped with a warning once Redis refuses it
     finally:
         bus.close()
     with pytest.raises(RuntimeError, match="closed"):

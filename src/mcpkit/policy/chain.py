@@ -481,6 +481,24 @@ class RateLimitStep:
         if limiter is not None:
             _metered(cc, settings, limiter)
 
+    @staticmethod
+    def may_wait(server: Any) -> bool:
+        """Whether the bucket may live in a shared store (then ``check_async`` is awaited)."""
+        return bool(server.shared)
+
+    async def check_async(self, cc: CallContext) -> None:
+        """``check`` in an async chain: a bucket in the shared store (Redis) is taken from on
+        the stores' threads, so a slow or paused Redis stalls this call, not the event loop."""
+        settings = cc.settings
+        limiter = settings.limiter
+        if limiter is None:
+            return
+        server = cc.session.server
+        if server.shared and limiter.store is server.stores.rates:
+            await server.stores.call(_metered, cc, settings, limiter)
+        else:
+            _metered(cc, settings, limiter)  # a bucket in this process never waits
+
 
 def _metered(cc: CallContext, settings: _Settings, limiter: Any) -> None:
     """One call taken from the caller's bucket of the tool, or E_RATE_LIMITED."""

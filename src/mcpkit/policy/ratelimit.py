@@ -230,6 +230,20 @@ class CompletionRateLimit:
     def __init__(self, limiter: RateLimiter) -> None:
         self.limiter = limiter
 
+    @staticmethod
+    def may_wait(server: Any) -> bool:
+        """Whether the bucket may live in a shared store (then ``check_async`` is awaited)."""
+        return bool(server.shared)
+
+    async def check_async(self, cc: Any) -> None:
+        """``check`` in an async chain: a bucket in the shared store (Redis) is taken from on
+        the stores' threads, so a slow or paused Redis stalls this request, not the event loop."""
+        server = cc.session.server
+        if server.shared and self.limiter.store is server.stores.rates:
+            await server.stores.call(self.check, cc)
+        else:
+            self.check(cc)
+
     def check(self, cc: Any) -> None:
         """A guard (server/pipeline.py): refuses, or lets the completion pass."""
         session = cc.session

@@ -321,7 +321,9 @@ def chain(steps: list[Any], kind: str, terminal: Callable[[CallContext], Any], i
 
     A step with a ``check(ctx)`` method is a guard: it only refuses (raises) or lets the call
     pass, so consecutive guards run in one link, one after the other (the policy's gates,
-    limits and the scope check are guards).
+    limits and the scope check are guards). In an async chain a guard's ``check_async`` is
+    awaited instead when its ``may_wait(server)`` says the check may wait on a shared store (the
+    rate limit, whose buckets then live in Redis); otherwise it costs no coroutine.
 
     In an async chain ``call_next`` returns an awaitable: an ``async def`` hook gets one it can
     always await; a step that only passes the request on (``passes_through``, as the policy's
@@ -333,7 +335,15 @@ def chain(steps: list[Any], kind: str, terminal: Callable[[CallContext], Any], i
     for step in reversed(steps):
         check = getattr(step, "check", None)
         if check is not None:
-            guards.insert(0, check)
+            waits = getattr(step, "check_async", None) if is_async else None
+            if waits is None or not step.may_wait(server):
+                guards.insert(0, check)
+                continue
+            # a guard that may wait on a shared store (the rate limit): awaited in an async
+            # chain, so the event loop serves the other requests meanwhile
+            if guards:
+                run, guards = _guarded(guards, run), []
+            run = _awaited_guard(waits, run)
             continue
         if guards:
             run, guards = _guarded(guards, run), []
@@ -375,6 +385,17 @@ def _guarded(checks: list[Callable[[CallContext], Any]], call_next: CallNext) ->
         return call_next(ctx)
 
     return several
+
+
+def _awaited_guard(check: Callable[[CallContext], Awaitable[None]], call_next: CallNext) -> CallNext:
+    async def guarded(ctx: CallContext) -> Any:
+        await check(ctx)
+        out = call_next(ctx)
+        if inspect.isawaitable(out):
+            return await out
+        return out
+
+    return guarded
 
 
 def _link(hook: Callable[..., Any], call_next: CallNext) -> CallNext:

@@ -440,8 +440,16 @@ class Registrations:
 
     def notify_resource_updated(self, uri: str) -> None:
         """notifications/resources/updated to the sessions subscribed to ``uri`` or a parent of it
-        (RS-10), in this process and, with shared stores, in every other one."""
-        self._deliver_updated(uri)
+        (RS-10), in this process and, with shared stores, in every other one. With shared
+        stores, called on the event loop (an async handler), the delivery runs on the stores'
+        threads: each shared session's subscriptions are read from the store first, which must
+        not stall the loop."""
+        if self.shared and _on_a_loop():
+            import asyncio
+
+            asyncio.ensure_future(self.stores.call(self._deliver_updated, uri))
+        else:
+            self._deliver_updated(uri)
         self._announce("updated", {"uri": uri})
 
     def _deliver_updated(self, uri: str) -> None:
@@ -790,3 +798,14 @@ class Completer:
 
 def _completers(completions: Mapping[str, Callable[..., Any]] | None) -> dict[str, Completer]:
     return {name: Completer(fn) for name, fn in (completions or {}).items()}
+
+
+def _on_a_loop() -> bool:
+    """Whether this thread runs an event loop (a worker thread or stdio's reader does not)."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -21,10 +21,22 @@ import secrets
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, McpError, clipped
+from ..protocol.errors import (
+    E_NOT_CONNECTED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    McpError,
+    ToolError,
+    clipped,
+    handler_error,
+)
+from ..stores.redis_base import StoreUnavailable
 from ..stores.tasks import OWNER_GONE, SHUT_DOWN, MemoryTaskStore, TaskCancelled, TaskRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..protocol.engine import RequestReceived
     from .session import ServerSession
 
@@ -262,4 +274,32 @@ def tasks_cancel(session: ServerSession, req: RequestReceived) -> dict[str, Any]
     return {"resultType": "complete"}
 
 
-TASK_METHODS = {"tasks/get": tasks_get, "tasks/update": tasks_update, "tasks/cancel": tasks_cancel}
+def _off_the_loop(handler: Callable[[ServerSession, RequestReceived], dict[str, Any]]) -> Any:
+    """``handler`` as a method: on the event loop with a shared task store (Redis) it runs on
+    the stores' threads and is awaited, so a slow or paused Redis stalls this request only;
+    elsewhere (stdio's reader thread, a store in this process) it runs as it is."""
+
+    def method(session: ServerSession, req: RequestReceived) -> Any:
+        server = session.server
+        if server.shared and session._on_loop_thread():
+            return server.stores.call(_answered, handler, session, req)  # a coroutine: session.py awaits it
+        return _answered(handler, session, req)
+
+    return method
+
+
+def _answered(handler: Callable[[ServerSession, RequestReceived], dict[str, Any]], session: ServerSession,
+              req: RequestReceived) -> dict[str, Any]:
+    """``handler``'s answer; the retryable -32603 (E_NOT_CONNECTED) while the task store is down,
+    as a rate limit that cannot be checked gets, never an internal error with a traceback."""
+    try:
+        return handler(session, req)
+    except StoreUnavailable as exc:
+        log.warning("%s not answered: %s", req.method, exc)
+        down = ToolError("The task store is unavailable.", code=E_NOT_CONNECTED, retryable=True,
+                         suggested_fix="Retry in a few seconds.")
+        raise handler_error(down, 0) or McpError(INTERNAL_ERROR, down.message) from None
+
+
+TASK_METHODS = {"tasks/get": _off_the_loop(tasks_get), "tasks/update": _off_the_loop(tasks_update),
+                "tasks/cancel": _off_the_loop(tasks_cancel)}

@@ -51,6 +51,9 @@ __all__ = [
 ]
 
 DEFAULT_PREFIX = "mcpkit:"
+#: threads that wait on the synchronous stores for the event loop (:meth:`Stores.call`): a paused
+#: Redis holds each for its 2 s socket timeout, and what comes meanwhile queues for them
+STORE_THREADS = 8
 
 
 @dataclass
@@ -64,6 +67,29 @@ class Stores:
     bus: Any
     _closers: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
     _aclosers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False, compare=False)
+    #: whether a store call may wait on the network (Redis): :meth:`call` then runs it on a thread
+    remote: bool = field(default=True, compare=False)
+    _threads: Any = field(default=None, repr=False, compare=False)
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` (a call of a synchronous store) awaited from the event loop: on one of
+        :data:`STORE_THREADS` threads when the stores are remote, so a slow or paused Redis
+        stalls only the requests that need it, never the loop that serves the others; inline
+        for the in-memory stores, which never wait. In a copy of the caller's context."""
+        if not self.remote:
+            return fn(*args)
+        threads = self._threads
+        if threads is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            threads = self._threads = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="mcpkit-store")
+        import asyncio
+        import contextvars
+
+        # in a copy of the caller's context, as asyncio.to_thread: what a guard reads of it
+        # (the caller's token, the correlation id) is there on the thread too
+        run = contextvars.copy_context().run
+        return await asyncio.get_running_loop().run_in_executor(threads, run, fn, *args)
 
     @classmethod
     def memory(cls) -> Stores:
@@ -71,11 +97,15 @@ class Stores:
         from .memory import MemoryEventStore, MemoryRateStore
         from .tasks import MemoryTaskStore
 
-        return cls(MemoryEventStore(), MemoryRateStore(), MemoryTaskStore(), MemorySessionStore(), MemoryBus())
+        return cls(MemoryEventStore(), MemoryRateStore(), MemoryTaskStore(), MemorySessionStore(), MemoryBus(),
+                   remote=False)
 
     def close(self) -> None:
         """Stop the bus and close the synchronous connections."""
         self.bus.close()
+        threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=False, cancel_futures=True)  # what waits on a store gets its error
         for closer in self._closers:
             closer()
 

@@ -14,6 +14,8 @@ import logging
 import secrets
 import threading
 import time
+from collections import deque
+from concurrent.futures import Future
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -40,7 +42,7 @@ class Bus(Protocol):
     @property
     def origin(self) -> str: ...
 
-    def publish(self, channel: str, message: dict[str, Any]) -> None: ...
+    def publish(self, channel: str, message: dict[str, Any]) -> Any: ...
 
     def subscribe(self, channel: str, callback: Callback, *, include_own: bool = False) -> Callable[[], None]: ...
 
@@ -155,9 +157,14 @@ class MemoryBus:
 class RedisBus:
     """The bus over Redis pub/sub, channel ``{prefix}bus:{channel}``, messages as JSON.
 
-    ``publish`` is one PUBLISH on a pooled connection; while Redis is unreachable it raises
-    :class:`~mcpkit.stores.redis_base.StoreUnavailable` within a few seconds (connect and socket
-    timeouts of 1.5-2 s). Subscriptions are served by one listener thread per bus, started by
+    ``publish`` never waits on Redis: it queues the message (at most ``max_queue`` of them) for
+    a publisher thread, which PUBLISHes them one at a time in the order they were queued, so a
+    message published after another (a session's end after its delete was recorded) is never
+    received before it, and a caller on the event loop never stalls on a slow or paused Redis.
+    A message that finds the queue full is dropped, with a warning; one Redis cannot take (it
+    is unreachable: connect and socket timeouts of 1.5-2 s) is logged and dropped, as delivery
+    is at most once anyway. ``close`` publishes what is queued first, for up to ``flush_timeout``
+    seconds. Subscriptions are served by one listener thread per bus, started by
     the first ``subscribe``; callbacks run on it, one message at a time, so a slow callback
     delays the others. ``subscribe`` returns once Redis confirmed the subscription (or after
     ``subscribe_timeout`` seconds, e.g. while Redis is down: it is then made when Redis is back).
@@ -175,6 +182,8 @@ class RedisBus:
 
     #: how long the listener waits for a message before it looks at its subscriptions again
     POLL = 0.2
+    #: messages queued for the publisher at most (about 1 s of a busy process's news)
+    MAX_QUEUE = 10_000
 
     def __init__(
         self,
@@ -183,6 +192,8 @@ class RedisBus:
         prefix: str = "mcpkit:",
         origin: str | None = None,
         subscribe_timeout: float = 2.0,
+        max_queue: int = MAX_QUEUE,
+        flush_timeout: float = 5.0,
     ) -> None:
         self._client, self._owned = sync_client(client_or_url, "RedisBus")
         self._down = down_errors()
@@ -197,6 +208,14 @@ class RedisBus:
         self._thread: threading.Thread | None = None
         self._watchers: list[Callable[[bool], None]] = []  # replaced, never mutated
         self._down_since: float | None = None  # on the listener thread: when the connection was lost
+        self.max_queue = max_queue
+        self.flush_timeout = flush_timeout
+        #: (channel, message, its Future) to publish, in order
+        self._outbox: deque[tuple[str, bytes, Future[bool]]] = deque()
+        self._queued = threading.Condition(threading.Lock())
+        self._publisher: threading.Thread | None = None
+        self._closing = False  # under _queued: the publisher stops once the outbox is empty
+        self._dropping = False  # under _queued: warned of a full outbox since the last message queued
 
     @property
     def origin(self) -> str:
@@ -205,14 +224,53 @@ class RedisBus:
     def channel_key(self, channel: str) -> str:
         return f"{self.prefix}bus:{channel}"
 
-    def publish(self, channel: str, message: dict[str, Any]) -> None:
-        if self._stop.is_set():
-            raise RuntimeError("this bus is closed")
+    def publish(self, channel: str, message: dict[str, Any]) -> Future[bool]:
+        """Queue ``message`` for the publisher thread (see the class): returns at once, with a
+        Future that says True once Redis took the message, False when it was dropped (a full
+        queue, Redis unreachable, the bus closed first). A caller that must know the news went
+        out before it answers (a session's end) awaits it off the event loop; others ignore it."""
         data = _encode(message, self.origin)
-        try:
-            self._client.publish(self.channel_key(channel), data)
-        except self._down as exc:
-            raise unavailable(f"publishing on bus channel {channel!r}", exc) from exc
+        sent: Future[bool] = Future()
+        with self._queued:
+            if self._closing:
+                raise RuntimeError("this bus is closed")
+            if len(self._outbox) >= self.max_queue:
+                if not self._dropping:
+                    self._dropping = True
+                    logger.warning("Redis bus: %d messages wait to be published (is Redis slow or down?); "
+                                   "dropping what comes until there is room", len(self._outbox))
+                sent.set_result(False)
+                return sent
+            self._dropping = False
+            self._outbox.append((channel, data, sent))
+            if self._publisher is None:
+                self._publisher = threading.Thread(target=self._publish, name="mcpkit-redis-bus-publisher",
+                                                   daemon=True)
+                self._publisher.start()
+            self._queued.notify()
+        return sent
+
+    def _publish(self) -> None:
+        """The publisher thread: the outbox, in order, until the bus closes and it is empty."""
+        queued = self._queued
+        while True:
+            with queued:
+                while not self._outbox and not self._closing:
+                    queued.wait()
+                if not self._outbox:
+                    return
+                channel, data, sent = self._outbox.popleft()
+            taken = False
+            try:
+                self._client.publish(self.channel_key(channel), data)
+                taken = True
+            except self._down as exc:
+                logger.warning("Redis bus: a message was not published: %s",
+                               unavailable(f"publishing on bus channel {channel!r}", exc))
+            except Exception:  # noqa: BLE001 - the publisher goes on with the next one
+                logger.exception("Redis bus: a message on channel %r was not published", channel)
+            finally:
+                sent.set_result(taken)
 
     def subscribe(self, channel: str, callback: Callback, *, include_own: bool = False) -> Callable[[], None]:
         name = self.channel_key(channel)
@@ -252,7 +310,20 @@ class RedisBus:
         return unwatch
 
     def close(self) -> None:
-        """Stop the listener and forget the subscriptions (and close the client if it is ours)."""
+        """Publish what is queued (for up to ``flush_timeout`` seconds), stop the listener and
+        forget the subscriptions (and close the client if it is ours)."""
+        with self._queued:
+            self._closing = True
+            self._queued.notify()
+            publisher = self._publisher
+        if publisher is not None and publisher is not threading.current_thread():
+            publisher.join(self.flush_timeout)
+        with self._queued:
+            if self._outbox:
+                logger.warning("Redis bus: closed with %d messages not published", len(self._outbox))
+                for _channel, _data, sent in self._outbox:
+                    sent.set_result(False)
+                self._outbox.clear()  # the publisher stops after the one it is sending
         self._stop.set()
         self._wake.set()
         thread = self._thread

@@ -37,7 +37,7 @@ from .http_drain import Draining
 from .http_guard import LOOPBACK_HOSTS, HostGuard, repeated_header
 from .http_media import acceptable, is_json_content_type
 from .http_quotas import QuotaExceeded, SessionQuotas
-from .http_sessions import STORE_DOWN, STORE_WAIT, SessionTable
+from .http_sessions import ASK_STORE, STORE_DOWN, STORE_WAIT, SessionTable
 from .http_streams import _END, _HttpSession, _Stream
 from .http_modern import check_headers, modern_version, status_for
 from .http_resume import META, Resuming, sse_frame, event_seq
@@ -176,6 +176,10 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
         self._sweep_every = min(60.0, max(0.5, session_idle_timeout / 4))
         #: shared stores: how often a session served here renews its stored copy's TTL
         self._touch_every = min(60.0, max(1.0, session_idle_timeout / 4))
+        self._touching: dict[str, asyncio.Future[None]] = {}
+        self._checking: dict[str, asyncio.Future[bool]] = {}
+        self._saving: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Future[None]] = set()
         self._closed = False
 
     def from_worker(self, hs: _HttpSession, messages: list[Outgoing]) -> None:
@@ -419,7 +423,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
                 hs.session.engine.assume(revisions.get(version))
         elif is_init:
             try:
-                hs = self._new_session(self._client_of(scope))
+                hs = await self._new_session(self._client_of(scope))
             except QuotaExceeded as full:
                 await self._plain(send, full.status, _error_body(INVALID_REQUEST, full.message, None, payload.get("id", NO_ID)),
                                   headers, [(b"retry-after", str(full.retry_after).encode())])
@@ -427,10 +431,13 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
             extra.append((b"mcp-session-id", hs.id.encode()))  # type: ignore[union-attr]
         else:
             found, status, why = self._lookup(headers)
-            if found is None:
-                await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
-                              STORE_WAIT if status == 503 else None)
-                return
+            if found is None:  # the store asked only here: the hot path costs what it did without it
+                if status == ASK_STORE:
+                    found, status, why = await self._lookup_shared(why)
+                if found is None:
+                    await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
+                                      STORE_WAIT if status == 503 else None)
+                    return
             hs = found
             bad_version = self._version_error(headers)
             if bad_version is not None:
@@ -460,8 +467,8 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
             else:
                 hs.session.feed_message(payload, None, access)
             hs.session.flush()
-            if self.session_store is not None and not self.stateless:
-                self._save(hs)
+            if self.session_store is not None and not self.stateless and self._changed(hs):
+                await self._save(hs)
             await self._plain(send, 202, b"", headers, extra)
             return
 
@@ -474,7 +481,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
             else:
                 hs.session.feed_message(payload, msg, access)
             hs.session.flush()
-            if self.session_store is not None and not self.stateless and not self._save(hs):
+            if self.session_store is not None and not self.stateless and self._changed(hs) and not await self._save(hs):
                 # before the answer leaves: the client's next request may reach another process,
                 # so a session the store could not record is refused (http_sessions.py)
                 await self._plain(send, 503, _error_body(INVALID_REQUEST, STORE_DOWN), headers, STORE_WAIT)
@@ -695,14 +702,8 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
         if self.stateless:
             await self._plain(send, 405, _error_body(INVALID_REQUEST, "No standalone stream in stateless mode."), headers, [(b"allow", b"POST")])
             return
-        hs, status, why = self._lookup(headers)
+        hs = await self._session_of(send, headers)
         if hs is None:
-            await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
-                              STORE_WAIT if status == 503 else None)
-            return
-        bad_version = self._version_error(headers)
-        if bad_version is not None:
-            await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
             return
         last = headers.get(b"last-event-id")
         hs.active += 1
@@ -760,17 +761,27 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
         finally:
             hs.active -= 1
 
-    async def _delete(self, send: Any, headers: dict[bytes, bytes]) -> None:
+    async def _session_of(self, send: Any, headers: dict[bytes, bytes]) -> _HttpSession | None:
+        """The session a GET or DELETE names (asking the shared store if need be), or None once
+        the refusal is sent: 400, 404, or 503 + Retry-After while the store is down."""
         hs, status, why = self._lookup(headers)
+        if status == ASK_STORE:
+            hs, status, why = await self._lookup_shared(why)
         if hs is None:
             await self._plain(send, status, _error_body(INVALID_REQUEST, why), headers,
                               STORE_WAIT if status == 503 else None)
-            return
+            return None
         bad_version = self._version_error(headers)
         if bad_version is not None:
             await self._plain(send, 400, _error_body(INVALID_REQUEST, bad_version), headers)
+            return None
+        return hs  # type: ignore[no-any-return]
+
+    async def _delete(self, send: Any, headers: dict[bytes, bytes]) -> None:
+        hs = await self._session_of(send, headers)
+        if hs is None:
             return
-        if not self._end(hs.id):  # type: ignore[arg-type]  # HL-18: later requests with this id get 404
+        if not await self._end(hs.id):  # type: ignore[arg-type]  # HL-18: later requests with this id get 404
             # a shared store could not record the end: refused, never acknowledged and undone
             await self._plain(send, 503, _error_body(INVALID_REQUEST, STORE_DOWN), headers, STORE_WAIT)
             return
