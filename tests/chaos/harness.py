@@ -53,14 +53,19 @@ class Tally:
     notifications: Counter[str] = field(default_factory=Counter)
     quotas: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: seconds each answered call took (reported, never asserted: a figure, not a promise)
+    latencies: list[float] = field(default_factory=list)
 
     def problem(self, what: str) -> None:
         if len(self.problems) < 50:
             self.problems.append(what)
 
     def row(self) -> dict[str, Any]:
+        spread = sorted(self.latencies)
+        pick = (lambda q: round(spread[min(len(spread) - 1, int(q * len(spread)))] * 1000)) if spread else (lambda q: None)
         return {"requests": dict(self.requests), "sessions": dict(self.sessions), "tasks": dict(self.tasks),
-                "notifications": dict(self.notifications), "quotas": self.quotas, "problems": self.problems}
+                "notifications": dict(self.notifications), "quotas": self.quotas, "problems": self.problems,
+                "call_ms": {"p50": pick(0.5), "p99": pick(0.99), "max": pick(1.0)}}
 
 
 def record(fault: str, setup: str, tally: Tally) -> None:

@@ -1,8 +1,8 @@
 """The fault suite: each fault an operator meets, under load, against what an operator runs.
 
 Three processes of tests/scaleout/app.py behind the shipped HAProxy config, on a real Redis (with
-an append-only file, or with no persistence) or a real Redis Cluster of three masters with a
-replica each; the workload of tests/chaos/workload.py runs through the fault and its recovery.
+an append-only file, or with no persistence; behind a proxy that delays its replies for the slow
+case) or a real Redis Cluster of three masters with a replica each; the workload of tests/chaos/workload.py runs through the fault and its recovery.
 Each test asserts that nothing was lost (harness.py lists the promises) and records its row of
 the table in docs/deployment.md (``python tools/fault_table.py`` runs this suite and writes it).
 Every wait is bounded; each test takes 15-30 s.
@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,8 @@ import pytest
 from tests.chaos.harness import Deployment, record
 from tests.chaos.workload import Workload
 from tests.conftest import component_missing
-from tests.stores.conftest import CLUSTER_SCRIPT, REDIS_SERVER, RedisProcess
+from tests.scaleout.slowredis import SlowProxy
+from tests.stores.conftest import REDIS_SERVER, ClusterProcess, RedisProcess
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(180)]
 
@@ -61,71 +61,45 @@ def redis_bare() -> Iterator[RedisProcess]:
     server.stop()
 
 
-class Cluster:
-    """A Redis Cluster of the test's own (tools/start-redis-cluster.sh: three masters, a
-    replica each)."""
-
-    def __init__(self) -> None:
-        self.tmp = tempfile.mkdtemp(prefix="mcpkit-chaos-cluster-")
-        self.env = {**os.environ, "TMPDIR": self.tmp}
-        started = subprocess.run(["bash", CLUSTER_SCRIPT], capture_output=True, text=True, env=self.env, timeout=90)
-        if started.returncode != 0:
-            pytest.fail(f"tools/start-redis-cluster.sh failed: {started.stderr[-800:]}")
-        self.url = started.stdout.strip().splitlines()[-1]
+class Cluster(ClusterProcess):
+    """A Redis Cluster of the test's own (tools/start-redis-cluster.sh: three masters, a replica
+    each), asked about its nodes with redis-cli."""
 
     def ports(self) -> list[int]:
-        return sorted(int(p.name.split("-")[1]) for p in Path(self.tmp, "mcpkit-redis-cluster").glob("node-*"))
+        base = Path(self.tmpdir, "mcpkit-redis-cluster")
+        return sorted(int(p.name.split("-")[1]) for p in base.glob("node-*"))
 
-    def ask(self, command: str, skip: int = 0) -> str:
+    def ask(self, *command: str, skip: int = 0) -> str:
         """``command``'s answer from the first node that answers (not ``skip``)."""
-        import redis
-
         for port in self.ports():
             if port == skip:
                 continue
-            client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1, socket_connect_timeout=1)
-            try:
-                answer = client.execute_command(command)
-                return answer.decode() if isinstance(answer, bytes) else answer
-            except redis.RedisError:
-                continue
-            finally:
-                client.close()
+            done = subprocess.run(["redis-cli", "-p", str(port), *command], capture_output=True, text=True, timeout=5)
+            if done.returncode == 0 and done.stdout.strip() and not done.stdout.startswith("Could not connect"):
+                return done.stdout
         raise AssertionError(f"no node of the cluster answers {command}")
 
     def healthy(self, dead: int) -> bool:
         """Every slot served again (a replica took the dead master's)."""
-        return "cluster_state:ok" in self.ask("CLUSTER INFO", skip=dead)
-
-    def nodes(self) -> list[dict[str, Any]]:
-        text = self.ask("CLUSTER NODES")
-        out = []
-        for line in text.strip().splitlines():
-            fields = line.split()
-            out.append({"id": fields[0], "port": int(fields[1].split(":")[1].split("@")[0]),
-                        "flags": fields[2], "master": fields[3], "slots": fields[8:]})
-        return out
+        return "cluster_state:ok" in self.ask("cluster", "info", skip=dead)
 
     def kill_master(self) -> int:
         """SIGKILL a master that has a replica; its port."""
-        nodes = self.nodes()
-        masters = [n for n in nodes if "master" in n["flags"] and n["slots"]
-                   and any(r["master"] == n["id"] for r in nodes)]
+        nodes = [line.split() for line in self.ask("cluster", "nodes").strip().splitlines()]
+        port_of = {fields[0]: int(fields[1].split(":")[1].split("@")[0]) for fields in nodes}
+        masters = [fields[0] for fields in nodes if "master" in fields[2] and len(fields) > 8
+                   and any(other[3] == fields[0] for other in nodes)]
         assert masters, f"no master with a replica: {nodes}"
-        port = masters[0]["port"]
-        pid = Path(self.tmp, "mcpkit-redis-cluster", f"node-{port}", "redis.pid").read_text().strip()
-        os.kill(int(pid), signal.SIGKILL)
+        port = port_of[masters[0]]
+        os.kill(self.pid(port), signal.SIGKILL)
         return port
-
-    def stop(self) -> None:
-        subprocess.run(["bash", CLUSTER_SCRIPT, "--stop"], env=self.env, timeout=30, check=False)
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 @pytest.fixture
-def cluster() -> Iterator[Cluster]:
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
     _needs_components()
-    made = Cluster()
+    made = Cluster(str(tmp_path))
+    made.start()
     yield made
     made.stop()
 
@@ -202,6 +176,26 @@ async def test_redis_paused(redis_aof, wire):
             redis_aof.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
 
     await endure(redis_aof.url, wire, pause, name="Redis paused 3 s (SIGSTOP)", setup="Redis, AOF")
+
+
+@pytest.fixture
+def slowed(redis_aof: RedisProcess) -> Iterator[SlowProxy]:
+    """``redis_aof`` behind a proxy that can delay every reply (tests/scaleout/slowredis.py)."""
+    proxy = SlowProxy(redis_aof.port).start()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.mark.asyncio
+async def test_redis_slowed_down(slowed, wire):
+    async def slow(_: Deployment) -> None:
+        slowed.delay = 1.5  # under the 2 s socket timeout: late, never failing
+        try:
+            await asyncio.sleep(4.0)
+        finally:
+            slowed.delay = 0.0
+
+    await endure(slowed.url, wire, slow, name="Redis answering 1.5 s late for 4 s", setup="Redis, AOF")
 
 
 @pytest.mark.asyncio

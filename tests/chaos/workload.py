@@ -78,7 +78,10 @@ class Workload:
         n = 0
         while self.running:
             n += 1
+            sent = time.monotonic()
             outcome, answer = await caller.request("tools/call", {"name": "add", "arguments": {"a": n, "b": 1000}})
+            if outcome == "ok":
+                self.tally.latencies.append(time.monotonic() - sent)
             if outcome == "ok" and (answer.get("structuredContent") or {}).get("result") != n + 1000:
                 outcome = "wrong"
             self._count(outcome, answer, f"add from {caller.source}")
