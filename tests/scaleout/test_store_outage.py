@@ -106,6 +106,16 @@ async def listening(clients: Any, port: int, other_port: int, *, by_opener: bool
     return opener, client, stream
 
 
+async def first_update(client: Any, stream: Any) -> str:
+    """The URI of the next resource update on a stream (bounded; the stream must not end)."""
+    while True:
+        event = await stream.next_event(timeout=DEADLINE)
+        assert event is not None, "the stream ended"
+        message = client.event_message(event)
+        if message is not None and message.get("method") == "notifications/resources/updated":
+            return message["params"]["uri"]
+
+
 async def ended(stream: Any) -> None:
     """Read an SSE stream until the server ends it."""
     while await stream.next_event(timeout=DEADLINE) is not None:
@@ -175,14 +185,7 @@ async def test_after_a_redis_restart_every_process_gives_the_same_answer(redis_f
         if durable:
             # served as before, notifications included: B's stream hears an update made on A
             assert await both.tool("touch", {"uri": "note://shared"})
-            seen = None
-            while seen is None:
-                event = await stream.next_event(timeout=DEADLINE)
-                assert event is not None, "B's stream ended"
-                message = both_b.event_message(event)
-                if message is not None and message.get("method") == "notifications/resources/updated":
-                    seen = message
-            assert seen["params"] == {"uri": "note://shared"}
+            assert await first_update(both_b, stream) == "note://shared"
             assert (await both.delete()).status == 200
             await ended(stream)
         else:
@@ -247,13 +250,6 @@ async def test_an_update_published_while_a_process_bus_was_away_still_reaches_it
         redis.start()
         await a.tool("touch", {"uri": "note://shared/1"})
         assert BUS_BACK not in stderr_of(proc_b), "B's bus came back too soon for this test to tell"
-        seen = None
-        while seen is None:
-            event = await stream.next_event(timeout=DEADLINE)
-            assert event is not None, "B's stream ended"
-            message = b.event_message(event)
-            if message is not None and message.get("method") == "notifications/resources/updated":
-                seen = message["params"]["uri"]
-        assert seen in ("note://shared", "note://shared/1")
+        assert await first_update(b, stream) in ("note://shared", "note://shared/1")
         assert (await a.delete()).status == 200
         await ended(stream)
