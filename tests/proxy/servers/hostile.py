@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+from rawloop import serve
+
 MODES = set(filter(None, os.environ.get("HOSTILE", "").split(",")))
 _lock = threading.Lock()
 
@@ -116,10 +118,4 @@ def handle(msg):
         result(mid, {})
 
 
-for line in sys.stdin:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        continue
-    if isinstance(message, dict):
-        handle(message)
+serve(handle)

@@ -1,0 +1,15 @@
+"""The stdin loop of the raw stdio test servers (hostile.py, rugpull.py): one JSON message a
+line, anything else skipped; imported from the script's own folder."""
+
+import json
+import sys
+
+
+def serve(handle):
+    for line in sys.stdin:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict):
+            handle(message)
