@@ -8,6 +8,7 @@
     mcpkit install CLIENT TARGET      the MCP client configuration entry for a server (alias: config)
     mcpkit doctor [TARGET]            check this installation and a server's start-up
     mcpkit check TARGET               the compliance checker (check/)
+    mcpkit pin FILE TARGET            a lockfile of a server's tool definitions (proxy/pincli.py)
 
 TARGET is the same everywhere (targets.py). A user's mistake is one line on stderr and exit code
 2; ``-v`` shows the traceback (errors.py).
@@ -376,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser(argv)
     words = sys.argv[1:] if argv is None else argv
     tail = None
-    if words and words[0] == "proxy" and "--" in words:  # `mcpkit proxy [OPTIONS] -- COMMAND ...`
+    if words and words[0] in ("proxy", "pin") and "--" in words:  # `mcpkit proxy [OPTIONS] -- COMMAND ...`
         cut = words.index("--")
         words, tail = words[:cut], words[cut + 1:]
     args, extra = parser.parse_known_args(words)
@@ -480,9 +481,11 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         from .commands import register
         from .dev import register as register_dev
         from .proxy.cli import add_arguments
+        from .proxy.pincli import register as register_pin
 
         register_dev(sub)
         register(sub)
+        register_pin(sub)
         proxy = sub.add_parser("proxy", help="serve MCP servers written elsewhere behind mcpkit's guard rails")
         add_arguments(proxy)
         _add_serving_options(proxy)

@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sel.add_argument("--hosts", metavar="LIST", default=None,
                      help="the hosts whose hosts.* rules run: a comma list of claude, bedrock, vertex, openai, "
                      "openai-strict, gemini, gemini-openapi, cursor, vscode, or 'all' (default claude,openai,gemini)")
+    from ..proxy.pincli import add_check_arguments
+
+    add_check_arguments(sel)
     sel.add_argument("--conformance", action="store_true",
                      help="HTTP only: also run the official conformance suite (needs npm)")
     ci = parser.add_argument_group("CI")
@@ -145,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         "revisions": args.revision, "call_read_only": bool(args.call_tools), "conformance": args.conformance,
         "headers": _headers(args.header), "rules": args.rule, "skip": args.skip, "quick": args.quick,
         "deadline": args.deadline, "fail_on": args.fail_on, "baseline": baseline, "transport": transport,
-        "hosts": args.hosts,
+        "hosts": args.hosts, "pin": args.pin, "pin_key": args.pin_key,
     }
     if args.timeout is not None:
         options["timeout"] = args.timeout

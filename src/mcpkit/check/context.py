@@ -38,6 +38,9 @@ class Options:
     client_transport: str = "auto"
     #: the hosts whose hosts.* rules run (mcpkit/hosts.py; --hosts)
     hosts: tuple[str, ...] = ("claude", "openai", "gemini")
+    #: --pin: the lockfile security.pin-drift compares the server with, and the server's key in it
+    pin: str | None = None
+    pin_key: str = "default"
     #: set once the first connection has answered: how long a later handshake may take, and how
     #: long a process gets to exit at EOF (both scale with the server's start-up on this machine)
     handshake_floor: float = 0.0

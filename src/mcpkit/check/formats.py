@@ -202,7 +202,7 @@ def rules_markdown() -> str:
         if r.transports:
             out.append(f"- **Transports:** {', '.join(r.transports)}.")
         if not r.default:
-            out.append("- **Runs only when asked for** (`--call-tools` or `--conformance`).")
+            out.append("- **Runs only when asked for** (`--call-tools`, `--conformance` or `--pin FILE`).")
         out.append(f"- **Spec** ({r.source}):")
         out.append("")
         out.append(f"  > {r.quote}")

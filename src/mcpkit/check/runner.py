@@ -42,7 +42,7 @@ SLOW_START = 2.0
 #: how many connections run at once after the first (a server that cannot run twice: jobs=1)
 JOBS = 2
 #: the rules that run only when asked for: rule id -> the run_checks option
-OPTIONAL = {"tools.read-only-output": "call_read_only", "conformance.suite": "conformance"}
+OPTIONAL = {"tools.read-only-output": "call_read_only", "conformance.suite": "conformance", "security.pin-drift": "pin"}
 
 _ANSWERED = re.compile(r"answered protocol version (.+), which")
 
@@ -304,6 +304,8 @@ async def run_checks(
     jobs: int = JOBS,
     progress: bool | None = None,
     hosts: str | list[str] | tuple[str, ...] | None = None,
+    pin: str | None = None,
+    pin_key: str = "default",
 ) -> Report:
     """Check the MCP server at ``target`` (a command line for stdio, a URL for HTTP, or an mcpkit
     Server in memory): connect once per revision in ``revisions`` (default: every revision, plus
@@ -315,13 +317,14 @@ async def run_checks(
     ``deadline`` bounds the whole run in seconds (what ran is reported, the report says it is
     incomplete); ``baseline`` holds fingerprints of known failures, which do not fail the run;
     ``hosts`` ("claude,openai", or a list) picks the hosts.* rules (default claude, openai, gemini;
-    mcpkit/hosts.py)."""
+    mcpkit/hosts.py); ``pin`` (a lockfile, mcpkit pin) runs security.pin-drift against the entry
+    ``pin_key``."""
     from ..hosts import parse_hosts
 
     kind = _transport_kind(target, transport)
     options = Options(target=target, transport=kind, headers=dict(headers or {}), call_read_only=call_read_only,
                       conformance=conformance, timeout=timeout, client_transport=transport,
-                      hosts=parse_hosts(hosts))
+                      hosts=parse_hosts(hosts), pin=pin, pin_key=pin_key)
     offered = _plan(revisions, quick)
     selected = _selected(options, resolve(rules), resolve(skip) or set())
     per_connection = sorted((r for r in selected if r.scope == "connection"), key=lambda r: r.order)

@@ -46,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     guards.add_argument("--rate-limit", metavar="RATE", help="calls per client, e.g. 60/min")
     guards.add_argument("--tool-policy", metavar="FILE",
                         help="TOML overriding the upstream tools' annotations, scopes, rate limits, timeouts")
+    from .pincli import add_proxy_arguments
+
+    add_proxy_arguments(parser)
     upstream = parser.add_argument_group("upstream connections")
     upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                           help="an HTTP header for URL targets (repeatable)")
@@ -85,31 +88,12 @@ def _quiet_start(quiet: bool) -> Iterator[None]:
 
 
 def _specs(args: argparse.Namespace) -> list[Any]:
-    from .config import ConfigError, UpstreamSpec, load_mcp_servers, parse_target
+    from .config import ConfigError, specs_of
 
-    specs: list[Any] = []
     try:
-        for text in args.targets:
-            specs.append(parse_target(text))
-        if args.command_tail:
-            specs.append(UpstreamSpec(None, list(args.command_tail), "stdio"))
-        if args.config:
-            specs.extend(load_mcp_servers(args.config))
+        specs = specs_of(args.targets, args.command_tail, args.config, args.header)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    if not specs:
-        if args.config:
-            raise _fail(f'{args.config} has no enabled server in "mcpServers"')
-        raise _fail("give a TARGET (a URL or a command line), a command after --, or --config FILE")
-    headers = {}
-    for item in args.header or ():
-        key, sep, value = item.partition(":")
-        if not sep:
-            raise _fail(f"--header wants 'Name: value', got {item!r}")
-        headers[key.strip()] = value.strip()
-    for spec in specs:
-        if spec.transport != "stdio":
-            spec.headers = {**headers, **spec.headers}
     if len(specs) > 1:
         unnamed = [s for s in specs if not s.name]
         if unnamed:
@@ -225,6 +209,9 @@ def run(args: argparse.Namespace) -> int:
             tool_policy = ToolPolicy.from_file(args.tool_policy)
         except ToolPolicyError as exc:
             raise _fail(str(exc)) from None
+    from .pincli import key_of, lockfile_for_proxy
+
+    lock = lockfile_for_proxy(args, _fail)
     from ..server.server import Server
     from ..startup import announce
 
@@ -239,13 +226,18 @@ def run(args: argparse.Namespace) -> int:
     upstreams = []
     for spec in specs:
         prefix = spec.name if len(specs) > 1 else args.prefix
+        pin = None
+        if lock is not None:
+            from .pin import Pin
+
+            pin = Pin(lock, key_of(spec.name), strict=args.pin_strict)
         try:
             with _quiet_start(len(specs) == 1 and not getattr(args, "verbose", False)):
                 upstream = server.mount(
                     spec.target, prefix=prefix, name=spec.name, separator=args.separator,
                     prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
                     timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
-                    flatten_schemas=args.flatten_schemas,
+                    flatten_schemas=args.flatten_schemas, pin=pin,
                     **spec.options(),
                 )
         except ValueError as exc:

@@ -23,7 +23,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["UpstreamSpec", "load_mcp_servers", "parse_target", "ConfigError"]
+__all__ = ["UpstreamSpec", "load_mcp_servers", "parse_target", "specs_of", "ConfigError"]
 
 _TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamablehttp": "http",
           "streamable_http": "http", "sse": "sse"}
@@ -67,6 +67,32 @@ class UpstreamSpec:
         if self.headers:
             out["headers"] = self.headers
         return out
+
+
+def specs_of(targets: list[str], command: list[str] | None, config: str | None,
+             headers: list[str] | None) -> list[UpstreamSpec]:
+    """The upstreams a command line names (``mcpkit proxy``, ``mcpkit pin``): each TARGET, the
+    command after ``--``, the servers of an mcpServers file; ``headers`` ('Name: value') go to
+    every URL upstream, under its own. Raises ConfigError, also when that names none."""
+    specs = [parse_target(text) for text in targets]
+    if command:
+        specs.append(UpstreamSpec(None, list(command), "stdio"))
+    if config:
+        specs.extend(load_mcp_servers(config))
+    given = {}
+    for item in headers or ():
+        key, sep, value = item.partition(":")
+        if not sep:
+            raise ConfigError(f"--header wants 'Name: value', got {item!r}")
+        given[key.strip()] = value.strip()
+    for spec in specs:
+        if spec.transport != "stdio":
+            spec.headers = {**given, **spec.headers}
+    if not specs:
+        if config:
+            raise ConfigError(f'{config} has no enabled server in "mcpServers"')
+        raise ConfigError("give a TARGET (a URL or a command line), a command after --, or --config FILE")
+    return specs
 
 
 def parse_target(text: str) -> UpstreamSpec:

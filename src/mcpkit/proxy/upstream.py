@@ -33,6 +33,7 @@ from ..server.context import Context
 from ..server.pipeline import policy_layer
 from .hub import batched, changing, hub_of, upstreams_of
 from .loop import upstream_loop
+from .mirroring import done_now, has_root_combinator, is_server, label, register
 from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner, served
 from .tasks import TaskOwners
 from .toolpolicy import ToolPolicy, toml_key
@@ -62,7 +63,8 @@ class Upstream:
     ``tool_policy`` (a ToolPolicy, a TOML path or a dict) overrides what the upstream's tools
     claim; ``headers``, ``env``, ``cwd``, ``transport``, ``protocol_version`` build the Client;
     ``timeout`` bounds each upstream request (seconds, None: unbounded); ``probe_interval`` is
-    how often the link is pinged; ``connect_timeout`` bounds one connection attempt.
+    how often the link is pinged; ``connect_timeout`` bounds one connection attempt; ``pin`` (a
+    :class:`mcpkit.proxy.pin.Pin`) withholds what changed since it was pinned.
     """
 
     def __init__(
@@ -84,12 +86,17 @@ class Upstream:
         probe_interval: float = 5.0,
         connect_timeout: float = 30.0,
         flatten_schemas: bool = False,
+        pin: Any = None,
     ) -> None:
         self.server = server
         self.target = target
         #: list an upstream tool whose inputSchema has a root oneOf/anyOf/allOf as a flat copy
         #: that every host accepts, still validating calls against the original (mcpkit.hosts)
         self.flatten_schemas = flatten_schemas
+        #: a proxy.pin.Pin: what drifted from the lockfile is withheld, screened once per listing
+        self.pin = pin
+        if pin is not None and pin.audit is None and server.policy is not None:
+            pin.audit = server.policy.audit
         self.names = Names(prefix, separator, prefix_uris)
         if prefix is not None:
             for other in upstreams_of(server):
@@ -97,7 +104,7 @@ class Upstream:
                     # every name would clash with the first mount's: nothing would be mirrored
                     raise ValueError(f"prefix {prefix!r} is already mounted (upstream {other.name}); "
                                      "choose another prefix")
-        self.name = name or prefix or _label(target)
+        self.name = name or prefix or label(target)
         if tool_policy is None or isinstance(tool_policy, ToolPolicy):
             self.tool_policy = tool_policy
         elif isinstance(tool_policy, dict):
@@ -160,7 +167,7 @@ class Upstream:
     @property
     def reconnects(self) -> bool:
         """A command or URL is connected again after it drops; a Server or a given Client is not."""
-        return self._given is None and not _is_server(self.target)
+        return self._given is None and not is_server(self.target)
 
     def start(self) -> Upstream:
         """Connect now (so the mirrored items are there from the first list), then keep the link
@@ -239,7 +246,7 @@ class Upstream:
 
     async def _open(self, client: Client) -> None:
         await client.connect()
-        if _is_server(self.target):
+        if is_server(self.target):
             client.transport.session.outer = self  # type: ignore[attr-defined]
         self.server_info = dict(client.server_info or {})
         self.instructions = client.instructions
@@ -421,9 +428,16 @@ class Upstream:
             self._apply_tools_locked(items)
 
     def _apply_tools_locked(self, items: list[dict[str, Any]]) -> None:
-        wanted: dict[str, tuple[str, dict[str, Any], dict[str, Any], Any, Any]] = {}
+        wanted: dict[str, tuple[str, dict[str, Any], dict[str, Any], Any, Any, Any]] = {}
         items = [d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)]
         self._tool_items = items
+        held: dict[str, Any] = {}
+        if self.pin is not None:
+            items, held = self.pin.screen("tools", items)
+        for upstream_name, (why, fields) in held.items():  # registered behind a Hold: unlisted, refused
+            name = self.names.name(upstream_name)
+            if not self._refuse("tool", name):
+                wanted[name] = (upstream_name, _HELD, {}, (), None, self.pin.hold(name, why, fields))
         served = [(self.names.name(d["name"]), d) for d in items]
         served = [(name, d) for name, d in served if not self._refuse("tool", name)]
         resolve = None
@@ -442,7 +456,7 @@ class Upstream:
                 # a Server child's own scopes (the tool's, its actions') are part of what is
                 # mirrored: a tool registered again with other scopes is registered again here
                 wanted[name] = (upstream_name, desc, settings, self._scopes("tool", upstream_name),
-                                self._action_scopes(upstream_name))
+                                self._action_scopes(upstream_name), None)
         for name in [n for n in self._tools if n not in wanted]:
             del self._tools[name]
             with contextlib.suppress(KeyError):
@@ -463,8 +477,9 @@ class Upstream:
             self._tools[name] = spec
 
     def _add_tool(self, name: str, upstream_name: str, desc: dict[str, Any], settings: dict[str, Any],
-                  own_scopes: tuple[str, ...] = (), action_scopes: dict[str, tuple[str, ...]] | None = None) -> None:
-        options: dict[str, Any] = {"requires": self.bridge}
+                  own_scopes: tuple[str, ...] = (), action_scopes: dict[str, tuple[str, ...]] | None = None,
+                  hold: Any = None) -> None:
+        options: dict[str, Any] = {"requires": self.bridge if hold is None else (self.bridge, hold)}
         if "rate_limit" in settings:
             options["rate_limit"] = settings["rate_limit"] or None
         if "timeout" in settings:
@@ -480,12 +495,14 @@ class Upstream:
             replace=True, scopes=tuple(dict.fromkeys([*own_scopes, *settings.get("scopes", ())])),
             action_scopes=action_scopes, **options,
         )
-        if self.flatten_schemas and _has_root_combinator(desc.get("inputSchema")):
+        if self.flatten_schemas and has_root_combinator(desc.get("inputSchema")):
             kwargs["flatten"] = True
-        _register(lambda **extra: self.server.add_tool(name, call, **kwargs, **extra), desc)
+        register(lambda **extra: self.server.add_tool(name, call, **kwargs, **extra), desc)
 
     def _apply_resources(self, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> None:
         server = self.server
+        if self.pin is not None:  # a drifted template is not mirrored (pin.py)
+            templates = self.pin.screen("resourceTemplates", [d for d in templates if isinstance(d, dict)])[0]
         wanted = {self.names.uri(d["uri"]): d for d in resources if isinstance(d, dict) and isinstance(d.get("uri"), str)}
         for uri in [u for u in self._resources if u not in wanted]:
             del self._resources[uri]
@@ -527,7 +544,7 @@ class Upstream:
         async def read(ctx: Context) -> Any:
             return await self._read(ctx, upstream_uri)
 
-        return _register(lambda **extra: self.server.add_resource(
+        return register(lambda **extra: self.server.add_resource(
             uri, read, name=str(desc.get("name") or upstream_uri), title=desc.get("title"),
             description=desc.get("description"), mime_type=desc.get("mimeType"), size=desc.get("size"),
             annotations=desc.get("annotations"), replace=True, scopes=self._scopes("resource", upstream_uri),
@@ -545,7 +562,7 @@ class Upstream:
 
         ref = {"type": "ref/resource", "uri": upstream_template}
         completions = {v: self._completer(ref, v) for v in UriTemplate(uri_template).variables}
-        return _register(lambda **extra: self.server.add_resource_template(
+        return register(lambda **extra: self.server.add_resource_template(
             uri_template, read, name=str(desc.get("name") or upstream_template), title=desc.get("title"),
             description=desc.get("description"), mime_type=desc.get("mimeType"),
             annotations=desc.get("annotations"), completions=completions, replace=True,
@@ -570,6 +587,8 @@ class Upstream:
     def _apply_prompts_locked(self, items: list[dict[str, Any]]) -> None:
         server = self.server
         self._prompt_items = items
+        if self.pin is not None:  # a drifted prompt is not mirrored (pin.py)
+            items = self.pin.screen("prompts", [d for d in items if isinstance(d, dict)])[0]
         wanted = {self.names.name(d["name"]): d for d in items if isinstance(d, dict) and isinstance(d.get("name"), str)}
         wanted = {name: d for name, d in wanted.items() if not self._refuse("prompt", name)}
         for name in [n for n in self._prompts if n not in wanted]:
@@ -602,7 +621,7 @@ class Upstream:
 
         ref = {"type": "ref/prompt", "name": upstream_name}
         completions = {a["name"]: self._completer(ref, a["name"]) for a in arguments}
-        _register(lambda **extra: self.server.add_prompt(
+        register(lambda **extra: self.server.add_prompt(
             name, get, arguments=arguments, title=desc.get("title"), description=desc.get("description"),
             completions=completions, replace=True, scopes=self._scopes("prompt", upstream_name), **extra), desc)
 
@@ -632,7 +651,7 @@ class Upstream:
             refusal = {"content": [{"type": "text", "text": f"Tool {name!r} cannot be called here: this server is "
                                     "mounted, and no call of the parent's is in flight to call it for."}],
                        "isError": True}
-            return _done_now(refusal) if want_async else refusal
+            return done_now(refusal) if want_async else refusal
         parent_ctx = call.ctx
 
         async def run() -> Any:
@@ -660,7 +679,7 @@ class Upstream:
         action step would add) go with it, for the parent's pipeline to check on the ``action``
         argument; the child, driven without the caller's token, cannot."""
         child = self.target
-        tool = child._tools.get(upstream_name) if _is_server(child) else None
+        tool = child._tools.get(upstream_name) if is_server(child) else None
         if tool is None or getattr(tool, "actions", None) is None:
             return None
         return policy_layer().action_scopes(child, tool) or None
@@ -669,7 +688,7 @@ class Upstream:
         """The OAuth scopes of a mounted Server's own item (``scopes=``): the child is driven in
         memory, without the caller's token, so it cannot check them; the parent's pipeline does."""
         child = self.target
-        if not _is_server(child):
+        if not is_server(child):
             return ()
         if kind == "tool":
             item = child._tools.get(key)
@@ -850,41 +869,13 @@ class Upstream:
 
 
 _MAX_INPUT_ROUNDS = 16
+#: what a withheld tool is registered with: never listed, and refused before its arguments are read
+_HELD: dict[str, Any] = {"inputSchema": {"type": "object"}}
 _FOREVER = 10.0**9  # seconds: a listen stream has no answer to wait for
 
 
 #: what the proxy declares upstream: it can ask the real client for all of these
 _CLIENT_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": True}}
-
-
-def _register(add: Callable[..., Any], desc: dict[str, Any]) -> Any:
-    """Register with the upstream's icons and _meta; without them when they do not pass the
-    checks (a bad icon should not cost the item)."""
-    extra = {k: desc[w] for k, w in (("icons", "icons"), ("meta", "_meta")) if desc.get(w)}
-    try:
-        return add(**extra)
-    except ValueError:
-        if not extra:
-            raise
-        return add()
-
-
-async def _done_now(value: Any) -> Any:
-    return value
-
-
-def _is_server(target: Any) -> bool:
-    from ..server.server import Server
-
-    return isinstance(target, Server)
-
-
-def _label(target: Any) -> str:
-    if isinstance(target, str):
-        return target if len(target) <= 60 else target[:59] + "…"
-    if isinstance(target, (list, tuple)):
-        return _label(" ".join(map(str, target)))
-    return getattr(target, "name", None) or type(target).__name__
 
 
 def proxy_server(cls: type, target: Any, *, name: str | None = None, policy: Any = None, **options: Any) -> Any:
@@ -901,7 +892,3 @@ def proxy_server(cls: type, target: Any, *, name: str | None = None, policy: Any
     if upstream.instructions:
         server.instructions = upstream.instructions
     return server
-
-
-def _has_root_combinator(schema: Any) -> bool:
-    return isinstance(schema, dict) and any(k in schema for k in ("oneOf", "anyOf", "allOf"))

@@ -500,8 +500,13 @@ class Server(Registrations):
             for label, annotations, bridges in parts:
                 reason = gates.explain(annotations) if gates is not None else None
                 if reason is None:
+                    # a requirement that is down for a reason of its own says it (a pinned
+                    # tool that changed, mcpkit.proxy.pin.Hold); a bridge is waited for
+                    held = [b.hidden_reason for b in bridges if not b.up and getattr(b, "hidden_reason", None)]
                     down = [getattr(b, "name", repr(b)) for b in bridges if not b.up]
-                    if down:
+                    if held:
+                        reason = held[0]
+                    elif down:
                         reason = f"hidden while {', '.join(down)} is not connected; it comes back by itself"
                 if reason is not None:
                     out.append((label, reason))

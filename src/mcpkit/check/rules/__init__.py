@@ -11,6 +11,7 @@ from . import (  # noqa: F401 - each module registers its rules
     pagination,
     resources,
     schema,
+    security,
     stdio,
     tools,
 )
