@@ -4,7 +4,9 @@ and ``mcpkit check --pin``, with the rug-pull server of servers/rugpull.py in re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcpkit import Server
-from mcpkit.client import Client
+from mcpkit.client import Client, RpcError
 from mcpkit.proxy.pin import Lockfile, Pin, PinError, changed_fields, entry_of
 from mcpkit.server.pipeline import policy_layer
 
@@ -53,20 +55,20 @@ async def test_a_rug_pull_behind_the_proxy_is_withheld_refused_audited_and_logge
     changed = ListChanged()
     command = [*MCPKIT, "proxy", "--pin", str(lock), "--audit", str(audit), "--", *RUGPULL]
     async with Client(command, env={"RUGPULL_AT": "1000"}, on_notification=changed) as client:
-        assert [t["name"] for t in await client.list_tools()] == ["fetch", "echo", "pull"]
+        assert [t["name"] for t in await client.list_tools()] == ["fetch", "echo", "pull", "crash"]
         # pinned on first sight: one entry per item, grouped by upstream and kind, sorted keys
         text = lock.read_text()
         data = json.loads(text)
         assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"
         pinned = data["upstreams"]["default"]
-        assert sorted(pinned["tools"]) == ["echo", "fetch", "pull"]
+        assert sorted(pinned["tools"]) == ["crash", "echo", "fetch", "pull"]
         assert sorted(pinned["tools"]["fetch"]["hashes"]) == sorted(
             ["name", "title", "description", "inputSchema", "outputSchema", "annotations"])
         assert list(pinned["prompts"]) == ["greet"] and list(pinned["resourceTemplates"]) == ["note://{id}"]
 
         await client.call_tool("pull")  # the upstream changes fetch and says list_changed
         await changed.wait()
-        assert [t["name"] for t in await client.list_tools()] == ["echo", "pull"]
+        assert [t["name"] for t in await client.list_tools()] == ["echo", "pull", "crash"]
         refused = await client.call_tool("fetch", {"url": "https://example.com"})
         assert refused.get("isError") is True
         message = refused["content"][0]["text"]
@@ -96,9 +98,27 @@ async def test_a_proxy_started_on_a_drifted_upstream_withholds_from_the_first_li
     assert mcpkit("pin", str(lock), "--", *RUGPULL, env=env).returncode == 0
     flag.touch()
     async with Client([*MCPKIT, "proxy", "--pin", str(lock), "--", *RUGPULL], env=env) as client:
-        assert [t["name"] for t in await client.list_tools()] == ["echo", "pull"]
+        assert [t["name"] for t in await client.list_tools()] == ["echo", "pull", "crash"]
         assert "withheld" in (await client.call_tool("fetch", {"url": "x"}))["content"][0]["text"]
         assert [p["name"] for p in await client.list_prompts()] == ["greet"]
+
+
+@aio
+async def test_a_drift_found_on_reconnection_is_withheld(tmp_path: Path) -> None:
+    lock, flag = tmp_path / "lock.json", tmp_path / "pulled"
+    changed = ListChanged()
+    async with Client([*MCPKIT, "proxy", "--pin", str(lock), "--", *RUGPULL],
+                      env={"RUGPULL_AT": "1000", "RUGPULL_FLAG": str(flag)}, on_notification=changed) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["fetch", "echo", "pull", "crash"]
+        flag.touch()  # the next process of the upstream serves the changed fetch
+        with contextlib.suppress(RpcError):
+            await client.call_tool("crash")
+        names: list[str] = []
+        while names != ["echo", "pull", "crash"]:  # down (everything hidden), then back without fetch
+            await changed.wait()
+            names = [t["name"] for t in await client.list_tools()]
+        assert "withheld" in (await client.call_tool("fetch", {"url": "x"}))["content"][0]["text"]
+        assert (await client.call_tool("echo", {"text": "back"}))["content"][0]["text"] == "back"
 
 
 @aio
@@ -110,12 +130,12 @@ async def test_pin_strict_withholds_what_the_lockfile_does_not_name(tmp_path: Pa
     lock.write_text(json.dumps(data))
     async with Client([*MCPKIT, "proxy", "--pin", str(lock), "--pin-strict", "--", *RUGPULL],
                       env={"RUGPULL_AT": "1000"}) as client:
-        assert [t["name"] for t in await client.list_tools()] == ["fetch", "pull"]
+        assert [t["name"] for t in await client.list_tools()] == ["fetch", "pull", "crash"]
         refused = await client.call_tool("echo", {"text": "x"})
         assert "not in the lockfile" in refused["content"][0]["text"]
     # without --pin-strict a tool the file does not name is pinned on first sight
     async with Client([*MCPKIT, "proxy", "--pin", str(lock), "--", *RUGPULL], env={"RUGPULL_AT": "1000"}) as client:
-        assert [t["name"] for t in await client.list_tools()] == ["fetch", "echo", "pull"]
+        assert [t["name"] for t in await client.list_tools()] == ["fetch", "echo", "pull", "crash"]
     assert "echo" in json.loads(lock.read_text())["upstreams"]["default"]["tools"]
 
 
@@ -172,6 +192,9 @@ def test_mcpkit_check_pin_fails_on_drift_in_every_format(tmp_path: Path) -> None
     assert sarif.returncode == 1 and [r["ruleId"] for r in results] == ["security.pin-drift"]
     junit = mcpkit(*check, "--format", "junit", env=env)
     assert junit.returncode == 1 and "security.pin-drift" in junit.stdout and "<failure" in junit.stdout
+    missing = mcpkit("check", "--quick", "--pin", str(tmp_path / "none.json"), target, env=env)
+    assert missing.returncode == 2 and "write it with `mcpkit pin" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
     # without --pin the rule does not run
     plain = mcpkit("check", "--quick", "--rule", "security", target, env=env)
     assert plain.returncode == 0 and "pin-drift" not in plain.stdout.replace("security.pin-drift: skip", "")
@@ -200,6 +223,21 @@ def test_the_lockfile_is_written_whole_and_a_broken_one_is_refused(tmp_path: Pat
     path.write_text('{"upstreams": {}, "version": 99}')
     with pytest.raises(PinError, match="version 99"):
         Lockfile.load(str(path))
+
+
+def test_a_pinned_item_no_longer_listed_is_logged_once_and_kept(tmp_path: Path, caplog: Any) -> None:
+    lock = Lockfile(str(tmp_path / "lock.json"))
+    pin = Pin(lock, "files")
+    tools = [{"name": "read", "inputSchema": {"type": "object"}}, {"name": "write", "inputSchema": {"type": "object"}}]
+    pin.screen("tools", tools)
+    with caplog.at_level(logging.WARNING, logger="mcpkit.proxy"):
+        pin.screen("tools", tools[:1])
+        pin.screen("tools", tools[:1])
+    gone = [r.getMessage() for r in caplog.records if "no longer listed" in r.getMessage()]
+    assert gone == ["upstream files: pinned tool 'write' is no longer listed"]
+    assert "write" in lock.upstream("files")["tools"]  # back changed, it is still caught
+    kept, held = pin.screen("tools", [tools[0], {**tools[1], "description": "now it says more"}])
+    assert [d["name"] for d in kept] == ["read"] and list(held) == ["write"]
 
 
 def test_the_pin_check_costs_an_unchanged_tool_nothing_per_call(tmp_path: Path) -> None:

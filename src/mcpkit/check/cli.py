@@ -129,6 +129,10 @@ def run(args: argparse.Namespace) -> int:
         resolve(args.skip)
         parse_hosts(args.hosts)  # an unknown host is a usage error, before anything runs
         baseline = load_baseline(args.baseline) if args.baseline else None
+        if args.pin:
+            from ..proxy.pincli import usable_lockfile
+
+            usable_lockfile(args.pin)  # a missing or broken one is a usage error, before anything runs
     except ValueError as exc:
         return _fail(str(exc))
     target = _target(args.target)

@@ -16,7 +16,8 @@ import asyncio
 import sys
 from typing import Any
 
-__all__ = ["add_check_arguments", "add_proxy_arguments", "lockfile_for_proxy", "key_of", "listed", "register", "run"]
+__all__ = ["add_check_arguments", "add_proxy_arguments", "key_of", "listed", "lockfile_for_proxy", "register", "run",
+           "usable_lockfile"]
 
 #: the lockfile key of an unnamed single upstream
 DEFAULT_KEY = "default"
@@ -43,6 +44,17 @@ def add_check_arguments(group: Any) -> None:
                        "this lockfile (written by mcpkit pin)")
     group.add_argument("--pin-key", metavar="NAME", default=DEFAULT_KEY,
                        help=f"the server's entry in the --pin lockfile (its NAME there; default: {DEFAULT_KEY})")
+
+
+def usable_lockfile(path: str) -> Any:
+    """The Lockfile at ``path`` for ``mcpkit check --pin``; raises PinError (a ValueError) when it
+    cannot be read or does not exist, naming the fix."""
+    from .pin import Lockfile, PinError
+
+    lock = Lockfile.load(path)
+    if not lock.exists:
+        raise PinError(f"the lockfile {path} does not exist; write it with `mcpkit pin {path} TARGET`")
+    return lock
 
 
 def lockfile_for_proxy(args: argparse.Namespace, fail: Any) -> Any:

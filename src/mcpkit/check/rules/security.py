@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...proxy.pin import SINGULAR, Lockfile, PinError, describe_drift, drift
-from ...proxy.pincli import listed
+from ...proxy.pin import SINGULAR, PinError, describe_drift, drift
+from ...proxy.pincli import listed, usable_lockfile
 from ..context import CheckContext, Skip
 from ..model import Finding
 from ..registry import rule
@@ -29,11 +29,9 @@ from ..registry import rule
 async def check_pin_drift(ctx: CheckContext) -> list[Finding]:
     path = ctx.options.pin
     try:
-        lock = Lockfile.load(path)
-    except PinError as exc:
+        lock = usable_lockfile(path)
+    except PinError as exc:  # run_checks called without the command's check of it
         raise Skip(str(exc)) from None
-    if not lock.exists:
-        raise Skip(f"the lockfile {path} does not exist; write it with `mcpkit pin {path} TARGET`")
     key = ctx.options.pin_key
     pinned = lock.upstream(key)
     if not any(pinned.values()):
