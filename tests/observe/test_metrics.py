@@ -62,3 +62,43 @@ def test_the_metrics_page_keeps_the_host_guard():
         return reply.status
 
     assert asyncio.run(go()) == 403
+
+
+def test_names_a_client_makes_up_are_one_label_and_do_not_grow_the_page():
+    """Unknown tool, method, prompt and notification names are counted under one label: the
+    page's series are bounded by what the server defines, not by what clients send."""
+    import asyncio
+
+    from mcpkit import Client, Server
+    from mcpkit.observe import PrometheusMetrics
+
+    server = Server("s")
+
+    @server.tool(read_only=True, open_world=False)
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    metrics = PrometheusMetrics().attach(server)
+
+    async def traffic(n: int) -> None:
+        async with Client(server) as client:
+            await client.call_tool("add", {"a": 1, "b": 2})
+            for i in range(n):
+                with pytest.raises(Exception):  # -32602 in 2025-11-25
+                    await client.call_tool(f"made_up_{i}", {})
+                with pytest.raises(Exception):
+                    await client.request(f"made/up/{i}", {})
+                await client.notify(f"notifications/made_up_{i}", {})
+            await client.ping()  # the notifications before it are handled by then
+
+    asyncio.run(traffic(3))
+    small = metrics.render().decode()
+    asyncio.run(traffic(200))
+    text = metrics.render().decode()
+    assert "made_up" not in text and "made/up" not in text
+    assert len(text.splitlines()) == len(small.splitlines())  # the same series, other counts
+    assert value(text, "mcp_server_requests_total", method="tools/call", tool="add", outcome="ok") == 2
+    assert value(text, "mcp_server_requests_total", method="tools/call", tool="other", outcome="error") == 203
+    assert value(text, "mcp_server_requests_total", method="other", tool="", outcome="error") == 203
+    assert value(text, "mcp_server_notifications_total", method="other") == 203
+
