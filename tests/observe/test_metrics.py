@@ -102,3 +102,35 @@ def test_names_a_client_makes_up_are_one_label_and_do_not_grow_the_page():
     assert value(text, "mcp_server_requests_total", method="other", tool="", outcome="error") == 203
     assert value(text, "mcp_server_notifications_total", method="other") == 203
 
+
+def test_under_auth_the_metrics_page_needs_the_same_token(tmp_path):
+    """A real ``mcpkit serve --http --auth ... --metrics``: tool names, traffic and sessions are
+    not for whoever reaches the port."""
+    import os
+    import secrets
+    import urllib.error
+
+    from mcpkit.auth.static import hash_token
+
+    token = "scraper-" + secrets.token_hex(16)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{hash_token(token)} scraper mcp\n")
+    os.chmod(tokens, 0o600)
+    proc, port = start_server("--metrics", "--auth", f"tokens:{tokens}")
+    try:
+        def get(headers: dict[str, str]) -> tuple[int, str]:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=10) as reply:
+                    return reply.status, reply.read().decode()
+            except urllib.error.HTTPError as refused:
+                return refused.code, refused.headers.get("www-authenticate", "")
+
+        status, challenge = get({})
+        assert status == 401 and challenge.startswith("Bearer")
+        assert get({"Authorization": "Bearer not-" + token})[0] == 401
+        status, text = get({"Authorization": f"Bearer {token}"})
+        assert status == 200 and "mcp_server_active_sessions" in text
+    finally:
+        stderr = stop_server(proc)
+        assert "Traceback" not in stderr and token not in stderr

@@ -108,8 +108,6 @@ class AuthRoutes:
     ) -> None:
         """With auth: the RFC 9728 metadata is public (AU-02, AU-03); everything else needs a
         valid bearer token, checked on every request (AU-13, SEC-03)."""
-        from ..auth.resource import AuthFailure
-
         auth = self.auth
         resource = auth.resource_for(scope.get("scheme", "http"), headers.get(b"host", b"").decode("latin-1"),
                                      self.path)
@@ -121,18 +119,31 @@ class AuthRoutes:
             await self._plain(send, 200, auth.metadata_body(resource), headers,
                               [(b"access-control-allow-origin", b"*"), (b"cache-control", b"max-age=3600")])
             return
-        try:
-            # an API-key scheme (mcpkit.auth.ApiKeyAuth) names its own header
-            access = await auth.authenticate(headers.get(getattr(auth, "header", b"authorization")), resource)
-        except AuthFailure as refusal:
-            self._audit_unauthenticated(scope, method, path, refusal)
-            await self._refuse_auth(send, headers, refusal)
+        access = await self._access(scope, send, headers, path, method, resource)
+        if access is None:
             return
         token = ACCESS.set((access, resource))
         try:
             await self._route(scope, receive, send, headers, path, method)
         finally:
             ACCESS.reset(token)
+
+    async def _access(self, scope: dict[str, Any], send: Any, headers: dict[bytes, bytes], path: str, method: str,
+                      resource: Any = None) -> Any:
+        """The request's verified access, or None once it has been refused (401/403, audited)."""
+        from ..auth.resource import AuthFailure
+
+        auth = self.auth
+        if resource is None:
+            resource = auth.resource_for(scope.get("scheme", "http"), headers.get(b"host", b"").decode("latin-1"),
+                                         self.path)
+        try:
+            # an API-key scheme (mcpkit.auth.ApiKeyAuth) names its own header
+            return await auth.authenticate(headers.get(getattr(auth, "header", b"authorization")), resource)
+        except AuthFailure as refusal:
+            self._audit_unauthenticated(scope, method, path, refusal)
+            await self._refuse_auth(send, headers, refusal)
+            return None
 
     async def _refuse_auth(self, send: Any, headers: dict[bytes, bytes], refusal: Any) -> None:
         await self._plain(send, refusal.status, _error_body(INVALID_REQUEST, refusal.message), headers,

@@ -28,14 +28,17 @@ _SINGLE = frozenset({
 })
 
 
-def repeated_header(raw: list[tuple[bytes, bytes]], parsed: dict[bytes, bytes]) -> str | None:
+def repeated_header(raw: list[tuple[bytes, bytes]], parsed: dict[bytes, bytes],
+                    also: bytes | None = None) -> str | None:
     """The name of a single-valued header sent more than once, else None. ``parsed`` is
-    ``dict(raw)``: when no name repeats they are the same length, and nothing more is done."""
+    ``dict(raw)``: when no name repeats they are the same length, and nothing more is done.
+    ``also``: one more such header, the credential header an API-key scheme reads (two keys
+    would leave which one is checked to the order of the parse)."""
     if len(parsed) == len(raw):
         return None
     seen: set[bytes] = set()
     for name, _value in raw:
-        if name in _SINGLE:
+        if name in _SINGLE or name == also:
             if name in seen:
                 return name.decode("latin-1")
             seen.add(name)
