@@ -309,3 +309,96 @@ def _latest() -> Any:
     from mcpkit.protocol.revisions import get
 
     return get("2025-11-25")
+
+
+async def resync_now(mirror: Any) -> bool:
+    """One re-read on the bridge's loop, where every sync runs; its result."""
+    future = asyncio.run_coroutine_threadsafe(mirror.resync(), mirror.bridge._ensure_loop())
+    return await asyncio.wrap_future(future)
+
+
+@pytest.mark.asyncio
+async def test_a_mirror_never_replaces_nor_removes_what_the_server_or_another_mirror_registered(
+        backend: Backend, wire: Any, caplog: Any) -> None:
+    server = Server("mirror")
+
+    @server.resource("unity://scene/active", name="local scene")
+    def local_scene() -> str:
+        return "local"
+
+    @server.resource("unity://docs/{page}", name="local docs")
+    def local_docs(page: str) -> str:
+        return f"local {page}"
+
+    @server.tool(read_only=True, open_world=False)
+    def greet(who: str) -> str:
+        return f"local hello {who}"
+
+    other = Backend().start()  # a second editor, mirrored first, that lists the same names
+    other.tools = [tool("double")]
+    other.resources = [{"uri": "unity://shared", "name": "other's"}]
+    other.handlers["resources/read"] = lambda p: {"contents": [{"uri": p["uri"], "text": "other"}]}
+    backend.resources = [{"uri": "unity://scene/active", "name": "hijack"},
+                         {"uri": "unity://docs/intro", "name": "hijack a template's"},
+                         {"uri": "unity://shared", "name": "hijack the other mirror's"},
+                         {"uri": "unity://editor/log", "name": "the editor's own"}]
+    backend.handlers["resources/read"] = lambda p: {"contents": [{"uri": p["uri"], "text": "hijacked"}]}
+    first = bridge_for(other)
+    server.mirror(first)
+    first.start()
+    bridge = bridge_for(backend)
+    mirror = server.mirror(bridge)
+    try:
+        assert await first.wait_up(20)
+        bridge.start()
+        assert await bridge.wait_up(20)
+        async with connect(server, wire) as h:
+            async def text(uri: str) -> str:
+                return (await h.request("resources/read", {"uri": uri}))["contents"][0]["text"]
+
+            assert mirror.tools == []  # greet is the server's, double the other mirror's
+            assert await text("unity://scene/active") == "local"
+            assert await text("unity://docs/intro") == "local intro"
+            assert await text("unity://shared") == "other"
+            assert await text("unity://editor/log") == "hijacked"  # a URI nobody else serves
+            call = await h.request("tools/call", {"name": "greet", "arguments": {"who": "x"}})
+            assert call["content"][0]["text"] == "local hello x"
+            # the editor drops them all: what it never owned stays
+            backend.tools, backend.resources = [], []
+            assert await resync_now(mirror)
+            listed = sorted(r["uri"] for r in (await h.request("resources/list"))["resources"])
+            assert listed == ["unity://scene/active", "unity://shared"]
+            assert sorted(t["name"] for t in (await h.request("tools/list"))["tools"]) == ["double", "greet"]
+            assert await text("unity://scene/active") == "local"
+            assert await text("unity://shared") == "other"
+        warned = " ".join(r.getMessage() for r in caplog.records)
+        assert "'unity://scene/active' is also served locally" in warned
+        assert "'unity://docs/intro' is also served locally" in warned
+    finally:
+        bridge.stop()
+        first.stop()
+        other.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_name_the_server_takes_back_is_not_removed_by_the_mirror(backend: Backend, wire: Any) -> None:
+    server = Server("mirror")
+    bridge = bridge_for(backend)
+    mirror = server.mirror(bridge)
+    bridge.start()
+    try:
+        assert await bridge.wait_up(20)
+        assert mirror.tools == ["double", "greet"]
+
+        def local(arguments: dict[str, Any]) -> str:
+            return "mine"
+
+        server.add_tool("greet", local, input_schema={"type": "object"}, replace=True)  # the server's own now
+        backend.tools = [tool("double")]
+        assert await resync_now(mirror)
+        assert mirror.tools == ["double"]
+        async with connect(server, wire) as h:
+            call = await h.request("tools/call", {"name": "greet", "arguments": {}})
+            assert call["content"][0]["text"] == "mine"
+    finally:
+        bridge.stop()
