@@ -402,3 +402,36 @@ async def test_a_name_the_server_takes_back_is_not_removed_by_the_mirror(backend
             assert call["content"][0]["text"] == "mine"
     finally:
         bridge.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_burst_of_list_changed_costs_a_few_re_reads_not_one_each(backend: Backend, wire: Any) -> None:
+    server = Server("mirror")
+    bridge = bridge_for(backend)
+    mirror = server.mirror(bridge)
+    bridge.start()
+    try:
+        assert await bridge.wait_up(20)
+
+        def lists() -> int:
+            return sum(1 for m in backend.received if m.get("method") == "tools/list")
+
+        before = lists()
+        backend.tools = [tool("double"), tool("spawn")]
+        for _ in range(3000):
+            backend.notify("notifications/tools/list_changed")
+        backend.notify("ping/marker")  # sent after the burst: once it is seen, the burst was read
+        seen = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        bridge.on_notification(lambda method, params: loop.call_soon_threadsafe(seen.set)
+                               if method == "ping/marker" else None)
+        await asyncio.wait_for(seen.wait(), 30)
+        # the last change is applied: the re-read after the burst saw it
+        async with connect(server, wire) as h:
+            await h.eventually(lambda: mirror.tools == ["double", "spawn"])
+        # one more re-read waits (the sync lock is fair) behind every one the burst started
+        assert await resync_now(mirror)
+        burst = lists() - before - 1
+        assert 1 <= burst <= 50, burst  # one in flight plus one pending per gap, not 3,000
+    finally:
+        bridge.stop()

@@ -10,7 +10,8 @@ The mirror keeps the server equal to what the backend publishes:
 * **When**: on every new link (after the handshake, before the bridge reports up, so tools come
   back already up to date), on the backend's ``notifications/tools/list_changed`` or
   ``notifications/resources/list_changed``, and when a probe sees a new ``schemaVersion`` (a
-  backend that forgets to notify still gets re-read).
+  backend that forgets to notify still gets re-read). Coalesced: one re-read in flight, plus
+  one queued for whatever arrived during it.
 * **What**: descriptors are diffed (canonical JSON) against the last sync; added and changed
   tools are (re)registered with their *raw* schemas, which are listed as given and enforced on
   every call (JS-02); removed ones are unregistered. A name or URI the server (or another
@@ -113,7 +114,10 @@ class Mirror:
         self._tool_items: dict[str, Any] = {}
         self._resource_items: dict[str, Any] = {}
         self._lock: asyncio.Lock | None = None  # made on the bridge loop, where every sync runs
-        self._tasks: set[asyncio.Task[Any]] = set()  # resyncs in flight (the loop keeps weak refs)
+        # the re-read in flight (the loop keeps weak refs), and whether another was asked for
+        # meanwhile: a burst of list_changed costs one re-read plus one, never one per notice
+        self._resyncing: asyncio.Task[Any] | None = None
+        self._resync_again = False
         bridge.on_connect(self._on_connect)
         bridge.on_notification(self._on_notification)
         bridge.on_schema_change(lambda version: self._resync_soon())
@@ -136,14 +140,25 @@ class Mirror:
             self._resync_soon()
 
     def _resync_soon(self) -> None:
-        loop = self.bridge._ensure_loop()
+        self.bridge._ensure_loop().call_soon_threadsafe(self._resync_asked)
 
-        def start() -> None:
-            task = loop.create_task(self.resync())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+    def _resync_asked(self) -> None:
+        """On the bridge loop: start a re-read, or, while one is in flight, ask for one more
+        after it (it may have read the lists before this change)."""
+        if self._resyncing is not None:
+            self._resync_again = True
+            return
+        self._resyncing = asyncio.get_running_loop().create_task(self._resync_until_settled())
 
-        loop.call_soon_threadsafe(start)
+    async def _resync_until_settled(self) -> None:
+        try:
+            while True:
+                self._resync_again = False
+                await self.resync()
+                if not self._resync_again:
+                    return
+        finally:
+            self._resyncing = None
 
     async def resync(self) -> bool:
         """Read the backend's lists again and apply the difference; False if it could not."""
