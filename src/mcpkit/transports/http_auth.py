@@ -92,6 +92,7 @@ class AuthRoutes:
 
     auth: Any
     server: Any
+    guard: Any
     path: str
     _metadata_paths: frozenset[str]
 
@@ -116,8 +117,13 @@ class AuthRoutes:
                 await self._plain(send, 405, _error_body(INVALID_REQUEST, "Method not allowed."), headers,
                                   [(b"allow", b"GET")])
                 return
+            # the resource URI comes from the Host when none is configured: cacheable only when
+            # that Host is one the server names (transports/discovery.py says why)
+            host = headers.get(b"host", b"").decode("latin-1")
+            cacheable = getattr(auth, "resource", None) is not None or self.guard.host_named(host)
             await self._plain(send, 200, auth.metadata_body(resource), headers,
-                              [(b"access-control-allow-origin", b"*"), (b"cache-control", b"max-age=3600")])
+                              [(b"access-control-allow-origin", b"*"),
+                               (b"cache-control", b"max-age=3600" if cacheable else b"no-store")])
             return
         access = await self._access(scope, send, headers, path, method, resource)
         if access is None:

@@ -71,7 +71,13 @@ class HostGuard:
         self._origins_seen: dict[bytes, bool] = {}
 
     def host_allowed(self, host: str) -> bool:
-        return self.any_host or host.lower() in self.hosts or hostname(host) in self.hosts
+        return self.any_host or self.host_named(host)
+
+    def host_named(self, host: str) -> bool:
+        """``host`` is loopback or named in the allow-list: not merely let in by ``'*'``. Only
+        such a Host may be written into a response a shared cache keeps (anyone can send any
+        other, and the cache would hand their URL to everyone)."""
+        return host.lower() in self.hosts or hostname(host) in self.hosts
 
     def origin_allowed(self, origin: str) -> bool:
         if self.any_origin or origin in self.origins:
