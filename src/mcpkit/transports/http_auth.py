@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ..protocol.errors import INVALID_REQUEST, McpError
-from .http_quotas import client_address
+from .http_quotas import client_address, peer_address
 
 __all__ = ["ACCESS", "AuthRoutes", "scopes_needed"]
 
@@ -211,11 +211,15 @@ class AuthRoutes:
         messages by: the same user may step up to another token within one session while an
         earlier call still runs (or is still being read off the loop), and that call keeps
         the scopes and ``ctx.access_token`` it was sent with. Without auth, the caller is named
-        by this request's address."""
+        by the address that opened the session."""
         if self.auth is None:
             # nobody is named: each address is a caller of its own (its rate-limit buckets, its
-            # audit lines), so one client cannot spend every other's budget
-            hs.session.anonymous = "anonymous@" + client_address(scope)
+            # audit lines), so one client cannot spend every other's budget. The name is the
+            # session's first address, exact, and stays: a request from another address on the
+            # same session id does not rename the calls in flight, and two hosts of one IPv6
+            # /64 are not one name (the rate limiter still counts a /64 as one budget)
+            if hs.session.anonymous == "anonymous":
+                hs.session.anonymous = "anonymous@" + peer_address(scope)
             return None
         access = ACCESS.get()[0]
         if hs.owner is None:
