@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -311,6 +312,19 @@ def _latest() -> Any:
     return get("2025-11-25")
 
 
+@contextlib.asynccontextmanager
+async def mirrored(server: Server, backend: Backend) -> AsyncIterator[Any]:
+    """``server`` mirroring ``backend`` through a started bridge, up; stopped after."""
+    bridge = bridge_for(backend)
+    mirror = server.mirror(bridge)
+    bridge.start()
+    try:
+        assert await bridge.wait_up(20)
+        yield mirror
+    finally:
+        bridge.stop()
+
+
 async def resync_now(mirror: Any) -> bool:
     """One re-read on the bridge's loop, where every sync runs; its result."""
     future = asyncio.run_coroutine_threadsafe(mirror.resync(), mirror.bridge._ensure_loop())
@@ -383,11 +397,7 @@ async def test_a_mirror_never_replaces_nor_removes_what_the_server_or_another_mi
 @pytest.mark.asyncio
 async def test_a_name_the_server_takes_back_is_not_removed_by_the_mirror(backend: Backend, wire: Any) -> None:
     server = Server("mirror")
-    bridge = bridge_for(backend)
-    mirror = server.mirror(bridge)
-    bridge.start()
-    try:
-        assert await bridge.wait_up(20)
+    async with mirrored(server, backend) as mirror:
         assert mirror.tools == ["double", "greet"]
 
         def local(arguments: dict[str, Any]) -> str:
@@ -400,31 +410,24 @@ async def test_a_name_the_server_takes_back_is_not_removed_by_the_mirror(backend
         async with connect(server, wire) as h:
             call = await h.request("tools/call", {"name": "greet", "arguments": {}})
             assert call["content"][0]["text"] == "mine"
-    finally:
-        bridge.stop()
 
 
 @pytest.mark.asyncio
 async def test_a_burst_of_list_changed_costs_a_few_re_reads_not_one_each(backend: Backend, wire: Any) -> None:
     server = Server("mirror")
-    bridge = bridge_for(backend)
-    mirror = server.mirror(bridge)
-    bridge.start()
-    try:
-        assert await bridge.wait_up(20)
-
+    async with mirrored(server, backend) as mirror:
         def lists() -> int:
             return sum(1 for m in backend.received if m.get("method") == "tools/list")
 
+        seen = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        mirror.bridge.on_notification(
+            lambda method, params: loop.call_soon_threadsafe(seen.set) if method == "ping/marker" else None)
         before = lists()
         backend.tools = [tool("double"), tool("spawn")]
         for _ in range(3000):
             backend.notify("notifications/tools/list_changed")
         backend.notify("ping/marker")  # sent after the burst: once it is seen, the burst was read
-        seen = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        bridge.on_notification(lambda method, params: loop.call_soon_threadsafe(seen.set)
-                               if method == "ping/marker" else None)
         await asyncio.wait_for(seen.wait(), 30)
         # the last change is applied: the re-read after the burst saw it
         async with connect(server, wire) as h:
@@ -433,5 +436,3 @@ async def test_a_burst_of_list_changed_costs_a_few_re_reads_not_one_each(backend
         assert await resync_now(mirror)
         burst = lists() - before - 1
         assert 1 <= burst <= 50, burst  # one in flight plus one pending per gap, not 3,000
-    finally:
-        bridge.stop()
