@@ -110,3 +110,44 @@ def test_mcpkit_check_validates_a_published_card():
     report = json.loads(done.stdout)
     findings = [f for f in report["findings"] if f["rule"] == "discovery.server-card"]
     assert findings and all(f["status"] == "pass" for f in findings), findings
+
+
+@pytest.mark.asyncio
+async def test_a_host_let_in_by_a_wildcard_alone_is_never_written_into_a_cacheable_document():
+    """Under ``--allow-host '*'`` the Host is whatever a client sent: a card or catalog naming it
+    must not be kept by a shared cache and handed to everyone else."""
+    import orjson
+
+    app = server().http_app(allowed_hosts=["*", "mcp.example.com"])
+    for path in ("/mcp/server-card", "/.well-known/mcp/catalog.json"):
+        status, headers, body = await get(app, path, host="evil.example")
+        assert status == 200 and headers["cache-control"] == "no-store", (path, headers)
+        assert "public" not in headers["cache-control"]
+        if path.endswith("server-card"):
+            assert validate_card(orjson.loads(body)) == []  # still a valid card, for this client
+        # a Host the server names (listed, or loopback) is cacheable as before
+        for named in ("mcp.example.com", "127.0.0.1:8000"):
+            status, headers, _ = await get(app, path, host=named)
+            assert status == 200 and headers["cache-control"] == "public, max-age=3600", (path, named)
+
+
+@pytest.mark.asyncio
+async def test_the_protected_resource_metadata_reflecting_a_wildcard_host_is_not_cacheable():
+    from mcpkit.auth.resource import ResourceServer
+    from mcpkit.auth.tokens import InvalidToken
+
+    class NoTokens:
+        async def verify(self, token: str):
+            raise InvalidToken("no tokens here")
+
+    def app(resource: str | None):
+        auth = ResourceServer(NoTokens(), resource=resource, authorization_servers=["https://id.example.com"])
+        return server().http_app(allowed_hosts=["*"], auth=auth)
+
+    status, headers, body = await get(app(None), "/.well-known/oauth-protected-resource/mcp", host="evil.example")
+    assert status == 200 and b"evil.example" in body and headers["cache-control"] == "no-store"
+    status, headers, _ = await get(app(None), "/.well-known/oauth-protected-resource/mcp")
+    assert status == 200 and headers["cache-control"] == "max-age=3600"  # loopback: named
+    configured = app("https://mcp.example.com/mcp")
+    status, headers, body = await get(configured, "/.well-known/oauth-protected-resource/mcp", host="evil.example")
+    assert status == 200 and b"evil.example" not in body and headers["cache-control"] == "max-age=3600"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -309,3 +310,129 @@ def _latest() -> Any:
     from mcpkit.protocol.revisions import get
 
     return get("2025-11-25")
+
+
+@contextlib.asynccontextmanager
+async def mirrored(server: Server, backend: Backend) -> AsyncIterator[Any]:
+    """``server`` mirroring ``backend`` through a started bridge, up; stopped after."""
+    bridge = bridge_for(backend)
+    mirror = server.mirror(bridge)
+    bridge.start()
+    try:
+        assert await bridge.wait_up(20)
+        yield mirror
+    finally:
+        bridge.stop()
+
+
+async def resync_now(mirror: Any) -> bool:
+    """One re-read on the bridge's loop, where every sync runs; its result."""
+    future = asyncio.run_coroutine_threadsafe(mirror.resync(), mirror.bridge._ensure_loop())
+    return await asyncio.wrap_future(future)
+
+
+@pytest.mark.asyncio
+async def test_a_mirror_never_replaces_nor_removes_what_the_server_or_another_mirror_registered(
+        backend: Backend, wire: Any, caplog: Any) -> None:
+    server = Server("mirror")
+
+    @server.resource("unity://scene/active", name="local scene")
+    def local_scene() -> str:
+        return "local"
+
+    @server.resource("unity://docs/{page}", name="local docs")
+    def local_docs(page: str) -> str:
+        return f"local {page}"
+
+    @server.tool(read_only=True, open_world=False)
+    def greet(who: str) -> str:
+        return f"local hello {who}"
+
+    other = Backend().start()  # a second editor, mirrored first, that lists the same names
+    other.tools = [tool("double")]
+    other.resources = [{"uri": "unity://shared", "name": "other's"}]
+    other.handlers["resources/read"] = lambda p: {"contents": [{"uri": p["uri"], "text": "other"}]}
+    backend.resources = [{"uri": "unity://scene/active", "name": "hijack"},
+                         {"uri": "unity://docs/intro", "name": "hijack a template's"},
+                         {"uri": "unity://shared", "name": "hijack the other mirror's"},
+                         {"uri": "unity://editor/log", "name": "the editor's own"}]
+    backend.handlers["resources/read"] = lambda p: {"contents": [{"uri": p["uri"], "text": "hijacked"}]}
+    first = bridge_for(other)
+    server.mirror(first)
+    first.start()
+    bridge = bridge_for(backend)
+    mirror = server.mirror(bridge)
+    try:
+        assert await first.wait_up(20)
+        bridge.start()
+        assert await bridge.wait_up(20)
+        async with connect(server, wire) as h:
+            async def text(uri: str) -> str:
+                return (await h.request("resources/read", {"uri": uri}))["contents"][0]["text"]
+
+            assert mirror.tools == []  # greet is the server's, double the other mirror's
+            assert await text("unity://scene/active") == "local"
+            assert await text("unity://docs/intro") == "local intro"
+            assert await text("unity://shared") == "other"
+            assert await text("unity://editor/log") == "hijacked"  # a URI nobody else serves
+            call = await h.request("tools/call", {"name": "greet", "arguments": {"who": "x"}})
+            assert call["content"][0]["text"] == "local hello x"
+            # the editor drops them all: what it never owned stays
+            backend.tools, backend.resources = [], []
+            assert await resync_now(mirror)
+            listed = sorted(r["uri"] for r in (await h.request("resources/list"))["resources"])
+            assert listed == ["unity://scene/active", "unity://shared"]
+            assert sorted(t["name"] for t in (await h.request("tools/list"))["tools"]) == ["double", "greet"]
+            assert await text("unity://scene/active") == "local"
+            assert await text("unity://shared") == "other"
+        warned = " ".join(r.getMessage() for r in caplog.records)
+        assert "'unity://scene/active' is also served locally" in warned
+        assert "'unity://docs/intro' is also served locally" in warned
+    finally:
+        bridge.stop()
+        first.stop()
+        other.stop()
+
+
+@pytest.mark.asyncio
+async def test_a_name_the_server_takes_back_is_not_removed_by_the_mirror(backend: Backend, wire: Any) -> None:
+    server = Server("mirror")
+    async with mirrored(server, backend) as mirror:
+        assert mirror.tools == ["double", "greet"]
+
+        def local(arguments: dict[str, Any]) -> str:
+            return "mine"
+
+        server.add_tool("greet", local, input_schema={"type": "object"}, replace=True)  # the server's own now
+        backend.tools = [tool("double")]
+        assert await resync_now(mirror)
+        assert mirror.tools == ["double"]
+        async with connect(server, wire) as h:
+            call = await h.request("tools/call", {"name": "greet", "arguments": {}})
+            assert call["content"][0]["text"] == "mine"
+
+
+@pytest.mark.asyncio
+async def test_a_burst_of_list_changed_costs_a_few_re_reads_not_one_each(backend: Backend, wire: Any) -> None:
+    server = Server("mirror")
+    async with mirrored(server, backend) as mirror:
+        def lists() -> int:
+            return sum(1 for m in backend.received if m.get("method") == "tools/list")
+
+        seen = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        mirror.bridge.on_notification(
+            lambda method, params: loop.call_soon_threadsafe(seen.set) if method == "ping/marker" else None)
+        before = lists()
+        backend.tools = [tool("double"), tool("spawn")]
+        for _ in range(3000):
+            backend.notify("notifications/tools/list_changed")
+        backend.notify("ping/marker")  # sent after the burst: once it is seen, the burst was read
+        await asyncio.wait_for(seen.wait(), 30)
+        # the last change is applied: the re-read after the burst saw it
+        async with connect(server, wire) as h:
+            await h.eventually(lambda: mirror.tools == ["double", "spawn"])
+        # one more re-read waits (the sync lock is fair) behind every one the burst started
+        assert await resync_now(mirror)
+        burst = lists() - before - 1
+        assert 1 <= burst <= 50, burst  # one in flight plus one pending per gap, not 3,000

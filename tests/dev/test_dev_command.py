@@ -95,3 +95,24 @@ def test_dev_refuses_a_server_it_cannot_load(tmp_path):
     done = subprocess.run(mcpkit_command("dev", "node build/index.js"), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "dev serves an mcpkit server" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", ["/", "/index.html", "/dev/info.json", "/static/app.js", "/favicon.ico"])
+async def test_the_page_and_its_info_keep_the_host_and_origin_checks_of_mcp(path: str) -> None:
+    """DNS rebinding: a site whose name now points at 127.0.0.1 reads nothing, not even the
+    server's name and version."""
+    from mcpkit import Server
+    from mcpkit.dev.app import DevApp
+    from tests.test_http import AsgiDriver
+
+    server = Server("secret-name", "9.9")
+    driver = AsgiDriver(DevApp(server, server.http_app()))
+    rebound = await driver.open("GET", path, {"host": "attacker.example:8000"})
+    assert rebound.status == 403 and b"secret-name" not in await rebound.read()
+    foreign = await driver.open("GET", path, {"host": "127.0.0.1:8000", "origin": "http://attacker.example"})
+    assert foreign.status == 403
+    ok = await driver.open("GET", path, {"host": "127.0.0.1:8000"})
+    assert ok.status in (200, 204)
+    if path == "/dev/info.json":
+        assert json.loads(await ok.read())["name"] == "secret-name"

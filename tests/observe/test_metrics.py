@@ -62,3 +62,75 @@ def test_the_metrics_page_keeps_the_host_guard():
         return reply.status
 
     assert asyncio.run(go()) == 403
+
+
+def test_names_a_client_makes_up_are_one_label_and_do_not_grow_the_page():
+    """Unknown tool, method, prompt and notification names are counted under one label: the
+    page's series are bounded by what the server defines, not by what clients send."""
+    import asyncio
+
+    from mcpkit import Client, Server
+    from mcpkit.observe import PrometheusMetrics
+
+    server = Server("s")
+
+    @server.tool(read_only=True, open_world=False)
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    metrics = PrometheusMetrics().attach(server)
+
+    async def traffic(n: int) -> None:
+        async with Client(server) as client:
+            await client.call_tool("add", {"a": 1, "b": 2})
+            for i in range(n):
+                with pytest.raises(Exception):  # -32602 in 2025-11-25
+                    await client.call_tool(f"made_up_{i}", {})
+                with pytest.raises(Exception):
+                    await client.request(f"made/up/{i}", {})
+                await client.notify(f"notifications/made_up_{i}", {})
+            await client.ping()  # the notifications before it are handled by then
+
+    asyncio.run(traffic(3))
+    small = metrics.render().decode()
+    asyncio.run(traffic(200))
+    text = metrics.render().decode()
+    assert "made_up" not in text and "made/up" not in text
+    assert len(text.splitlines()) == len(small.splitlines())  # the same series, other counts
+    assert value(text, "mcp_server_requests_total", method="tools/call", tool="add", outcome="ok") == 2
+    assert value(text, "mcp_server_requests_total", method="tools/call", tool="other", outcome="error") == 203
+    assert value(text, "mcp_server_requests_total", method="other", tool="", outcome="error") == 203
+    assert value(text, "mcp_server_notifications_total", method="other") == 203
+
+
+def test_under_auth_the_metrics_page_needs_the_same_token(tmp_path):
+    """A real ``mcpkit serve --http --auth ... --metrics``: tool names, traffic and sessions are
+    not for whoever reaches the port."""
+    import os
+    import secrets
+    import urllib.error
+
+    from mcpkit.auth.static import hash_token
+
+    token = "scraper-" + secrets.token_hex(16)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{hash_token(token)} scraper mcp\n")
+    os.chmod(tokens, 0o600)
+    proc, port = start_server("--metrics", "--auth", f"tokens:{tokens}")
+    try:
+        def get(headers: dict[str, str]) -> tuple[int, str]:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=10) as reply:
+                    return reply.status, reply.read().decode()
+            except urllib.error.HTTPError as refused:
+                return refused.code, refused.headers.get("www-authenticate", "")
+
+        status, challenge = get({})
+        assert status == 401 and challenge.startswith("Bearer")
+        assert get({"Authorization": "Bearer not-" + token})[0] == 401
+        status, text = get({"Authorization": f"Bearer {token}"})
+        assert status == 200 and "mcp_server_active_sessions" in text
+    finally:
+        stderr = stop_server(proc)
+        assert "Traceback" not in stderr and token not in stderr

@@ -266,3 +266,31 @@ def test_audit_lines_and_log_records_name_the_trace(telemetry, tmp_path, caplog)
     [record] = records
     assert record.trace_id == trace_id and f"trace {trace_id}" in record.getMessage()
     assert line["correlationId"] in record.getMessage()
+
+
+def test_made_up_names_are_one_metric_attribute_and_one_span_name(telemetry):
+    otel, exporter, reader = telemetry
+    server = make_server()
+    server.observe(otel)
+
+    async def body(c: Any) -> None:
+        for i in range(5):
+            with pytest.raises(Exception):
+                await c.call_tool(f"made_up_{i}", {})
+            with pytest.raises(Exception):
+                await c.get_prompt(f"made_up_{i}", {})
+            with pytest.raises(Exception):
+                await c.request(f"made/up/{i}", {})
+        await c.call_tool("forecast", {"city": "Paris"})
+
+    run(server, body)
+    points = [dict(p.attributes) for rm in reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics
+              for m in sm.metrics if m.name == "mcp.server.operation.duration" for p in m.data.data_points]
+    assert not [p for p in points if "made" in repr(p)]
+    assert {"mcp.method.name": "tools/call", "gen_ai.tool.name": "other"}.items() <= \
+        next(p for p in points if p.get("gen_ai.tool.name") == "other").items()
+    assert any(p.get("gen_ai.tool.name") == "forecast" for p in points)
+    assert any(p["mcp.method.name"] == "other" for p in points)
+    assert len(spans_named(exporter, "tools/call other")) == 5 and len(spans_named(exporter, "other")) == 5
+    [span, *_] = spans_named(exporter, "tools/call other")
+    assert span.attributes["gen_ai.tool.name"].startswith("made_up_")  # the span keeps what was sent

@@ -69,8 +69,9 @@ async def test_an_ipv6_client_is_its_64_network_not_each_address_in_it(clients):
     assert await look_from(clients, app, "2001:db8:1:2:ffff::9") == [True, True, True]  # the same /64
     assert await look_from(clients, app, "2001:db8:1:3::5") == [False, False, True]  # another one
     assert await look_from(clients, app, "::ffff:10.0.0.7") == [False, False, True]  # IPv4, mapped
+    # the budget is the /64's; the audit name is each host's own address
     assert [line["principal"] for line in audit.lines][::3] == [
-        "anonymous@2001:db8:1:2::/64", "anonymous@2001:db8:1:2::/64", "anonymous@2001:db8:1:3::/64",
+        "anonymous@2001:db8:1:2::5", "anonymous@2001:db8:1:2:ffff::9", "anonymous@2001:db8:1:3::5",
         "anonymous@10.0.0.7"]
 
 
@@ -136,3 +137,23 @@ async def test_a_mounted_childs_completion_rate_limit_is_each_addresss_own(clien
         assert answered == [True, True, False, True, True, False]
     finally:
         upstream.close()
+
+
+@pytest.mark.req("TL-11")
+@pytest.mark.asyncio
+async def test_one_session_from_two_addresses_keeps_the_name_of_the_address_that_opened_it(clients):
+    """A session id used from a second address (shared, or stolen) does not rename the session's
+    caller, neither the calls in flight from the first address nor its own: the name is the
+    session's first address. Two hosts of one IPv6 /64 on sessions of their own are two names,
+    never one merged ``anonymous@::/64``."""
+    server, audit = limited_server()
+    app = clients.app(server)
+    client = await client_at(clients, app, "::1")
+    await client.tool("look")
+    client.driver.client = ("::2", 40001)  # the same session id, now from another address
+    await client.tool("look")
+    other = await client_at(clients, app, "::3")
+    await other.tool("look")
+    assert [line["principal"] for line in audit.lines] == ["anonymous@::1", "anonymous@::1", "anonymous@::3"]
+    # one budget for the /64 still: ::3 was refused on what ::1 spent
+    assert [line.get("code") for line in audit.lines] == [None, None, "E_RATE_LIMITED"]

@@ -576,3 +576,28 @@ async def test_large_bodies_are_parsed_off_the_event_loop_and_small_ones_on_it(a
     seen.clear()
     assert (await call(app, body=rpc("ping", rid=6), headers=mcp_headers(session))).status == 200
     assert all(thread == loop_thread for _size, thread in seen)  # the fast path stays on the loop
+
+
+@aio
+@pytest.mark.parametrize("name, auth", [
+    ("x-api-key", "apikey"),  # the header an API-key scheme reads
+    ("authorization", "bearer"),
+    ("mcp-session-id", "apikey"),
+])
+async def test_a_repeated_credential_header_is_refused_before_either_value_is_checked(app_factory, name, auth):
+    from mcpkit.auth import ApiKeyAuth
+
+    good = "good-key-0123456789abcdef01"
+    scheme = ApiKeyAuth({good: {"subject": "studio-7"}}, header="Authorization" if auth == "bearer" else "X-API-Key")
+    app = app_factory(auth=scheme)
+    credential = [("authorization", f"Bearer {good}")] if auth == "bearer" else [("x-api-key", good)]
+    # alone, the good credential opens a session
+    assert (await call(app, body=initialize(), headers=mcp_headers() + credential)).status == 200
+    values = {"x-api-key": ["wrong-key-0000000000000000", good],
+              "authorization": ["Bearer wrong-key-0000000000000000", f"Bearer {good}"],
+              "mcp-session-id": ["a", "b"]}[name]
+    headers = [(k, v) for k, v in mcp_headers() + credential if k != name] + [(name, v) for v in values]
+    answer = await call(app, body=initialize(), headers=headers)
+    assert answer.status == 400, (answer.status, answer.body)
+    assert f"The {name} header was sent more than once" in answer.json()["error"]["message"]
+    assert len(app.sessions) == 1

@@ -10,10 +10,12 @@ The mirror keeps the server equal to what the backend publishes:
 * **When**: on every new link (after the handshake, before the bridge reports up, so tools come
   back already up to date), on the backend's ``notifications/tools/list_changed`` or
   ``notifications/resources/list_changed``, and when a probe sees a new ``schemaVersion`` (a
-  backend that forgets to notify still gets re-read).
+  backend that forgets to notify still gets re-read). Coalesced: one re-read in flight, plus
+  one queued for whatever arrived during it.
 * **What**: descriptors are diffed (canonical JSON) against the last sync; added and changed
   tools are (re)registered with their *raw* schemas, which are listed as given and enforced on
-  every call (JS-02); removed ones are unregistered. All of it in one
+  every call (JS-02); removed ones are unregistered. A name or URI the server (or another
+  mirror) holds is never replaced nor removed: refused with a warning. All of it in one
   :meth:`Server.batch_changes`, so clients get **one** ``list_changed`` per change (TL-13).
 * **While down**: mirrored tools need the bridge (``requires=bridge``): hidden from tools/list
   and refused with a retryable E_NOT_CONNECTED, and back with one ``list_changed``.
@@ -106,8 +108,16 @@ class Mirror:
         self.changes = 0
         self._tools: dict[str, str] = {}  # local name -> canonical JSON of what was registered
         self._resources: dict[str, str] = {}
+        # what this mirror registered, by identity: a name or URI is this mirror's to replace or
+        # remove only while the server still holds that very item, never one the server (or
+        # another mirror) registered, before or since
+        self._tool_items: dict[str, Any] = {}
+        self._resource_items: dict[str, Any] = {}
         self._lock: asyncio.Lock | None = None  # made on the bridge loop, where every sync runs
-        self._tasks: set[asyncio.Task[Any]] = set()  # resyncs in flight (the loop keeps weak refs)
+        # the re-read in flight (the loop keeps weak refs), and whether another was asked for
+        # meanwhile: a burst of list_changed costs one re-read plus one, never one per notice
+        self._resyncing: asyncio.Task[Any] | None = None
+        self._resync_again = False
         bridge.on_connect(self._on_connect)
         bridge.on_notification(self._on_notification)
         bridge.on_schema_change(lambda version: self._resync_soon())
@@ -130,14 +140,25 @@ class Mirror:
             self._resync_soon()
 
     def _resync_soon(self) -> None:
-        loop = self.bridge._ensure_loop()
+        self.bridge._ensure_loop().call_soon_threadsafe(self._resync_asked)
 
-        def start() -> None:
-            task = loop.create_task(self.resync())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+    def _resync_asked(self) -> None:
+        """On the bridge loop: start a re-read, or, while one is in flight, ask for one more
+        after it (it may have read the lists before this change)."""
+        if self._resyncing is not None:
+            self._resync_again = True
+            return
+        self._resyncing = asyncio.get_running_loop().create_task(self._resync_until_settled())
 
-        loop.call_soon_threadsafe(start)
+    async def _resync_until_settled(self) -> None:
+        try:
+            while True:
+                self._resync_again = False
+                await self.resync()
+                if not self._resync_again:
+                    return
+        finally:
+            self._resyncing = None
 
     async def resync(self) -> bool:
         """Read the backend's lists again and apply the difference; False if it could not."""
@@ -185,13 +206,14 @@ class Mirror:
 
     def _apply_tools(self, published: list[Any], notify: bool) -> bool:
         server = self.server
+        registered = server.tools
         wanted: dict[str, tuple[str, dict[str, Any]]] = {}
         for raw in published:
             d = self.adapt(raw)
             if d is None:
                 continue
             local = self.prefix + d["name"]
-            if local in server.tools and local not in self._tools:
+            if not self._may_take(registered.get(local), self._tool_items.get(local)):
                 log.warning("bridge %s: tool %r is also defined locally; the local one is kept", self.bridge.name, local)
                 continue
             wanted[local] = (_json.dumps_str(d), d)
@@ -201,12 +223,10 @@ class Mirror:
             return False
         with server.batch_changes(notify=notify):
             for name in removed:
-                del self._tools[name]
-                if name in server.tools:
-                    server.remove_tool(name)
+                self._drop_tool(name)
             for name, (text, d) in changed.items():
                 try:
-                    server.add_tool(
+                    item = server.add_tool(
                         name, self._caller(d["name"]), input_schema=d["inputSchema"],
                         output_schema=d.get("outputSchema"), description=d.get("description"),
                         title=d.get("title"), annotations=d.get("annotations"), icons=d.get("icons"),
@@ -214,34 +234,62 @@ class Mirror:
                     )
                 except (ValueError, TypeError) as exc:  # an unusable schema or name from the backend
                     log.warning("bridge %s: tool %r skipped: %s", self.bridge.name, name, exc)
-                    self._tools.pop(name, None)
-                    if name in server.tools:
-                        server.remove_tool(name)
+                    self._drop_tool(name)
                     continue
                 self._tools[name] = text
+                self._tool_items[name] = item
         return True
+
+    @staticmethod
+    def _may_take(current: Any, mine: Any) -> bool:
+        """A name or URI is free, or holds what this mirror registered there."""
+        return current is None or (mine is not None and current is mine)
+
+    def _drop_tool(self, name: str) -> None:
+        self._tools.pop(name, None)
+        item = self._tool_items.pop(name, None)
+        if item is not None and self.server.tools.get(name) is item:
+            self.server.remove_tool(name)
+
+    def _drop_resource(self, uri: str) -> None:
+        self._resources.pop(uri, None)
+        item = self._resource_items.pop(uri, None)
+        found = self.server.find_resource(uri)
+        if item is not None and found is not None and found[0] is item:
+            self.server.remove_resource(uri)
 
     def _apply_resources(self, published: list[Any]) -> bool:
         server = self.server
-        wanted = {r["uri"]: (_json.dumps_str(r), r) for r in published
-                  if isinstance(r, dict) and isinstance(r.get("uri"), str) and isinstance(r.get("name"), str)}
+        wanted: dict[str, tuple[str, dict[str, Any]]] = {}
+        for r in published:
+            if not (isinstance(r, dict) and isinstance(r.get("uri"), str) and isinstance(r.get("name"), str)):
+                continue
+            uri = r["uri"]
+            found = server.find_resource(uri)
+            # a resource of the server's own, or a template of its own that answers this URI
+            # (a concrete resource would be read in its place, RS-05), is never shadowed
+            if not self._may_take(found[0] if found is not None else None, self._resource_items.get(uri)):
+                log.warning("bridge %s: resource %r is also served locally; the local one is kept",
+                            self.bridge.name, uri)
+                continue
+            wanted[uri] = (_json.dumps_str(r), r)
         removed = [uri for uri in self._resources if uri not in wanted]
         changed = {u: v for u, v in wanted.items() if self._resources.get(u) != v[0]}
         if not removed and not changed:
             return False
         with server.batch_changes():
             for uri in removed:
-                del self._resources[uri]
-                server.remove_resource(uri)
+                self._drop_resource(uri)
             for uri, (text, r) in changed.items():
                 try:
-                    server.add_resource(uri, self._reader(uri), name=r["name"], replace=True,
-                                        title=r.get("title"), description=r.get("description"),
-                                        mime_type=r.get("mimeType"))
+                    item = server.add_resource(uri, self._reader(uri), name=r["name"], replace=True,
+                                               title=r.get("title"), description=r.get("description"),
+                                               mime_type=r.get("mimeType"))
                 except ValueError as exc:  # not a URI (braces: a template listed as a resource)
                     log.warning("bridge %s: resource %r skipped: %s", self.bridge.name, uri, exc)
                     continue
                 self._resources[uri] = text
+                self._resource_items[uri] = item
         return True
 
     # ------------------------------------------------------------------ handlers

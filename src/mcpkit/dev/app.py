@@ -3,7 +3,9 @@
 (Streamable HTTP at ``/mcp``, legacy SSE at ``/sse``) for everything else.
 
 The page speaks MCP to ``/mcp`` from the browser like any client does, on the same origin, so the
-server's Host and Origin checks (HS-01/HS-02) stay on as they are in production.
+server's Host and Origin checks (HS-01/HS-02) stay on as they are in production. The page and
+``/dev/info.json`` pass the same checks first: a page on another site that rebinds its DNS name
+to 127.0.0.1 must not read the server's name and version either.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ _HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosni
             (b"content-security-policy",
              b"default-src 'self'; img-src 'self' data:; media-src 'self' data:; style-src 'self'; "
              b"script-src 'self'; connect-src 'self'; frame-ancestors 'none'")]
+
+
+#: the paths this app answers itself (and /static/...), before the MCP app
+_OWN = frozenset({"/", "/index.html", "/dev/info.json", "/favicon.ico"})
 
 
 def _static(name: str) -> bytes:
@@ -47,6 +53,11 @@ class DevApp:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
             path = scope["path"]
+            if path in _OWN or path.startswith("/static/"):
+                refused = self.mcp_app.guard.refusal(dict(scope["headers"]))
+                if refused is not None:  # the /mcp app's own Host/Origin verdict (HS-01, HS-02)
+                    await self._send(send, 403, "text/plain; charset=utf-8", refused.encode())
+                    return
             if path in ("/", "/index.html"):
                 await self._send(send, 200, STATIC_FILES["index.html"], _static("index.html"))
                 return

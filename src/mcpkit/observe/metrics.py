@@ -12,6 +12,9 @@ the API. Each server gets a registry of its own, so several servers in one proce
     mcp_server_active_sessions
     mcp_server_rate_limited_total{tool}                 calls refused with E_RATE_LIMITED
     mcp_server_bridge_up{bridge}                        1 while a bridge a tool requires is up
+
+A method, tool or notification name the server does not know is counted as ``other``
+(observe/labels.py): the series stay bounded by what the server defines, whatever clients send.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from typing import Any
+
+from .labels import method_label, notification_label, tool_label
 
 __all__ = ["PrometheusMetrics"]
 
@@ -108,9 +113,12 @@ class PrometheusMetrics:
         if id(session) not in self._open:
             self._open.add(id(session))
             self.sessions.inc()
+        method = method_label(session, request.method, request.revision)
         params = request.params
-        tool = params.get("name", "") if request.method == "tools/call" and isinstance(params, dict) else ""
-        return _State(request.method, tool if isinstance(tool, str) else "", time.perf_counter())
+        tool = ""
+        if method == "tools/call":
+            tool = tool_label(session, params.get("name") if isinstance(params, dict) else None)
+        return _State(method, tool, time.perf_counter())
 
     def enter(self, state: Any) -> None:
         return None
@@ -139,7 +147,7 @@ class PrometheusMetrics:
         self.duration.labels(state.method).observe(time.perf_counter() - state.started)
 
     def notification(self, session: Any, method: str, params: Any) -> None:
-        self.notifications.labels(method).inc()
+        self.notifications.labels(notification_label(session, method)).inc()
 
     def session_started(self, session: Any, version: str) -> None:
         if id(session) not in self._open:

@@ -13,6 +13,9 @@ high-cardinality) whose parent is the trace context the client put in ``params._
 ``error.type`` and ``rpc.response.status_code`` to its code and the span status to ERROR with its
 message; a tool result with ``isError`` sets ``error.type=tool_error``. Metrics:
 ``mcp.server.operation.duration`` and ``mcp.server.session.duration`` (histograms, seconds).
+In metric attributes and span names, a method, tool or prompt name the server does not know is
+``other`` (observe/labels.py), so made-up names cannot add series without limit; the span's
+attributes keep the name as sent.
 
 Only ``opentelemetry-api`` is needed (``pip install 'mcpkit[otel]'``), and it is imported when an
 :class:`OpenTelemetry` is made: with no SDK configured every call is the API's no-op.
@@ -24,6 +27,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .labels import method_label, notification_label, prompt_label, tool_label
+
 __all__ = ["OpenTelemetry", "SEMCONV_SOURCE"]
 
 SEMCONV_SOURCE = "OpenTelemetry semantic conventions for MCP (semantic-conventions-genai, docs/gen-ai/mcp.md)"
@@ -34,14 +39,17 @@ _CARRIER_KEYS = ("traceparent", "tracestate", "baggage")
 
 
 class _State:
-    __slots__ = ("span", "started", "attributes", "context", "tool")
+    __slots__ = ("span", "started", "attributes", "context", "tool", "labels")
 
-    def __init__(self, span: Any, started: float, attributes: dict[str, Any], context: Any, tool: bool) -> None:
+    def __init__(self, span: Any, started: float, attributes: dict[str, Any], context: Any, tool: bool,
+                 labels: dict[str, str]) -> None:
         self.span = span
         self.started = started
         self.attributes = attributes
         self.context = context
         self.tool = tool
+        #: the bounded values metric attributes take instead of the client's names
+        self.labels = labels
 
 
 class OpenTelemetry:
@@ -82,15 +90,20 @@ class OpenTelemetry:
             attributes["mcp.session.id"] = session.session_id
         if request_id is not None:
             attributes["jsonrpc.request.id"] = str(request_id)
+        label = notification_label(session, method) if method.startswith("notifications/") \
+            else method_label(session, method)
+        labels = {"mcp.method.name": label}
         target = None
         tool = False
         if isinstance(params, dict):
             if method == "tools/call" and isinstance(params.get("name"), str):
-                target = attributes["gen_ai.tool.name"] = params["name"]
+                attributes["gen_ai.tool.name"] = params["name"]
+                target = labels["gen_ai.tool.name"] = tool_label(session, params["name"])
                 attributes["gen_ai.operation.name"] = "execute_tool"
                 tool = True
             elif method == "prompts/get" and isinstance(params.get("name"), str):
-                target = attributes["gen_ai.prompt.name"] = params["name"]
+                attributes["gen_ai.prompt.name"] = params["name"]
+                target = labels["gen_ai.prompt.name"] = prompt_label(session, params["name"])
             elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe",
                             "notifications/resources/updated") and isinstance(params.get("uri"), str):
                 attributes["mcp.resource.uri"] = params["uri"]
@@ -102,9 +115,10 @@ class OpenTelemetry:
             self._sessions[id(session)] = (time.perf_counter(), {
                 k: v for k, v in attributes.items() if k in ("network.transport", "mcp.protocol.version")})
         parent = self._propagate.extract(carrier) if carrier else None
-        span = self._tracer.start_span(f"{method} {target}" if target else method, context=parent,
+        span = self._tracer.start_span(f"{label} {target}" if target else label, context=parent,
                                        kind=self._server_kind, attributes=attributes)
-        return _State(span, time.perf_counter(), attributes, self._trace.set_span_in_context(span, parent), tool)
+        return _State(span, time.perf_counter(), attributes, self._trace.set_span_in_context(span, parent), tool,
+                      labels)
 
     def start(self, session: Any, request: Any) -> _State:
         return self._begin(session, request.method, request.params, request.id, request.revision.version)
@@ -162,8 +176,9 @@ class OpenTelemetry:
             span.set_attribute("error.type", error_type)
             attributes["error.type"] = error_type
         span.end()
+        labels = state.labels
         self._operation.record(time.perf_counter() - state.started,
-                               {k: v for k, v in attributes.items() if k not in _HIGH_CARDINALITY})
+                               {k: labels.get(k, v) for k, v in attributes.items() if k not in _HIGH_CARDINALITY})
 
     def notification(self, session: Any, method: str, params: Any) -> None:
         state = self._begin(session, method, params, None, None)

@@ -15,6 +15,7 @@ under a lock; it returns ``None`` (allowed) in the common case and allocates not
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -181,7 +182,7 @@ class RateLimiter:
             if rate is None:
                 return None
         wait = self.store.take(
-            f"{principal}{KEY_SEPARATOR}{tool}", rate.capacity, rate.refill_per_s, self._clock()
+            f"{budget_of(principal)}{KEY_SEPARATOR}{tool}", rate.capacity, rate.refill_per_s, self._clock()
         )
         if not wait:
             return None
@@ -211,6 +212,23 @@ class RateLimiter:
             retryable=True,
             suggested_fix=fix,
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def budget_of(principal: str) -> str:
+    """Whose bucket a call takes from: the principal, except that an anonymous HTTP caller
+    named by an IPv6 address (``anonymous@2001:db8::5``) spends its /64's budget: one host is
+    commonly given a whole /64, and could otherwise take a fresh budget at every address in it.
+    Its audit lines keep its own address."""
+    if not principal.startswith("anonymous@") or ":" not in principal:
+        return principal
+    import ipaddress
+
+    try:
+        address = ipaddress.IPv6Address(principal[len("anonymous@"):])
+    except ValueError:
+        return principal
+    return f"anonymous@{ipaddress.IPv6Network((address, 64), strict=False).network_address}/64"
 
 
 class CompletionRateLimit:

@@ -21,7 +21,9 @@ trail, which records every tool call's arguments. Secrets leak in two shapes, an
   ``password=...`` style assignments (the key stays; the short words only as whole words:
   ``pin=1234``, not ``spin=3``), URL userinfo passwords (``https://user:[REDACTED]@host``)
   and credentials on command lines: ``curl -u user:[REDACTED]``, ``--password [REDACTED]``
-  (and ``--token``, ``--api-key``, ...), ``mysql -p[REDACTED]``, ``sshpass -p [REDACTED]``.
+  (and ``--token``, ``--api-key``, ...), ``mysql -p[REDACTED]``, ``sshpass -p [REDACTED]``;
+  ``user:[REDACTED]@host.example`` without a scheme, and payment card numbers (a network's
+  prefix and length, and a valid Luhn digit).
 
 Redaction is on the hot path (every audited tool call), so clean data costs one regex scan per
 string and no allocation: :meth:`Redactor.redact` returns the *same object* when nothing
@@ -86,12 +88,30 @@ DEFAULT_SECRET_KEYS: tuple[str, ...] = (
     "passcode",
     "api_keys",
     "ssh_key",
+    # payment cards and identity numbers (PCI DSS, national ids): compounds, so that a
+    # cardholder name or a card count stays
+    "card_number",
+    "card_num",
+    "card_no",
+    "credit_card",
+    "debit_card",
+    "cc_number",
+    "cc_num",
+    "cc_no",
+    "card_pan",
+    "pan_number",
+    "card_code",
+    "security_code",
+    "card_verification",
+    "iban",
+    "ssn",
 )
 
 #: Short or common words naming a secret, matched only as whole words (a key's last word, or
 #: a word standing alone before ``=``/``:`` in text): as suffixes they would catch ``spin``,
 #: ``bypass`` or ``max_tokens``.
-DEFAULT_SECRET_WORDS: tuple[str, ...] = ("pwd", "pass", "pin", "otp", "jwt", "auth", "bearer", "tokens")
+DEFAULT_SECRET_WORDS: tuple[str, ...] = ("pwd", "pass", "pin", "otp", "jwt", "auth", "bearer", "tokens",
+                                          "cvv", "cvc", "cvv2", "cvc2", "ccn")
 
 #: Trailing words that qualify a secret without changing what it is (password_confirmation).
 _QUALIFIERS = frozenset({
@@ -144,6 +164,25 @@ def _check_auth(whole: str, secret: str) -> bool:
 
 _Check = Callable[[str, str], bool]
 
+#: issuer prefixes (IIN) and lengths of the card networks: Visa, Mastercard (51-55, 2221-2720),
+#: American Express, Diners Club, Discover, JCB, UnionPay, Maestro
+_CARD = re.compile(r"4\d{12}(?:\d{3}){0,2}|5[1-5]\d{14}|2(?:2[2-9]|[3-6]\d|7[01])\d{13}|2720\d{12}|3[47]\d{13}"
+                   r"|3(?:0[0-5]|[689]\d)\d{11,16}|6(?:011|5\d\d|4[4-9]\d|2\d\d)\d{12,15}|35\d{14,17}"
+                   r"|6[37]\d{10,17}")
+
+
+def _check_card(whole: str, secret: str) -> bool:
+    """A run of digits is a payment card number only with a network's prefix and length and a
+    valid Luhn check digit: order numbers, timestamps and phone numbers mostly fail one."""
+    digits = "".join(c for c in whole if c.isdigit())
+    if _CARD.fullmatch(digits) is None:
+        return False
+    total = 0
+    for i, c in enumerate(reversed(digits)):
+        d = int(c) * (2 if i % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
+
 
 def _start(width: int) -> str:
     """Placed after a shape's literal prefix of ``width`` characters: the character before the
@@ -184,14 +223,24 @@ _SHAPES: tuple[tuple[str, str, _Check | None], ...] = (
     # Command lines: curl -u/--user user:password (the user kept), a password-like long option
     # followed by its value (a case-blind alternation is slow to fail: the first letters are
     # tested first), mysql's -pPASSWORD (no space), sshpass -p PASSWORD.
-    ("-", r"(?:u" + _start(2) + r"|-user" + _start(6) + r")(?:\s+|=)[\"']?[^\s:\"'\-][^\s:\"']*:"
-          r"(?P<secret>[^\s\"']+)", None),
+    # (-uuser:password needs no space; a quoted pair is masked to its closing quote)
+    ("-", r"(?:u" + _start(2) + r"|-user" + _start(6) + r")(?:\s+|=|(?<=-u))(?P<cq>[\"'])?[^\s:\"'\-][^\s:\"']*:"
+          r"(?P<secret>(?(cq)[^\"'\n]+|[^\s\"']+))", None),
     ("-", r"-(?=[PpTtSsAaCc])(?i:password|passwd|pass|pwd|passphrase|token|secret|api-key|apikey|auth-token|access-token"
           r"|client-secret)(?:\s+|=)[\"']?(?P<secret>[^\s\"'\-][^\s\"']*)", None),
     # (the scan for -p stops at the next mysql/mariadb, so a text full of them stays linear)
     ("m", r"(?:ysql" + _start(5) + r"(?:dump|admin|import|show|check)?|ariadb" + _start(7) + r"(?:-dump|-admin)?)"
           + r"(?=\s)(?:(?!m(?:ysql|ariadb))[^\n|;&]){0,200}?\s-p[\"']?(?P<secret>[^\s\"']+)", None),
     ("s", r"shpass" + _start(7) + r"\s+-p\s*[\"']?(?P<secret>[^\s\"']+)", None),
+    # user:password@host without a scheme (scp, git, connection strings): anchored on the ':'
+    # after a user name character, the password masked up to an '@' followed by a dotted host
+    # name or address (a bare word after '@' is too often prose: "10:30@cafe")
+    (":", r"(?<=[A-Za-z0-9._%+\-]:)(?P<secret>[^\s/@:\"'<>]{1,256})(?=@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+)",
+     None),
+    # payment card numbers: 13 to 19 digits, grouped by spaces or dashes or not, starting with
+    # a network's digit; _check_card keeps only a known prefix and length with a valid Luhn digit
+    # (the first digit is kept, like the masked forms cards are printed in)
+    ("23456", _start(1) + r"(?P<secret>(?:[ \-]?\d){12,18})(?![\d])", _check_card),
 )
 
 #: The credential shapes as stand-alone regex sources (what the default :class:`Redactor`

@@ -5,7 +5,8 @@ The card is served at ``GET <streamable-http-url>/server-card`` (the location th
 as ``application/mcp-server-card+json``, and listed in an MCP Catalog at
 ``/.well-known/mcp/catalog.json``. Both are public, read-only metadata: no token is needed, any
 origin may read them (``Access-Control-Allow-Origin: *``, as the draft's CORS requirements say)
-and they are cacheable for an hour. The card is built from the Server's own fields, so it cannot
+and they are cacheable for an hour, when the Host they were asked for (and name) is loopback
+or listed in ``allowed_hosts``; one let in by ``'*'`` alone gets ``no-store``. The card is built from the Server's own fields, so it cannot
 disagree with what ``initialize`` or ``server/discover`` later say ("Consistency with Runtime
 Behavior").
 """
@@ -17,8 +18,8 @@ from typing import Any
 
 from .. import _json
 
-__all__ = ["CARD_MEDIA_TYPE", "CARD_SCHEMA", "CATALOG_PATH", "build_card", "build_catalog", "card_name",
-           "validate_card"]
+__all__ = ["CARD_MEDIA_TYPE", "CARD_SCHEMA", "CATALOG_PATH", "build_card", "build_catalog", "cache_headers",
+           "card_name", "validate_card"]
 
 CARD_SCHEMA = "https://static.modelcontextprotocol.io/schemas/v2/server-card.schema.json"
 CARD_MEDIA_TYPE = "application/mcp-server-card+json"
@@ -146,6 +147,17 @@ PUBLIC_HEADERS = [
     (b"access-control-allow-headers", b"Content-Type"),
     (b"cache-control", b"public, max-age=3600"),
 ]
+#: for a Host let in by ``--allow-host '*'`` alone: the URLs in the body are whatever the client
+#: sent, so no cache may keep them for anyone else
+UNCACHED = (b"cache-control", b"no-store")
+
+
+def cache_headers(guard: Any, host: str) -> list[tuple[bytes, bytes]]:
+    """PUBLIC_HEADERS, cacheable only when ``host`` (written into the body) is one the server
+    names: loopback or listed in ``allowed_hosts``."""
+    if guard.host_named(host):
+        return PUBLIC_HEADERS
+    return [*PUBLIC_HEADERS[:-1], UNCACHED]
 
 
 async def serve(app: Any, scope: dict[str, Any], send: Any, headers: dict[bytes, bytes], which: str) -> None:
@@ -162,5 +174,5 @@ async def serve(app: Any, scope: dict[str, Any], send: Any, headers: dict[bytes,
         body = _json.dumps(build_catalog(card, base + app.path.rstrip("/") + CARD_SUFFIX))
         content_type = b"application/json"
     await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", content_type), *PUBLIC_HEADERS]})
+                "headers": [(b"content-type", content_type), *cache_headers(app.guard, host)]})
     await send({"type": "http.response.body", "body": body})

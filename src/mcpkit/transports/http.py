@@ -133,6 +133,8 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
                            "/.well-known/mcp/catalog.json": "catalog"} if server_card else {}
         #: a mcpkit.auth.ResourceServer: every MCP request must carry a valid bearer token
         self.auth = auth
+        #: the header an API-key scheme reads its key from (Authorization is single already)
+        self._credential_header: bytes | None = getattr(auth, "header", None)
         if auth is not None:
             from ..policy.scopes import ScopeStep
 
@@ -242,14 +244,14 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         raw = scope["headers"]
         headers = dict(raw)
-        twice = repeated_header(raw, headers)
+        twice = repeated_header(raw, headers, self._credential_header)
         if twice is not None:
             await self._plain(send, 400, _error_body(
                 INVALID_REQUEST, f"The {twice} header was sent more than once; send it once."), {})
             return
         path = route_path(scope)  # below the mount point when mounted under a prefix
         if self.metrics is not None and path == "/metrics" and scope["method"] == "GET":
-            await self._metrics_page(send, headers)
+            await self._metrics_page(scope, send, headers)
             return
         which = self._discovery.get(path) if self._discovery else None
         if which is not None and scope["method"] == "GET":
@@ -275,11 +277,15 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
             return
         await self._route(scope, receive, send, headers, path, method)
 
-    async def _metrics_page(self, send: Any, headers: dict[bytes, bytes]) -> None:
-        """Prometheus text for a scraper: behind the Host guard like everything else."""
+    async def _metrics_page(self, scope: dict[str, Any], send: Any, headers: dict[bytes, bytes]) -> None:
+        """Prometheus text for a scraper: behind the Host guard like everything else, and with
+        auth on, behind the same credential as the MCP endpoint (tool names, sessions and
+        traffic are not for whoever reaches the port)."""
         host = headers.get(b"host", b"").decode("latin-1")
         if not self.guard.host_allowed(host):
             await self._plain(send, 403, _error_body(INVALID_REQUEST, f"Host {host!r} is not allowed."), headers)
+            return
+        if self.auth is not None and await self._access(scope, send, headers, "/metrics", "GET") is None:
             return
         from .._extras import needs
 

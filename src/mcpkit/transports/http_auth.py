@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ..protocol.errors import INVALID_REQUEST, McpError
-from .http_quotas import client_address
+from .http_quotas import client_address, peer_address
 
 __all__ = ["ACCESS", "AuthRoutes", "scopes_needed"]
 
@@ -92,6 +92,7 @@ class AuthRoutes:
 
     auth: Any
     server: Any
+    guard: Any
     path: str
     _metadata_paths: frozenset[str]
 
@@ -108,8 +109,6 @@ class AuthRoutes:
     ) -> None:
         """With auth: the RFC 9728 metadata is public (AU-02, AU-03); everything else needs a
         valid bearer token, checked on every request (AU-13, SEC-03)."""
-        from ..auth.resource import AuthFailure
-
         auth = self.auth
         resource = auth.resource_for(scope.get("scheme", "http"), headers.get(b"host", b"").decode("latin-1"),
                                      self.path)
@@ -118,21 +117,39 @@ class AuthRoutes:
                 await self._plain(send, 405, _error_body(INVALID_REQUEST, "Method not allowed."), headers,
                                   [(b"allow", b"GET")])
                 return
+            # the resource URI comes from the Host when none is configured: cacheable only when
+            # that Host is one the server names (transports/discovery.py says why)
+            host = headers.get(b"host", b"").decode("latin-1")
+            cacheable = getattr(auth, "resource", None) is not None or self.guard.host_named(host)
             await self._plain(send, 200, auth.metadata_body(resource), headers,
-                              [(b"access-control-allow-origin", b"*"), (b"cache-control", b"max-age=3600")])
+                              [(b"access-control-allow-origin", b"*"),
+                               (b"cache-control", b"max-age=3600" if cacheable else b"no-store")])
             return
-        try:
-            # an API-key scheme (mcpkit.auth.ApiKeyAuth) names its own header
-            access = await auth.authenticate(headers.get(getattr(auth, "header", b"authorization")), resource)
-        except AuthFailure as refusal:
-            self._audit_unauthenticated(scope, method, path, refusal)
-            await self._refuse_auth(send, headers, refusal)
+        access = await self._access(scope, send, headers, path, method, resource)
+        if access is None:
             return
         token = ACCESS.set((access, resource))
         try:
             await self._route(scope, receive, send, headers, path, method)
         finally:
             ACCESS.reset(token)
+
+    async def _access(self, scope: dict[str, Any], send: Any, headers: dict[bytes, bytes], path: str, method: str,
+                      resource: Any = None) -> Any:
+        """The request's verified access, or None once it has been refused (401/403, audited)."""
+        from ..auth.resource import AuthFailure
+
+        auth = self.auth
+        if resource is None:
+            resource = auth.resource_for(scope.get("scheme", "http"), headers.get(b"host", b"").decode("latin-1"),
+                                         self.path)
+        try:
+            # an API-key scheme (mcpkit.auth.ApiKeyAuth) names its own header
+            return await auth.authenticate(headers.get(getattr(auth, "header", b"authorization")), resource)
+        except AuthFailure as refusal:
+            self._audit_unauthenticated(scope, method, path, refusal)
+            await self._refuse_auth(send, headers, refusal)
+            return None
 
     async def _refuse_auth(self, send: Any, headers: dict[bytes, bytes], refusal: Any) -> None:
         await self._plain(send, refusal.status, _error_body(INVALID_REQUEST, refusal.message), headers,
@@ -194,11 +211,15 @@ class AuthRoutes:
         messages by: the same user may step up to another token within one session while an
         earlier call still runs (or is still being read off the loop), and that call keeps
         the scopes and ``ctx.access_token`` it was sent with. Without auth, the caller is named
-        by this request's address."""
+        by the address that opened the session."""
         if self.auth is None:
             # nobody is named: each address is a caller of its own (its rate-limit buckets, its
-            # audit lines), so one client cannot spend every other's budget
-            hs.session.anonymous = "anonymous@" + client_address(scope)
+            # audit lines), so one client cannot spend every other's budget. The name is the
+            # session's first address, exact, and stays: a request from another address on the
+            # same session id does not rename the calls in flight, and two hosts of one IPv6
+            # /64 are not one name (the rate limiter still counts a /64 as one budget)
+            if hs.session.anonymous == "anonymous":
+                hs.session.anonymous = "anonymous@" + peer_address(scope)
             return None
         access = ACCESS.get()[0]
         if hs.owner is None:

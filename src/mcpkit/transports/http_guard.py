@@ -28,14 +28,17 @@ _SINGLE = frozenset({
 })
 
 
-def repeated_header(raw: list[tuple[bytes, bytes]], parsed: dict[bytes, bytes]) -> str | None:
+def repeated_header(raw: list[tuple[bytes, bytes]], parsed: dict[bytes, bytes],
+                    also: bytes | None = None) -> str | None:
     """The name of a single-valued header sent more than once, else None. ``parsed`` is
-    ``dict(raw)``: when no name repeats they are the same length, and nothing more is done."""
+    ``dict(raw)``: when no name repeats they are the same length, and nothing more is done.
+    ``also``: one more such header, the credential header an API-key scheme reads (two keys
+    would leave which one is checked to the order of the parse)."""
     if len(parsed) == len(raw):
         return None
     seen: set[bytes] = set()
     for name, _value in raw:
-        if name in _SINGLE:
+        if name in _SINGLE or name == also:
             if name in seen:
                 return name.decode("latin-1")
             seen.add(name)
@@ -68,7 +71,13 @@ class HostGuard:
         self._origins_seen: dict[bytes, bool] = {}
 
     def host_allowed(self, host: str) -> bool:
-        return self.any_host or host.lower() in self.hosts or hostname(host) in self.hosts
+        return self.any_host or self.host_named(host)
+
+    def host_named(self, host: str) -> bool:
+        """``host`` is loopback or named in the allow-list: not merely let in by ``'*'``. Only
+        such a Host may be written into a response a shared cache keeps (anyone can send any
+        other, and the cache would hand their URL to everyone)."""
+        return host.lower() in self.hosts or hostname(host) in self.hosts
 
     def origin_allowed(self, origin: str) -> bool:
         if self.any_origin or origin in self.origins:

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["SessionQuotas", "QuotaExceeded", "client_address"]
+__all__ = ["SessionQuotas", "QuotaExceeded", "client_address", "peer_address"]
 
 
 def client_address(scope: dict[str, Any]) -> str:
@@ -32,6 +32,20 @@ def client_address(scope: dict[str, Any]) -> str:
         return "unknown"
     host = str(client[0])
     return _ipv6_network(host) if ":" in host else host
+
+
+def peer_address(scope: dict[str, Any]) -> str:
+    """The request's own address (an IPv4-mapped IPv6 one as IPv4): how an anonymous caller is
+    named in audit lines and ``ctx.principal``, where a /64 would lump distinct hosts together.
+    Budgets still count an IPv6 caller by its /64 (:func:`client_address`)."""
+    client = scope.get("client")
+    if not client:
+        return "unknown"
+    host = str(client[0])
+    if host.startswith("::ffff:"):
+        mapped = _ipv6_network(host)
+        return mapped if "/" not in mapped else host
+    return host
 
 
 @functools.lru_cache(maxsize=4096)
