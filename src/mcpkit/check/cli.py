@@ -68,6 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     conn = parser.add_argument_group("connection")
     conn.add_argument("--header", action="append", metavar="'K: V'", default=[],
                       help="HTTP: send this header with every request, e.g. 'Authorization: Bearer ...'")
+    conn.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                      help="pass this variable to a command line's server (repeatable; it gets only HOME, PATH, "
+                      "the locale and a few more, docs/check.md); server.py and module targets get everything")
     conn.add_argument("--sse", action="store_true", help="the URL is a legacy HTTP+SSE endpoint (2024-11-05)")
 
 
@@ -81,14 +84,17 @@ def _headers(values: list[str]) -> dict[str, str]:
     return headers
 
 
-def _target(parts: list[str]) -> Any:
+def _target(parts: list[str]) -> tuple[Any, bool]:
     """TARGET as every mcpkit command reads it (mcpkit.targets): a server.py or package.module:ATTR
-    (run as ``python -m mcpkit serve``; a file on another SDK as itself), a command line, or a URL."""
+    (run as ``python -m mcpkit serve``; a file on another SDK as itself), a command line, or a URL;
+    and whether it is a command line (a program we may not have written, which sees only an
+    allow-list of our environment) rather than the user's own file or module."""
     if len(parts) == 1:
         from ..targets import resolve
 
-        return resolve(parts[0]).client_target()[0]
-    return parts
+        found = resolve(parts[0])
+        return found.client_target()[0], found.kind == "command"
+    return parts, True
 
 
 def _fail(message: str) -> int:
@@ -128,7 +134,11 @@ def run(args: argparse.Namespace) -> int:
         baseline = load_baseline(args.baseline) if args.baseline else None
     except ValueError as exc:
         return _fail(str(exc))
-    target = _target(args.target)
+    target, command = _target(args.target)
+    from ..client.environment import misnamed
+
+    if misnamed(args.pass_env):
+        return _fail(str(misnamed(args.pass_env)))
     if isinstance(target, str):  # a URL: the client's HTTP transport
         from .._extras import MissingExtra, require
 
@@ -145,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         "revisions": args.revision, "call_read_only": bool(args.call_tools), "conformance": args.conformance,
         "headers": _headers(args.header), "rules": args.rule, "skip": args.skip, "quick": args.quick,
         "deadline": args.deadline, "fail_on": args.fail_on, "baseline": baseline, "transport": transport,
-        "hosts": args.hosts,
+        "hosts": args.hosts, "inherit_env": args.pass_env if command else True,
     }
     if args.timeout is not None:
         options["timeout"] = args.timeout

@@ -18,7 +18,7 @@ import inspect
 import itertools
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol import revisions
@@ -60,6 +60,7 @@ class Client:
         client_info: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         env: dict[str, str | None] | None = None,
+        inherit_env: bool | Iterable[str] | None = None,
         cwd: str | None = None,
         timeout: float | None = 30.0,
         sampling_handler: Callable[[dict[str, Any]], Any] | None = None,
@@ -106,7 +107,8 @@ class Client:
         #: the capabilities this client declares (initialize, or every 2026-07-28 request's _meta)
         self.capabilities = caps
         self._transport = make_transport(
-            target, transport, headers=headers, env=env, cwd=cwd, timeout=timeout, reconnect=reconnect
+            target, transport, headers=headers, env=env, cwd=cwd, timeout=timeout, reconnect=reconnect,
+            inherit_env=inherit_env,
         )
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}

@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     upstream = parser.add_argument_group("upstream connections")
     upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                           help="an HTTP header for URL targets (repeatable)")
+    upstream.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                          help="pass this variable of the proxy's environment to command upstreams (repeatable; "
+                          "they get only HOME, PATH, the locale and a few more, and their own env, docs/proxy.md)")
     upstream.add_argument("--flatten-schemas", action="store_true",
                           help="list tools whose schema has a root oneOf/anyOf/allOf (refused by the Anthropic, "
                           "OpenAI and Gemini APIs) as a flat copy; calls are still validated against the original")
@@ -101,6 +104,10 @@ def _specs(args: argparse.Namespace) -> list[Any]:
         if args.config:
             raise _fail(f'{args.config} has no enabled server in "mcpServers"')
         raise _fail("give a TARGET (a URL or a command line), a command after --, or --config FILE")
+    from ..client.environment import misnamed
+
+    if misnamed(args.pass_env):
+        raise _fail(f"{misnamed(args.pass_env)} (to set a value, give the upstream an \"env\" in --config)")
     headers = {}
     for item in args.header or ():
         key, sep, value = item.partition(":")
@@ -110,6 +117,8 @@ def _specs(args: argparse.Namespace) -> list[Any]:
     for spec in specs:
         if spec.transport != "stdio":
             spec.headers = {**headers, **spec.headers}
+        else:
+            spec.pass_env(args.pass_env)
     if len(specs) > 1:
         unnamed = [s for s in specs if not s.name]
         if unnamed:
@@ -160,7 +169,10 @@ def _unrunnable(spec: Any) -> str | None:
             return (f"{command!r} is not executable; chmod +x it, or start it with its interpreter "
                     f"(e.g. \"node {command}\" or \"python {command}\")")
         return None
-    env = {**os.environ, **(spec.env or {})}
+    from ..client.environment import child_environment
+
+    # looked up on the PATH the command will get, as the child's exec looks it up
+    env = child_environment(spec.env, spec.inherit_env)
     if shutil.which(command, path=env.get("PATH", os.defpath)) is None:
         return f"{command!r} is not a command on PATH; install it, or give its full path"
     return None
