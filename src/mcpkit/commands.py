@@ -76,15 +76,15 @@ def _client(args: argparse.Namespace, target: Any = None, transport: str | None 
 
 def _inherit_env(args: argparse.Namespace) -> bool | list[str]:
     """A command line is a program we may not have written: it sees an allow-list of our
-    environment and what --pass-env names (mcpkit.client.environment). server.py, a module or the
-    reference server is the user's own code, run as ``mcpkit serve`` runs it: it sees everything."""
+    environment and what --pass-env names (mcpkit.client.environment); the user's own server
+    (Target.runs_own_code) sees everything, as under ``mcpkit serve``."""
     from .client.environment import misnamed
     from .targets import resolve
 
     names = getattr(args, "pass_env", None) or []
     if misnamed(names):
         raise SystemExit(f"mcpkit: {misnamed(names)}")
-    return names if resolve(args.target).kind == "command" else True
+    return True if resolve(args.target).runs_own_code() else names
 
 
 class _Closing:

@@ -84,17 +84,24 @@ def _headers(values: list[str]) -> dict[str, str]:
     return headers
 
 
-def _target(parts: list[str]) -> tuple[Any, bool]:
+def _target(parts: list[str]) -> Any:
     """TARGET as every mcpkit command reads it (mcpkit.targets): a server.py or package.module:ATTR
-    (run as ``python -m mcpkit serve``; a file on another SDK as itself), a command line, or a URL;
-    and whether it is a command line (a program we may not have written, which sees only an
-    allow-list of our environment) rather than the user's own file or module."""
+    (run as ``python -m mcpkit serve``; a file on another SDK as itself), a command line, or a URL."""
     if len(parts) == 1:
         from ..targets import resolve
 
-        found = resolve(parts[0])
-        return found.client_target()[0], found.kind == "command"
-    return parts, True
+        return resolve(parts[0]).client_target()[0]
+    return parts
+
+
+def _inherit_env(parts: list[str], names: list[str]) -> bool | list[str]:
+    """What of our environment the server gets beyond the allow-list (mcpkit.client.environment):
+    everything for the user's own server (Target.runs_own_code), as under ``mcpkit serve``; only
+    ``names`` (--pass-env) for another's program."""
+    from ..targets import Target, resolve
+
+    found = resolve(parts[0]) if len(parts) == 1 else Target("command", " ".join(parts), argv=tuple(parts))
+    return True if found.runs_own_code() else names
 
 
 def _fail(message: str) -> int:
@@ -134,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         baseline = load_baseline(args.baseline) if args.baseline else None
     except ValueError as exc:
         return _fail(str(exc))
-    target, command = _target(args.target)
+    target = _target(args.target)
     from ..client.environment import misnamed
 
     if misnamed(args.pass_env):
@@ -155,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         "revisions": args.revision, "call_read_only": bool(args.call_tools), "conformance": args.conformance,
         "headers": _headers(args.header), "rules": args.rule, "skip": args.skip, "quick": args.quick,
         "deadline": args.deadline, "fail_on": args.fail_on, "baseline": baseline, "transport": transport,
-        "hosts": args.hosts, "inherit_env": args.pass_env if command else True,
+        "hosts": args.hosts, "inherit_env": _inherit_env(args.target, args.pass_env),
     }
     if args.timeout is not None:
         options["timeout"] = args.timeout
