@@ -48,7 +48,11 @@ async def _maybe_await(value: Any) -> Any:
 
 class Client:
     """A connection to one MCP server; see the module docstring. Use it as an async context
-    manager, or call :meth:`connect` and :meth:`close` yourself."""
+    manager, or call :meth:`connect` and :meth:`close` yourself.
+
+    A command (stdio) starts with an allow-list of this process's environment (PATH, HOME, the
+    locale...: mcpkit.client.environment), then ``inherit_env`` (names, or True for all of it),
+    then ``env`` (a None value removes a name): never the secrets this process holds."""
 
     def __init__(
         self,
