@@ -102,16 +102,23 @@ async def test_a_clients_command_sees_the_allow_list_its_env_and_the_names_it_wa
 @aio
 async def test_a_mounted_command_sees_the_allow_list_and_its_own_env(secrets: Any) -> None:
     server = Server.proxy([PY, ENVREPORT], env={"OWN": "1"})
-    server.mount([PY, ENVREPORT], prefix="named", inherit_env=["SHARED_SETTING"])
     try:
         async with Client(server) as client:
             assert_sees_only(await names_from(client), allowed("OWN"))
+        server.mount([PY, ENVREPORT], prefix="named", inherit_env=["SHARED_SETTING"])
+        async with Client(server) as client:
             assert_sees_only(await names_from(client, "named_environment"), allowed("SHARED_SETTING"))
     finally:
         close_all(server)
 
 
 # ------------------------------------------------------------------------------------------ mcpkit proxy
+
+
+def proxy_with_secrets(*args: str, **env: str) -> Client:
+    """``mcpkit proxy ARGS`` holding the secrets: it may need them, for its own --auth or for an
+    upstream's headers; its upstreams may not."""
+    return Client(mcpkit_command("proxy", *args), env={**pythonpath(), **SECRETS, "SHARED_SETTING": "x", **env})
 
 
 @aio
@@ -122,17 +129,13 @@ async def test_the_proxy_commands_upstreams_see_none_of_its_secrets(tmp_path: Pa
         "named": {"command": PY, "args": [ENVREPORT], "inherit_env": ["SHARED_SETTING"]},
         "everything": {"command": PY, "args": [ENVREPORT], "inherit_env": True},
     }}))
-    # the proxy itself has the secrets (it may need them for its own --auth, or for an upstream's
-    # headers); the Client that starts it hands them over by name
-    proxy = Client(mcpkit_command("proxy", "--config", str(config), "--pass-env", "PASSED_ON_CLI"),
-                   env={**pythonpath(), "PASSED_ON_CLI": "1"}, inherit_env=[*SECRETS, "SHARED_SETTING"])
-    async with proxy as client:
-        inside = {*SECRETS, "SHARED_SETTING", "PASSED_ON_CLI", *pythonpath()}
-        assert_sees_only(await names_from(client, "plain_environment"), allowed("OWN", "PASSED_ON_CLI"))
-        assert_sees_only(await names_from(client, "named_environment"), allowed("SHARED_SETTING", "PASSED_ON_CLI"))
+    async with proxy_with_secrets("--config", str(config)) as client:
+        assert_sees_only(await names_from(client, "plain_environment"), allowed("OWN"))
+        assert_sees_only(await names_from(client, "named_environment"), allowed("SHARED_SETTING"))
         # everything, less the proxy's own MCPKIT_* switches (none is set here)
-        everything = set(await names_from(client, "everything_environment"))
-        assert inside <= everything
+        assert {*SECRETS, "SHARED_SETTING", *pythonpath()} <= set(await names_from(client, "everything_environment"))
+    async with proxy_with_secrets("--pass-env", "SHARED_SETTING", "--", PY, ENVREPORT) as client:
+        assert_sees_only(await names_from(client), allowed("SHARED_SETTING"))
 
 
 def test_inherit_env_in_a_config_is_true_false_or_names(tmp_path: Path) -> None:

@@ -60,10 +60,9 @@ class Upstream:
 
     Options: ``prefix``/``separator``/``prefix_uris`` name the mirrored items (compose.Names);
     ``tool_policy`` (a ToolPolicy, a TOML path or a dict) overrides what the upstream's tools
-    claim; ``headers``, ``env``, ``inherit_env``, ``cwd``, ``transport``, ``protocol_version`` build
-    the Client (a command sees an allow-list of this process's environment, mcpkit.client.environment);
-    ``timeout`` bounds each upstream request (seconds, None: unbounded); ``probe_interval`` is
-    how often the link is pinged; ``connect_timeout`` bounds one connection attempt.
+    claim; ``headers``, ``env``, ``inherit_env`` (mcpkit.client.environment), ``cwd``, ``transport``,
+    ``protocol_version`` build the Client; ``timeout`` bounds each upstream request (seconds, None:
+    unbounded); ``probe_interval`` is how often it is pinged; ``connect_timeout`` one connection attempt.
     """
 
     def __init__(
