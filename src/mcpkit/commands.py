@@ -71,7 +71,20 @@ def _client(args: argparse.Namespace, target: Any = None, transport: str | None 
         require(("a URL target", "client"))
     return _Closing(Client(target, transport=transport or "auto", headers=_headers(args) or None,
                            protocol_version=getattr(args, "protocol_version", None), timeout=args.timeout,
-                           **options))
+                           inherit_env=_inherit_env(args), **options))
+
+
+def _inherit_env(args: argparse.Namespace) -> bool | list[str]:
+    """A command line is a program we may not have written: it sees an allow-list of our
+    environment and what --pass-env names (mcpkit.client.environment); the user's own server
+    (Target.runs_own_code) sees everything, as under ``mcpkit serve``."""
+    from .client.environment import misnamed
+    from .targets import resolve
+
+    names = getattr(args, "pass_env", None) or []
+    if misnamed(names):
+        raise SystemExit(f"mcpkit: {misnamed(names)}")
+    return True if resolve(args.target).runs_own_code() else names
 
 
 class _Closing:
@@ -102,6 +115,9 @@ def _add_target(parser: argparse.ArgumentParser, *, sse: bool = True, optional: 
     parser.add_argument("--protocol-version", type=_revision, metavar="V",
                         help="the revision to offer (default: the newest)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each answer")
+    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                        help="pass this variable to a command line's server (repeatable; it gets only HOME, PATH, "
+                        "the locale and a few more, docs/cli.md); server.py and module targets get everything")
     if sse:
         parser.add_argument("--sse", action="store_true", help="the URL is a legacy HTTP+SSE endpoint")
 

@@ -80,6 +80,13 @@ class Target:
             return resolve(rest[0])
         return None
 
+    def runs_own_code(self) -> bool:
+        """Whether this runs the user's own server: a file, a module, the reference server, or a
+        command line that runs an mcpkit server (see :meth:`loadable`). Such a server sees the
+        whole environment, as ``mcpkit serve`` would; any other command line is a program we may
+        not have written, and sees an allow-list of it (mcpkit.client.environment)."""
+        return self.kind != "url" and (self.kind != "command" or self.loadable() is not None)
+
     def is_mcpkit(self) -> bool:
         """Whether this names an mcpkit server: the reference server, a module (``module:ATTR``
         names a Server), or a file that imports mcpkit (read, never run, to tell)."""

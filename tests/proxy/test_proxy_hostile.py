@@ -22,13 +22,11 @@ HOSTILE = str(Path(__file__).parent / "servers" / "hostile.py")
 
 
 @aio
-async def test_what_an_upstream_says_while_completing_for_one_client_never_reaches_another(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_what_an_upstream_says_while_completing_for_one_client_never_reaches_another() -> None:
     # a completion was once forwarded without its client's context, so not counted in flight: the
     # upstream's log line and sampling request about B's completion went to A, the only client
     # with a call in flight
-    monkeypatch.setenv("HOSTILE", "tell")
-    proxy = Server.proxy([sys.executable, HOSTILE])
+    proxy = Server.proxy([sys.executable, HOSTILE], env={"HOSTILE": "tell"})
     upstream = upstreams_of(proxy)[0]
     logs: list[Any] = []
     asked: list[Any] = []
@@ -85,13 +83,10 @@ async def test_a_task_an_upstream_created_for_one_principal_is_unknown_to_anothe
 
 
 @aio
-async def test_an_upstreams_stray_answers_and_notifications_do_not_pile_up_in_the_proxy(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_upstreams_stray_answers_and_notifications_do_not_pile_up_in_the_proxy() -> None:
     # the upstream's Client kept every notification, server request and answer to an id never
     # asked, for as long as the proxy ran: a flood of them grew the proxy by hundreds of MB
-    monkeypatch.setenv("HOSTILE", "stray")
-    monkeypatch.setenv("FLOOD", "5000")
-    proxy = Server.proxy([sys.executable, HOSTILE])
+    proxy = Server.proxy([sys.executable, HOSTILE], env={"HOSTILE": "stray", "FLOOD": "5000"})
     upstream = upstreams_of(proxy)[0]
     logs: list[Any] = []
     try:
@@ -162,12 +157,10 @@ async def test_one_upstream_list_change_is_one_list_changed_for_the_clients() ->
 
 
 @aio
-async def test_an_upstreams_flood_of_list_changed_is_listed_and_passed_on_at_a_bounded_rate(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_upstreams_flood_of_list_changed_is_listed_and_passed_on_at_a_bounded_rate() -> None:
     # each list_changed an upstream sent was a tools/list to it and a list_changed to every client,
     # whether anything changed or not: 50 a second kept the proxy busy and its clients re-listing
-    monkeypatch.setenv("HOSTILE", "churn")
-    proxy = Server.proxy([sys.executable, HOSTILE])
+    proxy = Server.proxy([sys.executable, HOSTILE], env={"HOSTILE": "churn"})
     changed = "notifications/tools/list_changed"
     try:
         async with Client(proxy) as client:

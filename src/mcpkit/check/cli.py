@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     conn = parser.add_argument_group("connection")
     conn.add_argument("--header", action="append", metavar="'K: V'", default=[],
                       help="HTTP: send this header with every request, e.g. 'Authorization: Bearer ...'")
+    conn.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                      help="pass this variable to a command line's server (repeatable; it gets only HOME, PATH, "
+                      "the locale and a few more, docs/check.md); server.py and module targets get everything")
     conn.add_argument("--sse", action="store_true", help="the URL is a legacy HTTP+SSE endpoint (2024-11-05)")
 
 
@@ -92,6 +95,16 @@ def _target(parts: list[str]) -> Any:
 
         return resolve(parts[0]).client_target()[0]
     return parts
+
+
+def _inherit_env(parts: list[str], names: list[str]) -> bool | list[str]:
+    """What of our environment the server gets beyond the allow-list (mcpkit.client.environment):
+    everything for the user's own server (Target.runs_own_code), as under ``mcpkit serve``; only
+    ``names`` (--pass-env) for another's program."""
+    from ..targets import Target, resolve
+
+    found = resolve(parts[0]) if len(parts) == 1 else Target("command", " ".join(parts), argv=tuple(parts))
+    return True if found.runs_own_code() else names
 
 
 def _fail(message: str) -> int:
@@ -136,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     target = _target(args.target)
+    from ..client.environment import misnamed
+
+    if misnamed(args.pass_env):
+        return _fail(str(misnamed(args.pass_env)))
     if isinstance(target, str):  # a URL: the client's HTTP transport
         from .._extras import MissingExtra, require
 
@@ -153,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
         "headers": _headers(args.header), "rules": args.rule, "skip": args.skip, "quick": args.quick,
         "deadline": args.deadline, "fail_on": args.fail_on, "baseline": baseline, "transport": transport,
         "hosts": args.hosts, "pin": args.pin, "pin_key": args.pin_key,
+        "inherit_env": _inherit_env(args.target, args.pass_env),
     }
     if args.timeout is not None:
         options["timeout"] = args.timeout

@@ -36,6 +36,8 @@ class Options:
     timeout: float = RULE_TIMEOUT
     #: the transport argument the Client gets ("auto", "stdio", "http", "sse", "memory")
     client_transport: str = "auto"
+    #: a command's environment beyond the allow-list (mcpkit.client.environment): True or names
+    inherit_env: bool | list[str] | None = None
     #: the hosts whose hosts.* rules run (mcpkit/hosts.py; --hosts)
     hosts: tuple[str, ...] = ("claude", "openai", "gemini")
     #: --pin: the lockfile security.pin-drift compares the server with, and the server's key in it

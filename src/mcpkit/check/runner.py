@@ -173,7 +173,7 @@ async def _connection(
     probe = Probe(version)
     findings: list[Finding] = []
     client = Client(options.target, transport=options.client_transport, protocol_version=version,
-                    headers=options.headers or None, timeout=options.timeout)
+                    headers=options.headers or None, timeout=options.timeout, inherit_env=options.inherit_env)
     limit = patience * max(options.handshake_floor, min(
         MODERN_PROBE_TIMEOUT if version in revision_table.MODERN_VERSIONS else options.timeout, options.timeout))
     started = time.monotonic()
@@ -306,6 +306,7 @@ async def run_checks(
     hosts: str | list[str] | tuple[str, ...] | None = None,
     pin: str | None = None,
     pin_key: str = "default",
+    inherit_env: bool | list[str] | None = None,
 ) -> Report:
     """Check the MCP server at ``target`` (a command line for stdio, a URL for HTTP, or an mcpkit
     Server in memory): connect once per revision in ``revisions`` (default: every revision, plus
@@ -318,13 +319,14 @@ async def run_checks(
     incomplete); ``baseline`` holds fingerprints of known failures, which do not fail the run;
     ``hosts`` ("claude,openai", or a list) picks the hosts.* rules (default claude, openai, gemini;
     mcpkit/hosts.py); ``pin`` (a lockfile, mcpkit pin) runs security.pin-drift against the entry
-    ``pin_key``."""
+    ``pin_key``; ``inherit_env`` (True, or names) gives a command more of this process's
+    environment than the allow-list of mcpkit.client.environment."""
     from ..hosts import parse_hosts
 
     kind = _transport_kind(target, transport)
     options = Options(target=target, transport=kind, headers=dict(headers or {}), call_read_only=call_read_only,
                       conformance=conformance, timeout=timeout, client_transport=transport,
-                      hosts=parse_hosts(hosts), pin=pin, pin_key=pin_key)
+                      hosts=parse_hosts(hosts), pin=pin, pin_key=pin_key, inherit_env=inherit_env)
     offered = _plan(revisions, quick)
     selected = _selected(options, resolve(rules), resolve(skip) or set())
     per_connection = sorted((r for r in selected if r.scope == "connection"), key=lambda r: r.order)

@@ -18,7 +18,7 @@ import inspect
 import itertools
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol import revisions
@@ -48,7 +48,11 @@ async def _maybe_await(value: Any) -> Any:
 
 class Client:
     """A connection to one MCP server; see the module docstring. Use it as an async context
-    manager, or call :meth:`connect` and :meth:`close` yourself."""
+    manager, or call :meth:`connect` and :meth:`close` yourself.
+
+    A command (stdio) starts with an allow-list of this process's environment (PATH, HOME, the
+    locale...: mcpkit.client.environment), then ``inherit_env`` (names, or True for all of it),
+    then ``env`` (a None value removes a name): never the secrets this process holds."""
 
     def __init__(
         self,
@@ -60,6 +64,7 @@ class Client:
         client_info: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         env: dict[str, str | None] | None = None,
+        inherit_env: bool | Iterable[str] | None = None,
         cwd: str | None = None,
         timeout: float | None = 30.0,
         sampling_handler: Callable[[dict[str, Any]], Any] | None = None,
@@ -106,7 +111,8 @@ class Client:
         #: the capabilities this client declares (initialize, or every 2026-07-28 request's _meta)
         self.capabilities = caps
         self._transport = make_transport(
-            target, transport, headers=headers, env=env, cwd=cwd, timeout=timeout, reconnect=reconnect
+            target, transport, headers=headers, env=env, cwd=cwd, timeout=timeout, reconnect=reconnect,
+            inherit_env=inherit_env,
         )
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import _json
+from .environment import child_environment
 from .errors import ClientError
 from .listening import Backoff, StreamState
 
@@ -98,12 +98,14 @@ class StdioTransport(Transport):
 
     kind = "stdio"
 
-    def __init__(self, argv: list[str], env: dict[str, str | None] | None = None, cwd: str | None = None) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str | None] | None = None, cwd: str | None = None,
+                 inherit_env: bool | Iterable[str] | None = None) -> None:
         super().__init__()
         if not argv:
             raise ValueError("an empty command line")
         self.argv = list(argv)
         self.env = env
+        self.inherit_env = inherit_env
         self.cwd = cwd
         self.proc: asyncio.subprocess.Process | None = None
         self._stderr_parts: list[str] = []
@@ -120,8 +122,8 @@ class StdioTransport(Transport):
 
     async def start(self, deliver: Deliver, lost: Lost, state: Report | None = None) -> None:
         await super().start(deliver, lost, state)
-        # the server's environment is this process's with ``env`` on top; a None value unsets one
-        env = {k: v for k, v in {**os.environ, **self.env}.items() if v is not None} if self.env is not None else None
+        # a server we may not have written sees none of our secrets: an allow-list (environment.py)
+        env = child_environment(self.env, self.inherit_env)
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -270,6 +272,7 @@ class MemoryTransport(Transport):
 def make_transport(
     target: Any, transport: str, *, headers: dict[str, str] | None, env: dict[str, str | None] | None,
     cwd: str | None, timeout: float | None, reconnect: Backoff | None = None,
+    inherit_env: bool | Iterable[str] | None = None,
 ) -> Transport:
     """The transport ``Client(target, transport=...)`` uses: "auto" picks http for an http(s) URL,
     stdio for a command (a list, or a string split like a shell would), memory for a Server.
@@ -286,7 +289,7 @@ def make_transport(
         argv = shlex.split(target) if isinstance(target, str) else [str(a) for a in target]
         if isinstance(target, str) and len(argv) == 1 and argv[0].endswith(".py"):
             argv = [sys.executable, argv[0]]  # "server.py": run it with this interpreter
-        return StdioTransport(argv, env=env, cwd=cwd)
+        return StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env)
     if kind == "memory":
         return MemoryTransport(target)
     if kind in ("http", "sse"):

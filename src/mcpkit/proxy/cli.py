@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     upstream = parser.add_argument_group("upstream connections")
     upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                           help="an HTTP header for URL targets (repeatable)")
+    upstream.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                          help="pass this variable of the proxy's environment to command upstreams (repeatable; "
+                          "they get only HOME, PATH, the locale and a few more, and their own env, docs/proxy.md)")
     upstream.add_argument("--flatten-schemas", action="store_true",
                           help="list tools whose schema has a root oneOf/anyOf/allOf (refused by the Anthropic, "
                           "OpenAI and Gemini APIs) as a flat copy; calls are still validated against the original")
@@ -91,7 +94,7 @@ def _specs(args: argparse.Namespace) -> list[Any]:
     from .config import ConfigError, specs_of
 
     try:
-        specs = specs_of(args.targets, args.command_tail, args.config, args.header)
+        specs = specs_of(args.targets, args.command_tail, args.config, args.header, args.pass_env)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     if len(specs) > 1:
@@ -144,7 +147,10 @@ def _unrunnable(spec: Any) -> str | None:
             return (f"{command!r} is not executable; chmod +x it, or start it with its interpreter "
                     f"(e.g. \"node {command}\" or \"python {command}\")")
         return None
-    env = {**os.environ, **(spec.env or {})}
+    from ..client.environment import child_environment
+
+    # looked up on the PATH the command will get, as the child's exec looks it up
+    env = child_environment(spec.env, spec.inherit_env)
     if shutil.which(command, path=env.get("PATH", os.defpath)) is None:
         return f"{command!r} is not a command on PATH; install it, or give its full path"
     return None

@@ -11,7 +11,8 @@ Cursor and most hosts write it::
 
 Each entry's key is its prefix in the proxy (``files_read_file``). ``type`` is ``stdio``, ``http``
 (also ``streamable-http``, ``streamableHttp``) or ``sse``; without it, ``url`` means http and
-``command`` stdio. ``${VAR}`` in strings is taken from the environment.
+``command`` stdio. ``${VAR}`` in strings is taken from the environment. A command sees only an
+allow-list of the proxy's environment, its ``env``, and what ``inherit_env`` names (``true``: all).
 """
 
 from __future__ import annotations
@@ -31,15 +32,17 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def upstream_environment(own: dict[str, str] | None) -> dict[str, str | None]:
-    """What an upstream's process changes of the proxy's environment (``Client(env=...)``: None
-    unsets): the proxy's own ``MCPKIT_*`` switches are unset (its gates, audit, limits, store and
+def upstream_environment(own: dict[str, str] | None, inherit_env: bool | list[str] | None = None) -> dict[str, str | None]:
+    """The ``env`` an upstream's Client gets: its own. A child starts from an allow-list, not from
+    the proxy's environment (mcpkit.client.environment); under ``inherit_env: true`` it starts
+    from all of it less the proxy's own ``MCPKIT_*`` switches (its gates, audit, limits, store and
     auth are the proxy's; an mcpkit upstream handed ``MCPKIT_READ_ONLY=1`` without a policy of its
-    own would refuse to start, docs/environment.md), and the upstream's own ``env`` is set, which
-    may name any of them."""
+    own would refuse to start, docs/environment.md). ``env``, or naming a switch in
+    ``inherit_env``, may still pass one."""
     from ..switches import SWITCHES
 
-    return {**{k: None for k in os.environ if k in SWITCHES}, **(own or {})}
+    unset: dict[str, str | None] = {k: None for k in os.environ if k in SWITCHES} if inherit_env is True else {}
+    return {**unset, **(own or {})}
 
 
 class ConfigError(ValueError):
@@ -56,12 +59,21 @@ class UpstreamSpec:
     env: dict[str, str] | None = None
     cwd: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    #: more of the proxy's environment for a command: True (all of it) or names
+    inherit_env: bool | list[str] | None = None
+
+    def pass_env(self, names: list[str]) -> None:
+        """Pass these names of the proxy's environment too (``--pass-env``)."""
+        if names and self.inherit_env is not True:
+            self.inherit_env = list(dict.fromkeys([*(self.inherit_env or []), *names]))
 
     def options(self) -> dict[str, Any]:
         """Keyword arguments for :class:`mcpkit.proxy.Upstream`."""
         out: dict[str, Any] = {"transport": self.transport}
         if not isinstance(self.target, str):  # a command: what its process starts with
-            out["env"] = upstream_environment(self.env)
+            out["env"] = upstream_environment(self.env, self.inherit_env)
+            if self.inherit_env:
+                out["inherit_env"] = self.inherit_env
         if self.cwd:
             out["cwd"] = self.cwd
         if self.headers:
@@ -70,10 +82,16 @@ class UpstreamSpec:
 
 
 def specs_of(targets: list[str], command: list[str] | None, config: str | None,
-             headers: list[str] | None) -> list[UpstreamSpec]:
+             headers: list[str] | None, pass_env: list[str] | None = None) -> list[UpstreamSpec]:
     """The upstreams a command line names (``mcpkit proxy``, ``mcpkit pin``): each TARGET, the
     command after ``--``, the servers of an mcpServers file; ``headers`` ('Name: value') go to
-    every URL upstream, under its own. Raises ConfigError, also when that names none."""
+    every URL upstream, under its own; ``pass_env`` (--pass-env) names variables every command
+    upstream is given beyond the allow-list. Raises ConfigError, also when that names none."""
+    from ..client.environment import misnamed
+
+    wrong = misnamed(pass_env or [])
+    if wrong:
+        raise ConfigError(f'{wrong} (to set a value, give the upstream an "env" in --config)')
     specs = [parse_target(text) for text in targets]
     if command:
         specs.append(UpstreamSpec(None, list(command), "stdio"))
@@ -88,6 +106,8 @@ def specs_of(targets: list[str], command: list[str] | None, config: str | None,
     for spec in specs:
         if spec.transport != "stdio":
             spec.headers = {**given, **spec.headers}
+        else:
+            spec.pass_env(pass_env or [])
     if not specs:
         if config:
             raise ConfigError(f'{config} has no enabled server in "mcpServers"')
@@ -156,6 +176,10 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
         env = entry.get("env")
         if env is not None and (not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values())):
             raise ConfigError(f"{at}: env must be an object of strings")
+        inherit = entry.get("inherit_env")
+        if inherit is not None and not isinstance(inherit, bool) and not (
+                isinstance(inherit, list) and all(isinstance(v, str) and v for v in inherit)):
+            raise ConfigError(f"{at}: inherit_env must be true, false or a list of variable names")
         headers = entry.get("headers") or {}
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise ConfigError(f"{at}: headers must be an object of strings")
@@ -177,5 +201,6 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
             env={k: _expand(v, at) for k, v in env.items()} if env else None,
             cwd=entry.get("cwd") if isinstance(entry.get("cwd"), str) else None,
             headers={k: _expand(v, at) for k, v in headers.items()},
+            inherit_env=inherit if kind == "stdio" and inherit else None,
         ))
     return out

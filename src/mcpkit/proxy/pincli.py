@@ -83,6 +83,9 @@ def register(sub: Any) -> None:
                    help="[NAME=]URL or [NAME=]\"command line\"; or give one command after --")
     p.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (Claude Desktop, Cursor)")
     p.add_argument("--header", action="append", metavar="'NAME: VALUE'", help="an HTTP header for URL targets")
+    p.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                   help="pass this variable to command servers (repeatable; they get only the allow-list of "
+                   "docs/proxy.md and their own env otherwise)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 when what is served drifted")
     p.set_defaults(func=run, command_tail=None)
 
@@ -95,7 +98,7 @@ def _specs(args: argparse.Namespace) -> list[Any]:
     from .config import ConfigError, specs_of
 
     try:
-        specs = specs_of(args.targets, args.command_tail, args.config, args.header)
+        specs = specs_of(args.targets, args.command_tail, args.config, args.header, args.pass_env)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     if len(specs) > 1 and any(not s.name for s in specs):

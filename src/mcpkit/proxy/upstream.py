@@ -61,10 +61,11 @@ class Upstream:
 
     Options: ``prefix``/``separator``/``prefix_uris`` name the mirrored items (compose.Names);
     ``tool_policy`` (a ToolPolicy, a TOML path or a dict) overrides what the upstream's tools
-    claim; ``headers``, ``env``, ``cwd``, ``transport``, ``protocol_version`` build the Client;
-    ``timeout`` bounds each upstream request (seconds, None: unbounded); ``probe_interval`` is
-    how often the link is pinged; ``connect_timeout`` bounds one connection attempt; ``pin`` (a
-    :class:`mcpkit.proxy.pin.Pin`) withholds what changed since it was pinned.
+    claim; ``headers``, ``env``, ``inherit_env`` (mcpkit.client.environment), ``cwd``, ``transport``,
+    ``protocol_version`` build the Client; ``timeout`` bounds each upstream request (seconds, None:
+    unbounded); ``probe_interval`` is how often the link is pinged; ``connect_timeout`` bounds one
+    connection attempt; ``pin`` (a :class:`mcpkit.proxy.pin.Pin`) withholds what changed since it
+    was pinned.
     """
 
     def __init__(
@@ -80,7 +81,8 @@ class Upstream:
         transport: str = "auto",
         protocol_version: str | None = None,
         headers: dict[str, str] | None = None,
-        env: dict[str, str] | None = None,
+        env: dict[str, str | None] | None = None,
+        inherit_env: bool | list[str] | None = None,
         cwd: str | None = None,
         timeout: float | None = 300.0,
         probe_interval: float = 5.0,
@@ -112,7 +114,7 @@ class Upstream:
         else:
             self.tool_policy = ToolPolicy.from_file(tool_policy)
         self._client_options = {"transport": transport, "protocol_version": protocol_version,
-                                "headers": headers, "env": env, "cwd": cwd}
+                                "headers": headers, "env": env, "inherit_env": inherit_env, "cwd": cwd}
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._given = target if isinstance(target, Client) else None

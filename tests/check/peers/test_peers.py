@@ -95,7 +95,7 @@ def serving(peer: Peer) -> Iterator[Any]:
     """The check target: a command line for stdio, or a URL of the started HTTP peer."""
     saved = dict(os.environ)
     if not peer.http:
-        os.environ.update(peer.env)  # the checker's child inherits it
+        os.environ.update(peer.env)  # the checker passes these to its child by name (inherit_env)
         try:
             yield peer.argv
         finally:
@@ -208,7 +208,7 @@ async def test_a_peer_gets_exactly_its_reviewed_findings(name: str, tmp_path: Pa
     spec = _expectations(name)
     peer = _peer(name, tmp_path)
     with serving(peer) as target:
-        report = await run_checks(target, progress=False)
+        report = await run_checks(target, progress=False, inherit_env=list(peer.env))
         got = {(f.rule, f.severity, f.revision) for f in report.failed()}
         assert got == _expected_failures(spec), [f.to_dict() for f in report.failed()]
         assert report.error is None and report.incomplete is None
