@@ -198,6 +198,7 @@ class OffLoop:
 def tasking(url: str) -> Any:
     """A process with a task tool per route that creates tasks: tests/scaleout/app.py's, and
     the combinations it lacks."""
+    from mcpkit import Context
     from mcpkit.protocol.errors import McpError
     from tests.scaleout import app as scaleout
 
@@ -212,6 +213,11 @@ def tasking(url: str) -> Any:
                 name="job_limited_after_input")(scaleout.job_after_input)
 
     @server.tool(task="required")
+    async def job_asking(ctx: Context) -> str:
+        answer = await ctx.elicit("Go on?", {"type": "object", "properties": {"go": {"type": "boolean"}}}, key="go")
+        return f"go: {answer['content']['go']}"
+
+    @server.tool(task="required")
     async def job_failing(seconds: float) -> str:
         await asyncio.sleep(seconds)
         raise McpError(-32603, "it failed")
@@ -223,7 +229,9 @@ def _modern(method: str, params: dict[str, Any], rid: int) -> tuple[dict[str, An
     from tests.scaleout.test_two_processes import MODERN, modern
 
     name = params.get("name") or params.get("taskId")
-    return modern(method, params, rid), [
+    message = modern(method, params, rid)
+    message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = {}
+    return message, [
         ("content-type", "application/json"), ("accept", "application/json"),
         ("mcp-protocol-version", MODERN), ("mcp-method", method), ("mcp-name", name)]
 
@@ -330,6 +338,33 @@ async def test_a_task_tool_called_without_the_extension_never_reaches_the_task_s
                                              headers=mcp_headers(session)), BOUND)
         assert b"done after 0" in answer.body, answer.body
         assert put.calls == [] and get.calls == []
+    finally:
+        app.close_all()
+        await app.server.stores.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_task_asking_for_input_on_the_event_loop_is_written_off_it(redis_url):
+    """ctx.elicit in an async task turns it input_required (TX-04): written off the loop, as
+    the answer of tasks/update and the task's end are."""
+    app = tasking(redis_url)
+    store = app.server.tasks.store
+    put = OffLoop(store.put, threading.get_ident())
+    try:
+        store.put = put
+        created = (await _rpc(app, "tools/call", {"name": "job_asking", "arguments": {}}, 1))["result"]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + BOUND
+        while (task := (await _rpc(app, "tasks/get", {"taskId": created["taskId"]}, 2))["result"])["status"] == "working":
+            assert loop.time() < deadline, task
+            await asyncio.sleep(0.01)
+        assert task["status"] == "input_required" and list(task["inputRequests"]) == ["go"], task
+        accept = {"action": "accept", "content": {"go": True}}
+        await _rpc(app, "tasks/update", {"taskId": created["taskId"], "inputResponses": {"go": accept}}, 3)
+        task = await _ended(app, created["taskId"])
+        assert task["status"] == "completed" and task["result"]["content"][0]["text"] == "go: True", task
+        assert (False, "input_required") in put.calls and put.calls[-1] == (False, "completed"), put.calls
+        assert not [c for c in put.calls if c[0]], put.calls
     finally:
         app.close_all()
         await app.server.stores.aclose()
