@@ -211,6 +211,7 @@ def tasking(url: str) -> Any:
     server.tool(task="required", rate_limit="1000/min")(scaleout.job_limited)
     server.tool(task="required", rate_limit="1000/min", task_after_input=True,
                 name="job_limited_after_input")(scaleout.job_after_input)
+    server.tool(task="required", isolation="process", name="job_isolated")(scaleout.job)
 
     @server.tool(task="required")
     async def job_asking(ctx: Context) -> str:
@@ -263,6 +264,7 @@ ROUTES = [  # (tool, how its task ends)
     ("job_after_input", "completed"),  # ctx.start_task() on the plain path (task_after_input)
     ("job_limited", "completed"),  # the pipeline runs as the task (announce_task)
     ("job_limited_after_input", "completed"),  # ctx.start_task() under the pipeline (Announcement)
+    ("job_isolated", "completed"),  # the pipeline hands the handler to a worker process (its runner)
     ("job_failing", "failed"),  # a JSON-RPC error fails the task (TX-05)
 ]
 
