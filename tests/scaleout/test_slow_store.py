@@ -1,7 +1,7 @@
 """A slow or paused Redis under two `mcpkit serve --http` processes: requests that do not need
 the store (a ping, a tool call of a session the process holds) are answered at once while the
 ones that do (a new session, a DELETE, a session held by the other process, a rate-limited
-tool, tasks/get) wait for it off the event loop, and then succeed or get the retryable answers.
+tool, tasks/get, a tool call that creates a task) wait for it off the event loop, and then succeed or get the retryable answers.
 
 Each test runs a redis-server of its own behind a proxy that delays its replies
 (tests/scaleout/slowredis.py), or pauses it with SIGSTOP. Every wait is bounded.
@@ -187,3 +187,43 @@ async def test_a_paused_redis_stalls_only_the_requests_that_need_it(proxied, cli
         await scenario(clients, redis, proxy, pause, resume)
     finally:
         resume()  # never leave it stopped: stopping it would wait forever
+
+
+@pytest.mark.asyncio
+async def test_a_task_tool_called_while_redis_is_paused_stalls_no_other_session(proxied, clients):
+    """Creating a task writes the task store (TX-03): with Redis paused, a tools/call of a task
+    tool (each route that creates one) waits for it off the event loop, and a held session of
+    the same process is answered meanwhile; the call gets the task or the retryable answer."""
+    redis, proxy = proxied
+    assert redis.proc is not None
+    with processes(proxy, "--session-idle-timeout", "30", count=1) as [(_, port)]:
+        held = clients.tcp(port)
+        await held.initialize()
+        tasker = clients.tcp(port)
+        tasker.revision = MODERN
+        jobs = ("job", "job_sync", "job_after_input", "job_limited")
+        redis.proc.send_signal(signal.SIGSTOP)  # every store call now waits for its 2 s timeout
+        try:
+            for rid, name in enumerate(jobs, 1):
+                call = modern("tools/call", {"name": name, "arguments": {"seconds": 0.1}}, rid)
+                calling = asyncio.ensure_future(post_modern(tasker, call))
+                timings: list[float] = []
+                while not calling.done():
+                    started = time.monotonic()
+                    status, pong = await answer(held, "ping")
+                    assert status == 200 and pong.get("result") == {}, (status, pong)
+                    timings.append(time.monotonic() - started)
+                outcome = await calling
+                assert timings and max(timings) < PROMPT, (name, sorted(timings)[-3:])
+                result = outcome.get("result") or {}
+                assert result.get("resultType") == "task" or retryable(200, outcome), (name, outcome)
+        finally:
+            redis.proc.send_signal(signal.SIGCONT)
+        for rid, name in enumerate(jobs, 10):  # Redis is back: each route creates and settles its task
+            created = await post_modern(tasker, modern("tools/call", {"name": name, "arguments": {"seconds": 0}}, rid))
+            task_id = created["result"]["taskId"]
+            deadline = time.monotonic() + 20
+            while (status := (await polled(tasker, task_id))[1]["result"]["status"]) == "working":
+                assert time.monotonic() < deadline, (name, status)
+                await asyncio.sleep(0.05)
+            assert status == "completed", (name, status)

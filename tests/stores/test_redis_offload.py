@@ -7,6 +7,7 @@ tests/scaleout/test_slow_store.py."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from typing import Any
 
@@ -172,3 +173,200 @@ async def test_an_update_announced_on_the_event_loop_reads_the_shared_sessions_o
         for app in (a, b):
             app.close_all()
             await app.server.stores.aclose()
+
+
+class OffLoop:
+    """A task store's method that records, per call, whether it ran on the event loop's thread
+    and the status it was given or gave; with ``gate``, it waits there until the gate opens."""
+
+    def __init__(self, real: Any, loop_thread: int, gated: bool = False) -> None:
+        self.real = real
+        self.loop_thread = loop_thread
+        self.gate = threading.Event()
+        if not gated:
+            self.gate.set()
+        self.arrived = threading.Event()
+        self.calls: list[tuple[bool, Any]] = []
+
+    def __call__(self, arg: Any) -> Any:
+        self.calls.append((threading.get_ident() == self.loop_thread, getattr(arg, "status", arg)))
+        self.arrived.set()
+        assert self.gate.wait(BOUND), "the test never opened the gate"
+        return self.real(arg)
+
+
+def tasking(url: str) -> Any:
+    """A process with a task tool per route that creates tasks: tests/scaleout/app.py's, and
+    the combinations it lacks."""
+    from mcpkit import Context
+    from mcpkit.protocol.errors import McpError
+    from tests.scaleout import app as scaleout
+
+    joint = "&" if "?" in url else "?"
+    server = Server("offload", "1.0", stores=from_url(f"{url}{joint}prefix=offload:", origin="a"))
+    server.tool(task="optional")(scaleout.job)
+    server.tool(task="required", name="job_required")(scaleout.job)
+    server.tool(task="required")(scaleout.job_sync)
+    server.tool(task="required", task_after_input=True)(scaleout.job_after_input)
+    server.tool(task="required", rate_limit="1000/min")(scaleout.job_limited)
+    server.tool(task="required", rate_limit="1000/min", task_after_input=True,
+                name="job_limited_after_input")(scaleout.job_after_input)
+    server.tool(task="required", isolation="process", name="job_isolated")(scaleout.job)
+
+    @server.tool(task="required")
+    async def job_asking(ctx: Context) -> str:
+        answer = await ctx.elicit("Go on?", {"type": "object", "properties": {"go": {"type": "boolean"}}}, key="go")
+        return f"go: {answer['content']['go']}"
+
+    @server.tool(task="required")
+    async def job_failing(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        raise McpError(-32603, "it failed")
+
+    return server.http_app(json_response=True)
+
+
+def _modern(method: str, params: dict[str, Any], rid: int) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    from tests.scaleout.test_two_processes import MODERN, modern
+
+    name = params.get("name") or params.get("taskId")
+    message = modern(method, params, rid)
+    message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = {}
+    return message, [
+        ("content-type", "application/json"), ("accept", "application/json"),
+        ("mcp-protocol-version", MODERN), ("mcp-method", method), ("mcp-name", name)]
+
+
+async def _rpc(app: Any, method: str, params: dict[str, Any], rid: int) -> dict[str, Any]:
+    import json
+
+    body, headers = _modern(method, params, rid)
+    answer = await asyncio.wait_for(call(app, body=body, headers=headers), BOUND)
+    assert answer.status == 200, (answer.status, answer.body)
+    return json.loads(answer.body)
+
+
+async def _ended(app: Any, task_id: str) -> dict[str, Any]:
+    """tasks/get until the task ended (bounded)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BOUND
+    while True:
+        task = (await _rpc(app, "tasks/get", {"taskId": task_id}, 9))["result"]
+        if task["status"] in ("completed", "failed", "cancelled") or loop.time() > deadline:
+            return task
+        await asyncio.sleep(0.01)
+
+
+ROUTES = [  # (tool, how its task ends)
+    ("job", "completed"),  # task="optional", the plain path (start_task)
+    ("job_required", "completed"),  # task="required", the plain path
+    ("job_sync", "completed"),  # a sync handler: stored from the loop, run on a worker
+    ("job_after_input", "completed"),  # ctx.start_task() on the plain path (task_after_input)
+    ("job_limited", "completed"),  # the pipeline runs as the task (announce_task)
+    ("job_limited_after_input", "completed"),  # ctx.start_task() under the pipeline (Announcement)
+    ("job_isolated", "completed"),  # the pipeline hands the handler to a worker process (its runner)
+    ("job_failing", "failed"),  # a JSON-RPC error fails the task (TX-05)
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("tool", "outcome"), ROUTES, ids=[tool for tool, _ in ROUTES])
+async def test_a_task_is_created_and_settled_off_the_event_loop(redis_url, tool, outcome):
+    """2026-07-28 with the tasks extension: the task is stored (TX-03) on a store thread while
+    the loop answers a held session, and its settle is written off the loop too."""
+    app = tasking(redis_url)
+    store = app.server.tasks.store
+    put = OffLoop(store.put, threading.get_ident(), gated=True)
+    try:
+        session = await open_session(app)  # a 2025-11-25 session the loop serves meanwhile
+        store.put = put
+        body, headers = _modern("tools/call", {"name": tool, "arguments": {"seconds": 0}}, 1)
+        served = asyncio.ensure_future(call(app, body=body, headers=headers))
+        assert await asyncio.to_thread(put.arrived.wait, BOUND)  # the creation waits on the store ...
+        for _ in range(3):
+            assert await asyncio.wait_for(ping(app, session), BOUND) == 200  # ... the loop serves on
+        assert not served.done()
+        put.gate.set()
+        import json
+
+        created = json.loads((await asyncio.wait_for(served, BOUND)).body)["result"]
+        assert created["resultType"] == "task", created
+        task = await _ended(app, created["taskId"])
+        assert task["status"] == outcome, task
+        assert put.calls[0] == (False, "working") and put.calls[-1] == (False, outcome), put.calls
+        assert not [c for c in put.calls if c[0]], put.calls  # never on the loop's thread
+    finally:
+        put.gate.set()
+        app.close_all()
+        await app.server.stores.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("tool", ["job", "job_limited"])
+async def test_a_running_task_cancelled_is_written_off_the_event_loop(redis_url, tool):
+    """tasks/cancel stops the run, whose end on the loop (CancelledError) writes nothing over
+    the cancel; no write on the loop's thread, and the task says cancelled."""
+    app = tasking(redis_url)
+    store = app.server.tasks.store
+    put = OffLoop(store.put, threading.get_ident())
+    try:
+        store.put = put
+        created = (await _rpc(app, "tools/call", {"name": tool, "arguments": {"seconds": 60}}, 1))["result"]
+        await _rpc(app, "tasks/cancel", {"taskId": created["taskId"]}, 2)
+        assert (await _ended(app, created["taskId"]))["status"] == "cancelled"
+        run = app.server.tasks.store.get(created["taskId"]).future  # the live record's run
+        await asyncio.wait({run}, timeout=BOUND)  # it ended on the loop (CancelledError) ...
+        assert run.done()
+        writes = list(app.server.tasks._writes)  # ... and what that wrote is written
+        await asyncio.to_thread(concurrent.futures.wait, writes, BOUND)
+        assert (await _ended(app, created["taskId"]))["status"] == "cancelled"
+        assert put.calls[-1] == (False, "cancelled") and not [c for c in put.calls if c[0]], put.calls
+    finally:
+        app.close_all()
+        await app.server.stores.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_task_tool_called_without_the_extension_never_reaches_the_task_store(redis_url):
+    """2025-11-25 has no tasks: a task="optional" tool is an ordinary call there, with no task
+    store call (TX-01)."""
+    app = tasking(redis_url)
+    store = app.server.tasks.store
+    put, get = OffLoop(store.put, threading.get_ident()), OffLoop(store.get, threading.get_ident())
+    try:
+        session = await open_session(app)
+        store.put, store.get = put, get
+        answer = await asyncio.wait_for(call(app, body=rpc("tools/call", {"name": "job", "arguments": {"seconds": 0}}, 3),
+                                             headers=mcp_headers(session)), BOUND)
+        assert b"done after 0" in answer.body, answer.body
+        assert put.calls == [] and get.calls == []
+    finally:
+        app.close_all()
+        await app.server.stores.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_task_asking_for_input_on_the_event_loop_is_written_off_it(redis_url):
+    """ctx.elicit in an async task turns it input_required (TX-04): written off the loop, as
+    the answer of tasks/update and the task's end are."""
+    app = tasking(redis_url)
+    store = app.server.tasks.store
+    put = OffLoop(store.put, threading.get_ident())
+    try:
+        store.put = put
+        created = (await _rpc(app, "tools/call", {"name": "job_asking", "arguments": {}}, 1))["result"]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + BOUND
+        while (task := (await _rpc(app, "tasks/get", {"taskId": created["taskId"]}, 2))["result"])["status"] == "working":
+            assert loop.time() < deadline, task
+            await asyncio.sleep(0.01)
+        assert task["status"] == "input_required" and list(task["inputRequests"]) == ["go"], task
+        accept = {"action": "accept", "content": {"go": True}}
+        await _rpc(app, "tasks/update", {"taskId": created["taskId"], "inputResponses": {"go": accept}}, 3)
+        task = await _ended(app, created["taskId"])
+        assert task["status"] == "completed" and task["result"]["content"][0]["text"] == "go: True", task
+        assert (False, "input_required") in put.calls and put.calls[-1] == (False, "completed"), put.calls
+        assert not [c for c in put.calls if c[0]], put.calls
+    finally:
+        app.close_all()
+        await app.server.stores.aclose()

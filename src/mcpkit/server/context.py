@@ -176,21 +176,33 @@ class Context:
         """The id of the task this call runs as (tasks extension), else None."""
         return self._task[1].task_id if self._task is not None else None
 
-    def start_task(self) -> _Done:
+    def start_task(self) -> Any:
         """For a tool registered with ``task_after_input=True``: the inputs asked so far were
         multi-round-trip rounds; from here on the call is a task and the client gets its
-        CreateTaskResult (TX-03). A no-op when the client did not declare the extension."""
+        CreateTaskResult (TX-03). A no-op when the client did not declare the extension.
+        Await it: with a shared store the task is stored off the event loop."""
         if self._task is None and self._announce is not None:
-            import asyncio
-
             manager = self._session.server.tasks
-            record = manager.create(self._session)
-            record.future, record.loop = asyncio.current_task(), self._session.loop
-            self.cancelled = record.cancel_event
-            self._task = (manager, record)
-            if not self._announce.done():
-                self._announce.set_result(record.created())
+            if manager.offloaded():
+                return self._task_started(manager)
+            self._started(manager, manager.create(self._session))
         return _DONE
+
+    async def _task_started(self, manager: Any) -> None:
+        record = await manager.create_async(self._session)
+        if self._task is None:  # not started meanwhile by another start_task() of this handler
+            self._started(manager, record)
+        else:
+            manager.cancel(record)  # two start_task() of one handler at once: the second task ends at once
+
+    def _started(self, manager: Any, record: Any) -> None:
+        import asyncio
+
+        record.future, record.loop = asyncio.current_task(), self._session.loop
+        self.cancelled = record.cancel_event
+        self._task = (manager, record)
+        if not self._announce.done():
+            self._announce.set_result(record.created())
 
     # ------------------------------------------------------------------ other tools
 

@@ -328,6 +328,7 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
         raise
     except (TypeError, ValueError) as exc:  # BindError included: the values could not be built
         raise ToolError(f"Invalid arguments for tool {tool.name!r}: {exc}", code=E_SCHEMA_VALIDATION) from None
+    handler = target.handler
     if as_task:
         announce = cc.announce
         if not announce:  # not started by run_as_task: cannot happen from a tools/call
@@ -338,12 +339,11 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
         if tool.task_after_input:
             ctx._announce = Announcement(cc)  # type: ignore[union-attr]  # ctx.start_task() announces
         else:
-            announce_task(cc, ctx)
+            handler = announce_task(cc, ctx, handler)  # or what stores the task off the loop first
     cc.ran = True
     # The one place a tool's handler is started under the pipeline (the direct request, a
     # nested call, a manager's action): how it runs (inline, a worker thread, the loop) is
     # decided here, so another way to run it (another process) plugs in here too.
-    handler = target.handler
     runner = cc.runner
     if runner is not None:
         return runner(cc, target, args, kwargs, is_async)

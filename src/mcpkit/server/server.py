@@ -300,8 +300,9 @@ class Server(Registrations):
         if self._tasks_manager is None:
             from .tasks import TaskManager
 
-            self._tasks_manager = TaskManager(ttl_ms=self.task_ttl_ms,
-                                              store=self.stores.tasks if self.shared else None)
+            shared = self.stores if self.shared else None
+            self._tasks_manager = TaskManager(ttl_ms=self.task_ttl_ms, store=None if shared is None else shared.tasks,
+                                              stores=shared)
         return self._tasks_manager
 
     def close_tasks(self) -> None:

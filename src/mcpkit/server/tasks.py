@@ -67,15 +67,23 @@ def missing_extension(what: str) -> McpError:
 class TaskManager:
     """The server's tasks: a store (bounded, in memory by default) plus the logic around it."""
 
-    def __init__(self, *, ttl_ms: int = 300_000, poll_interval_ms: int = 500, store: Any = None) -> None:
+    def __init__(self, *, ttl_ms: int = 300_000, poll_interval_ms: int = 500, store: Any = None,
+                 stores: Any = None) -> None:
         if not isinstance(ttl_ms, int) or ttl_ms < 1:
             raise ValueError("task_ttl_ms must be a positive integer")
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.store = store if store is not None else MemoryTaskStore()
+        #: the stores bundle (stores/redis.py) when ``store`` may wait on the network: then what
+        #: is written on the event loop is written on the stores' threads (:meth:`create_async`,
+        #: :meth:`_save`), so a slow or paused Redis never stalls the loop
+        self._stores = stores if stores is not None and stores.remote else None
         self._lock = threading.RLock()
         #: the tasks this manager runs and that have not ended, by id: what close() settles
         self._running: dict[str, TaskRecord] = {}
+        #: background writes not yet done (what close() waits for before it settles the rest)
+        self._writes: set[concurrent.futures.Future[Any]] = set()
+        self._closing = False
         watch = getattr(self.store, "watch", None)
         if watch is not None:  # a shared store's lease lapsed: those tasks failed, their runs stop
             watch(self._lapsed)
@@ -85,29 +93,118 @@ class TaskManager:
     def create(self, session: ServerSession) -> TaskRecord:
         """TX-03, TX-07: a random id, bound to the creator (``session``'s principal and binding),
         stored before anyone hears of it."""
-        record = TaskRecord(secrets.token_urlsafe(24), self.ttl_ms, self.poll_interval_ms)
-        record.principal = session.principal
-        record.binding = session.task_binding
-        self.store.put(record)
+        record = self._new(session)
+        self._write(record)
         with self._lock:
             self._running[record.task_id] = record
         return record
 
+    def offloaded(self) -> bool:
+        """Must a task be created with :meth:`create_async`: on the event loop, with a store
+        that may wait on the network?"""
+        if self._stores is None:
+            return False
+        import asyncio
+
+        return asyncio._get_running_loop() is not None
+
+    async def create_async(self, session: ServerSession) -> TaskRecord:
+        """:meth:`create` on the event loop: the record is stored on the stores' threads (TX-03:
+        still before anyone hears of it); while the task store is down, the retryable
+        E_NOT_CONNECTED error, as tasks/get answers."""
+        import asyncio
+
+        record = self._new(session)
+        try:
+            await self._stores.call(self._write, record)
+        except StoreUnavailable as exc:
+            raise store_down("tools/call", exc) from None
+        except asyncio.CancelledError:
+            # the call was cancelled while its task was being stored: the task ends cancelled
+            # (written after its creation, record._writing), so it never says working for ever
+            self.cancel(record)
+            raise
+        with self._lock:
+            self._running[record.task_id] = record
+        return record
+
+    def _new(self, session: ServerSession) -> TaskRecord:
+        record = TaskRecord(secrets.token_urlsafe(24), self.ttl_ms, self.poll_interval_ms)
+        record.principal = session.principal
+        record.binding = session.task_binding
+        return record
+
     def _save(self, record: TaskRecord) -> bool:
         """Store the record's new state; False when the store refused it because the task had
-        ended elsewhere (the record then holds that outcome, and the caller stops the run)."""
+        ended elsewhere (the record then holds that outcome, and the caller stops the run).
+        On the event loop with a store that may wait on the network, the write is made in the
+        background (:meth:`_write_soon`) and this says True: a refusal stops the run there."""
         record._touch()
-        kept = self.store.put(record) is not False
-        if record.terminal:
+        if self._stores is not None and not self._closing:
+            import asyncio
+
+            if asyncio._get_running_loop() is not None:
+                if record.terminal:
+                    self._running.pop(record.task_id, None)
+                self._write_soon(record)
+                return True
+        kept = self._write(record)
+        if record.terminal:  # a refused write made it so too (the outcome stored elsewhere)
             self._running.pop(record.task_id, None)
         return kept
+
+    def _write(self, record: TaskRecord) -> bool:
+        if self._stores is None:
+            return self.store.put(record) is not False
+        with record._writing:  # after any write of this record begun before (its creation first)
+            return self.store.put(record) is not False
+
+    def _write_soon(self, record: TaskRecord) -> None:
+        """Write the record on a store thread (with ``self._lock`` held). One write due at a
+        time: a write not begun yet reads the record when it begins, so it carries this state
+        too. Writes of one record never overtake each other (record._writing), and each reads
+        the record as it begins, so the last one written holds its newest state: a settle lands
+        after the creation, a cancel is not overwritten by what was due before it."""
+        if record._write_due:
+            return
+        record._write_due = True
+        try:
+            write = self._stores.submit(self._written, record)
+        except RuntimeError:  # the stores were closed (shutdown): the lease settles the rest
+            record._write_due = False
+            log.warning("task %s not saved: the stores are closed", record.task_id)
+            return
+        self._writes.add(write)
+        write.add_done_callback(self._writes.discard)
+
+    def _written(self, record: TaskRecord) -> None:
+        # a store thread
+        with self._lock:
+            record._write_due = False  # what changes from here on is written again
+        try:
+            kept = self._write(record)
+        except StoreUnavailable as exc:
+            # the store is out of reach: the record keeps its state here; other processes
+            # read the last one written, and this process's lease settles it if it dies
+            log.warning("task %s not saved: %s", record.task_id, exc)
+            return
+        except Exception:  # noqa: BLE001 - a background write: nobody else would hear of it
+            log.exception("task %s not saved", record.task_id)
+            return
+        if not kept:  # the task ended elsewhere (the record took that outcome): whatever runs stops
+            with self._lock:
+                self._running.pop(record.task_id, None)
+            self._stop_run(record)
 
     def close(self) -> None:
         """Graceful shutdown: every task still running here fails (:data:`SHUT_DOWN`, retryable)
         and its run is stopped, so that no client waits for it and no other process waits for
         this one's lease to expire."""
         with self._lock:
+            self._closing = True  # from here on every write is made at once, in this thread
             running = list(self._running.values())
+            writes = list(self._writes)
+        concurrent.futures.wait(writes, timeout=5.0)  # what was due is written first
         for record in running:
             try:
                 self.interrupt(record, SHUT_DOWN)
@@ -120,7 +217,7 @@ class TaskManager:
         with self._lock:
             if not record.terminal:
                 record.input_requests.clear()
-                record.status, record.error = "failed", dict(error)
+                record.error, record.status = dict(error), "failed"  # the outcome first: see settle
                 self._save(record)
         self._stop_run(record)
 
@@ -140,7 +237,10 @@ class TaskManager:
             if error is None:
                 if isinstance(result, dict) and "resultType" not in result:
                     result = {"resultType": "complete", **result}  # the CallToolResult of 2026-07-28
-                record.status, record.result = "completed", result
+                # the outcome before the status: a store thread may be writing the record meanwhile
+                # (_write_soon), and reads the status first: it never writes an ended task
+                # without its outcome (a write that read the old status is followed by another)
+                record.result, record.status = result, "completed"
             else:
                 if isinstance(error, McpError):
                     err: dict[str, Any] = {"code": error.code, "message": error.message}
@@ -148,7 +248,7 @@ class TaskManager:
                         err["data"] = error.data
                 else:
                     err = {"code": INTERNAL_ERROR, "message": "Internal error."}
-                record.status, record.error = "failed", err
+                record.error, record.status = err, "failed"
             self._save(record)  # refused: it ended elsewhere, and the run is over anyway
 
     # ------------------------------------------------------------------ inputs (TX-04)
@@ -295,10 +395,15 @@ def _answered(handler: Callable[[ServerSession, RequestReceived], dict[str, Any]
     try:
         return handler(session, req)
     except StoreUnavailable as exc:
-        log.warning("%s not answered: %s", req.method, exc)
-        down = ToolError("The task store is unavailable.", code=E_NOT_CONNECTED, retryable=True,
-                         suggested_fix="Retry in a few seconds.")
-        raise handler_error(down, 0) or McpError(INTERNAL_ERROR, down.message) from None
+        raise store_down(req.method, exc) from None
+
+
+def store_down(method: str, exc: StoreUnavailable) -> McpError:
+    """The retryable -32603 (E_NOT_CONNECTED) of a request the task store could not serve."""
+    log.warning("%s not answered: %s", method, exc)
+    down = ToolError("The task store is unavailable.", code=E_NOT_CONNECTED, retryable=True,
+                     suggested_fix="Retry in a few seconds.")
+    return handler_error(down, 0) or McpError(INTERNAL_ERROR, down.message)
 
 
 TASK_METHODS = {"tasks/get": _off_the_loop(tasks_get), "tasks/update": _off_the_loop(tasks_update),

@@ -26,12 +26,53 @@ if TYPE_CHECKING:
 __all__ = ["Announcement", "announce_task", "run_as_task", "start_task", "task_after_input"]
 
 
-def announce_task(cc: CallContext, ctx: Context | None) -> None:
+def announce_task(cc: CallContext, ctx: Context | None, handler: Callable[..., Any]) -> Callable[..., Any]:
     """TX-03: the task is stored, then the call is answered with its CreateTaskResult (TX-02);
-    the handler runs on, here, in this pipeline, whose answer settles the task (run_as_task)."""
-    session = cc.session
-    manager = session.server.tasks
-    record = manager.create(session)
+    the handler runs on, here, in this pipeline, whose answer settles the task (run_as_task).
+    Returns what run_tool runs as the handler: ``handler`` once the task is announced; on the
+    event loop with a store that may wait on the network, a handler that announces it first,
+    so the task is stored off the loop (create_async, or on the worker a sync handler runs on)."""
+    manager = cc.session.server.tasks
+    if not manager.offloaded():
+        _announce(cc, ctx, manager, _created(manager, cc.session))
+        return handler
+    runner = cc.runner
+    if runner is not None:  # another process runs the handler (isolation): the task is stored first
+
+        async def run_announced(*args: Any) -> Any:
+            _announce(cc, ctx, manager, await manager.create_async(cc.session))
+            out = runner(*args)
+            return await out if inspect.isawaitable(out) else out
+
+        cc.runner = run_announced
+        return handler
+    if cc.target.is_async:
+
+        async def announced(*args: Any, **kwargs: Any) -> Any:
+            _announce(cc, ctx, manager, await manager.create_async(cc.session))
+            return await handler(*args, **kwargs)
+
+        return announced
+
+    def announced_on_worker(*args: Any, **kwargs: Any) -> Any:  # in_worker: off the loop already
+        _announce(cc, ctx, manager, _created(manager, cc.session))
+        return handler(*args, **kwargs)
+
+    return announced_on_worker
+
+
+def _created(manager: Any, session: Any) -> Any:
+    """manager.create; the retryable E_NOT_CONNECTED error while the task store is down."""
+    from ..stores.redis_base import StoreUnavailable
+    from .tasks import store_down
+
+    try:
+        return manager.create(session)
+    except StoreUnavailable as exc:
+        raise store_down("tools/call", exc) from None
+
+
+def _announce(cc: CallContext, ctx: Context | None, manager: Any, record: Any) -> None:
     if ctx is not None:
         ctx._task = (manager, record)
         ctx.cancelled = record.cancel_event
@@ -142,9 +183,27 @@ def start_task(
     session: ServerSession, req: RequestReceived, tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any],
     cid: str | None, ctx: Context | None,
 ) -> dict[str, Any]:
-    """Store the task (TX-03), start the handler in the background, answer CreateTaskResult (TX-02)."""
+    """Store the task (TX-03), start the handler in the background, answer CreateTaskResult (TX-02).
+    On the event loop with a store that may wait on the network, a coroutine that does it: the
+    task is stored off the loop (the session awaits what call_tool returns)."""
     manager = session.server.tasks
-    record = manager.create(session)
+    if manager.offloaded():
+        return _started(session, req, tool, args, kwargs, cid, ctx, manager)  # type: ignore[return-value]
+    return _start_run(session, req, tool, args, kwargs, cid, ctx, manager, _created(manager, session))
+
+
+async def _started(
+    session: ServerSession, req: RequestReceived, tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any],
+    cid: str | None, ctx: Context | None, manager: Any,
+) -> dict[str, Any]:
+    record = await manager.create_async(session)
+    return _start_run(session, req, tool, args, kwargs, cid, ctx, manager, record)
+
+
+def _start_run(
+    session: ServerSession, req: RequestReceived, tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any],
+    cid: str | None, ctx: Context | None, manager: Any, record: Any,
+) -> dict[str, Any]:
     rev = req.revision
     if ctx is not None:
         session._contexts.pop(req.id, None)  # the request is answered now; the task owns the context

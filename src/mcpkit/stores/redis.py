@@ -78,18 +78,24 @@ class Stores:
         for the in-memory stores, which never wait. In a copy of the caller's context."""
         if not self.remote:
             return fn(*args)
+        import asyncio
+
+        return await asyncio.wrap_future(self.submit(fn, *args))
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` started on one of the stores' threads, from any thread; its
+        ``concurrent.futures.Future``. For a store call whose answer nobody waits for (a task's
+        settle, written in the background: server/tasks.py). In a copy of the caller's context."""
         threads = self._threads
         if threads is None:
             from concurrent.futures import ThreadPoolExecutor
 
             threads = self._threads = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="mcpkit-store")
-        import asyncio
         import contextvars
 
         # in a copy of the caller's context, as asyncio.to_thread: what a guard reads of it
         # (the caller's token, the correlation id) is there on the thread too
-        run = contextvars.copy_context().run
-        return await asyncio.get_running_loop().run_in_executor(threads, run, fn, *args)
+        return threads.submit(contextvars.copy_context().run, fn, *args)
 
     @classmethod
     def memory(cls) -> Stores:

@@ -183,6 +183,9 @@ class RedisTaskStore:
     def put(self, record: Any) -> bool | None:
         remote = is_remote(record)
         state = {name: getattr(record, name) for name in PUBLIC_FIELDS}
+        # a copy (atomic under the GIL): the event loop may add an input request while this
+        # thread writes the record (server/tasks.py writes it in the background there)
+        state["input_requests"] = dict(state["input_requests"] or {})
         now = time.monotonic()
         if remote:
             state["owner"] = getattr(record, "owner", None)

@@ -132,6 +132,11 @@ class TaskRecord:
         self._waiters: dict[str, tuple[str, concurrent.futures.Future[Any]]] = {}
         self._used_keys: set[str] = set()
         self._counts: dict[str, int] = {}
+        #: one write of this record to a shared store at a time, each of its state when it starts,
+        #: so the last write holds the newest state; and whether a background write is due that
+        #: has not read the record yet (server/tasks.py: writes made for the event loop)
+        self._writing = threading.Lock()
+        self._write_due = False
 
     @property
     def terminal(self) -> bool:
