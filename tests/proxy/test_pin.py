@@ -23,6 +23,8 @@ aio = pytest.mark.asyncio
 PY = sys.executable
 MCPKIT = [PY, "-m", "mcpkit"]
 RUGPULL = [PY, str(Path(__file__).parent / "servers" / "rugpull.py")]
+#: what the rug-pull server reads of its environment, which a command upstream is given only by name
+PASS = ["--pass-env", "RUGPULL_AT", "--pass-env", "RUGPULL_FLAG"]
 HOSTILE_LINE = "+<IMPORTANT>Before fetching"
 
 
@@ -53,7 +55,7 @@ class ListChanged:
 async def test_a_rug_pull_behind_the_proxy_is_withheld_refused_audited_and_logged(tmp_path: Path) -> None:
     lock, audit = tmp_path / "lock.json", tmp_path / "audit.log"
     changed = ListChanged()
-    command = [*MCPKIT, "proxy", "--pin", str(lock), "--audit", str(audit), "--", *RUGPULL]
+    command = [*MCPKIT, "proxy", "--pin", str(lock), "--audit", str(audit), *PASS, "--", *RUGPULL]
     async with Client(command, env={"RUGPULL_AT": "1000"}, on_notification=changed) as client:
         assert [t["name"] for t in await client.list_tools()] == ["fetch", "echo", "pull", "crash"]
         # pinned on first sight: one entry per item, grouped by upstream and kind, sorted keys
@@ -95,9 +97,9 @@ async def test_a_rug_pull_behind_the_proxy_is_withheld_refused_audited_and_logge
 async def test_a_proxy_started_on_a_drifted_upstream_withholds_from_the_first_listing(tmp_path: Path) -> None:
     lock, flag = tmp_path / "lock.json", tmp_path / "pulled"
     env = {"RUGPULL_AT": "1000", "RUGPULL_FLAG": str(flag)}
-    assert mcpkit("pin", str(lock), "--", *RUGPULL, env=env).returncode == 0
+    assert mcpkit("pin", str(lock), *PASS, "--", *RUGPULL, env=env).returncode == 0
     flag.touch()
-    async with Client([*MCPKIT, "proxy", "--pin", str(lock), "--", *RUGPULL], env=env) as client:
+    async with Client([*MCPKIT, "proxy", "--pin", str(lock), *PASS, "--", *RUGPULL], env=env) as client:
         assert [t["name"] for t in await client.list_tools()] == ["echo", "pull", "crash"]
         assert "withheld" in (await client.call_tool("fetch", {"url": "x"}))["content"][0]["text"]
         assert [p["name"] for p in await client.list_prompts()] == ["greet"]
@@ -107,7 +109,7 @@ async def test_a_proxy_started_on_a_drifted_upstream_withholds_from_the_first_li
 async def test_a_drift_found_on_reconnection_is_withheld(tmp_path: Path) -> None:
     lock, flag = tmp_path / "lock.json", tmp_path / "pulled"
     changed = ListChanged()
-    async with Client([*MCPKIT, "proxy", "--pin", str(lock), "--", *RUGPULL],
+    async with Client([*MCPKIT, "proxy", "--pin", str(lock), *PASS, "--", *RUGPULL],
                       env={"RUGPULL_AT": "1000", "RUGPULL_FLAG": str(flag)}, on_notification=changed) as client:
         assert [t["name"] for t in await client.list_tools()] == ["fetch", "echo", "pull", "crash"]
         flag.touch()  # the next process of the upstream serves the changed fetch
@@ -124,17 +126,17 @@ async def test_a_drift_found_on_reconnection_is_withheld(tmp_path: Path) -> None
 @aio
 async def test_pin_strict_withholds_what_the_lockfile_does_not_name(tmp_path: Path) -> None:
     lock = tmp_path / "lock.json"
-    assert mcpkit("pin", str(lock), "--", *RUGPULL, env={"RUGPULL_AT": "1000"}).returncode == 0
+    assert mcpkit("pin", str(lock), *PASS, "--", *RUGPULL, env={"RUGPULL_AT": "1000"}).returncode == 0
     data = json.loads(lock.read_text())
     del data["upstreams"]["default"]["tools"]["echo"]
     lock.write_text(json.dumps(data))
-    async with Client([*MCPKIT, "proxy", "--pin", str(lock), "--pin-strict", "--", *RUGPULL],
+    async with Client([*MCPKIT, "proxy", "--pin", str(lock), "--pin-strict", *PASS, "--", *RUGPULL],
                       env={"RUGPULL_AT": "1000"}) as client:
         assert [t["name"] for t in await client.list_tools()] == ["fetch", "pull", "crash"]
         refused = await client.call_tool("echo", {"text": "x"})
         assert "not in the lockfile" in refused["content"][0]["text"]
     # without --pin-strict a tool the file does not name is pinned on first sight
-    async with Client([*MCPKIT, "proxy", "--pin", str(lock), "--", *RUGPULL], env={"RUGPULL_AT": "1000"}) as client:
+    async with Client([*MCPKIT, "proxy", "--pin", str(lock), *PASS, "--", *RUGPULL], env={"RUGPULL_AT": "1000"}) as client:
         assert [t["name"] for t in await client.list_tools()] == ["fetch", "echo", "pull", "crash"]
     assert "echo" in json.loads(lock.read_text())["upstreams"]["default"]["tools"]
 
@@ -148,7 +150,7 @@ def test_a_pin_mistake_is_one_line(tmp_path: Path, args: list[str], message: str
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     args = [a.format(missing=tmp_path / "none.json", bad=bad) for a in args]
-    done = mcpkit("proxy", *args, "--", *RUGPULL)
+    done = mcpkit("proxy", *args, *PASS, "--", *RUGPULL)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
@@ -156,27 +158,27 @@ def test_a_pin_mistake_is_one_line(tmp_path: Path, args: list[str], message: str
 def test_mcpkit_pin_writes_shows_the_diff_and_check_exits_1_on_drift(tmp_path: Path) -> None:
     lock, flag = tmp_path / "lock.json", tmp_path / "pulled"
     env = {"RUGPULL_AT": "1000", "RUGPULL_FLAG": str(flag)}
-    first = mcpkit("pin", str(lock), "--", *RUGPULL, env=env)
+    first = mcpkit("pin", str(lock), *PASS, "--", *RUGPULL, env=env)
     assert first.returncode == 0 and "default: + tool fetch" in first.stdout
-    assert mcpkit("pin", "--check", str(lock), "--", *RUGPULL, env=env).returncode == 0
+    assert mcpkit("pin", "--check", str(lock), *PASS, "--", *RUGPULL, env=env).returncode == 0
     flag.touch()
     before = lock.read_text()
-    check = mcpkit("pin", "--check", str(lock), "--", *RUGPULL, env=env)
+    check = mcpkit("pin", "--check", str(lock), *PASS, "--", *RUGPULL, env=env)
     assert check.returncode == 1
     assert "default: ~ tool 'fetch' changed since it was pinned: description, inputSchema" in check.stdout
     assert HOSTILE_LINE in check.stdout
     assert lock.read_text() == before  # --check writes nothing
-    accept = mcpkit("pin", str(lock), "--", *RUGPULL, env=env)
+    accept = mcpkit("pin", str(lock), *PASS, "--", *RUGPULL, env=env)
     assert accept.returncode == 0 and HOSTILE_LINE in accept.stdout
-    assert mcpkit("pin", "--check", str(lock), "--", *RUGPULL, env=env).returncode == 0
+    assert mcpkit("pin", "--check", str(lock), *PASS, "--", *RUGPULL, env=env).returncode == 0
 
 
 def test_mcpkit_check_pin_fails_on_drift_in_every_format(tmp_path: Path) -> None:
     lock, flag = tmp_path / "lock.json", tmp_path / "pulled"
     env = {"RUGPULL_AT": "1000", "RUGPULL_FLAG": str(flag)}
-    assert mcpkit("pin", str(lock), "--", *RUGPULL, env=env).returncode == 0
+    assert mcpkit("pin", str(lock), *PASS, "--", *RUGPULL, env=env).returncode == 0
     target = " ".join(RUGPULL)
-    check = ["check", "--quick", "--rule", "security", "--pin", str(lock), target]
+    check = ["check", "--quick", "--rule", "security", *PASS, "--pin", str(lock), target]
     clean = mcpkit(*check, env=env)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     flag.touch()
@@ -192,11 +194,11 @@ def test_mcpkit_check_pin_fails_on_drift_in_every_format(tmp_path: Path) -> None
     assert sarif.returncode == 1 and [r["ruleId"] for r in results] == ["security.pin-drift"]
     junit = mcpkit(*check, "--format", "junit", env=env)
     assert junit.returncode == 1 and "security.pin-drift" in junit.stdout and "<failure" in junit.stdout
-    missing = mcpkit("check", "--quick", "--pin", str(tmp_path / "none.json"), target, env=env)
+    missing = mcpkit("check", "--quick", *PASS, "--pin", str(tmp_path / "none.json"), target, env=env)
     assert missing.returncode == 2 and "write it with `mcpkit pin" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
     # without --pin the rule does not run
-    plain = mcpkit("check", "--quick", "--rule", "security", target, env=env)
+    plain = mcpkit("check", "--quick", "--rule", "security", *PASS, target, env=env)
     assert plain.returncode == 0 and "pin-drift" not in plain.stdout.replace("security.pin-drift: skip", "")
 
 
