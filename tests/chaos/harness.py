@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import signal
 import time
@@ -149,8 +150,10 @@ class Client:
             try:
                 await asyncio.wait_for(self.http.initialize(), ANSWER_WITHIN)
                 return True
-            except AssertionError as exc:  # a status other than 200: 503 while the store is down
-                if not any(f"({code}," in str(exc) for code in RETRYABLE_STATUS):
+            except AssertionError as exc:
+                # a retryable status, of initialize or of its notifications/initialized (503 from a
+                # process that does not hold the new session while the store is down): start over
+                if not re.search(r"\b(502|503|504)\b", str(exc)):
                     tally.problem(f"initialize from {self.source}: {exc}"[:300])
                     return False
             except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
