@@ -158,8 +158,10 @@ def probe(markers: Markers, request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def proxy_args(*args: str) -> list[str]:
-    """``mcpkit proxy --http ... ARGS -- mcpkit serve PROBE``: the probe on stdio behind the proxy."""
-    return [*args, "--", *mcpkit_command("serve", PROBE)]
+    """``mcpkit proxy --http ... ARGS -- mcpkit serve PROBE``: the probe on stdio behind the proxy,
+    given by name the variable that says where its markers go (a command upstream sees only an
+    allow-list of the proxy's environment)."""
+    return [*args, "--pass-env", "CANCEL_PROBE_DIR", "--", *mcpkit_command("serve", PROBE)]
 
 
 # ============================================================================ a held GET stream
