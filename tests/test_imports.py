@@ -68,6 +68,8 @@ def test_serving_a_sync_server_on_stdio_imports_nothing_heavy(tmp_path, wire) ->
     assert heavy == [], f"stdio serving imported {heavy}"
     assert "mcpkit.cli" not in mods
     assert not any(m.startswith(("mcpkit.transports.http", "mcpkit.auth")) for m in mods)
+    # the Redis stores' shared module only where a store is configured
+    assert "mcpkit.stores.redis_base" not in mods
 
 
 @pytest.mark.parametrize("extra", ["uvicorn", "redis"])

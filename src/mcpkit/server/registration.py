@@ -459,7 +459,7 @@ class Registrations:
                 try:
                     refresh()
                 except Exception as exc:  # noqa: BLE001 - the store is down: match what is known here
-                    from ..stores.redis_base import StoreUnavailable
+                    from ..stores.errors import StoreUnavailable
 
                     # an outage is one line; anything else keeps its traceback
                     log.warning("could not refresh a shared session's subscriptions: %s", exc,

@@ -353,7 +353,7 @@ class Server(Registrations):
             try:
                 self.stores.bus.publish(channel, message)
             except Exception as exc:  # noqa: BLE001 - the local clients were told; the others will re-list
-                from ..stores.redis_base import StoreUnavailable
+                from ..stores.errors import StoreUnavailable
 
                 if isinstance(exc, StoreUnavailable):  # an outage: one line, not a traceback per change
                     log.warning("could not announce %s to the other processes: %s", channel, exc)

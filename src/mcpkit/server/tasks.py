@@ -31,7 +31,7 @@ from ..protocol.errors import (
     clipped,
     handler_error,
 )
-from ..stores.redis_base import StoreUnavailable
+from ..stores.errors import StoreUnavailable
 from ..stores.tasks import OWNER_GONE, SHUT_DOWN, MemoryTaskStore, TaskCancelled, TaskRecord
 
 if TYPE_CHECKING:

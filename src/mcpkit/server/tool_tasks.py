@@ -63,7 +63,7 @@ def announce_task(cc: CallContext, ctx: Context | None, handler: Callable[..., A
 
 def _created(manager: Any, session: Any) -> Any:
     """manager.create; the retryable E_NOT_CONNECTED error while the task store is down."""
-    from ..stores.redis_base import StoreUnavailable
+    from ..stores.errors import StoreUnavailable
     from .tasks import store_down
 
     try:

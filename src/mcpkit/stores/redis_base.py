@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._extras import needs
+from .errors import StoreUnavailable
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -38,15 +39,6 @@ SOCKET_TIMEOUT = 2.0
 HEALTH_CHECK_INTERVAL = 30
 #: what needs redis-py, as a missing one's line says
 _WHAT = "the Redis stores (MCPKIT_STORE=redis://)"
-
-
-class StoreUnavailable(RuntimeError):
-    """A shared store could not be reached: connection refused, timed out, or lost mid-command.
-
-    Raised instead of redis-py's own errors so that callers handle one type whatever the store.
-    It is deliberately not an ``OSError``: code that treats ``OSError`` as "the client went away"
-    must not mistake an outage of the store for that.
-    """
 
 
 def require_redis() -> ModuleType:

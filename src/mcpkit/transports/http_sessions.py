@@ -44,7 +44,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ..protocol import revisions
-from ..stores.redis_base import StoreUnavailable
+from ..stores.errors import StoreUnavailable
 from .http_auth import ACCESS
 from .http_streams import _END
 from .http_quotas import QuotaExceeded, SessionQuotas, client_address
