@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -370,3 +371,43 @@ async def test_a_task_asking_for_input_on_the_event_loop_is_written_off_it(redis
     finally:
         app.close_all()
         await app.server.stores.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_settle_the_store_could_not_take_is_written_again_until_it_does(redis_url):
+    """A failover or an outage refuses a task's settle: it is written again, so the task does not
+    read "working" for as long as this process lives."""
+    from mcpkit.stores.errors import StoreUnavailable
+
+    app = tasking(redis_url)
+    store = app.server.tasks.store
+    real, refused = store.put, []
+
+    outage: list[float] = []  # when the store started refusing: for 0.3 s, every settle
+
+    def put(record: Any) -> Any:
+        if getattr(record, "status", None) == "completed":
+            outage[:] = outage or [time.monotonic()]
+            if time.monotonic() - outage[0] < 0.3:
+                refused.append(record.task_id)
+                raise StoreUnavailable("saving a task: Redis is unreachable (a test)")
+        return real(record)
+
+    try:
+        store.put = put
+        import json
+
+        body, headers = _modern("tools/call", {"name": "job", "arguments": {"seconds": 0}}, 1)
+        created = json.loads((await asyncio.wait_for(call(app, body=body, headers=headers), BOUND)).body)["result"]
+        task_id = created["taskId"]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + BOUND
+        while True:
+            stored = await asyncio.to_thread(store.get, task_id)
+            if stored is not None and stored.status == "completed":
+                break
+            assert loop.time() < deadline, f"the store still says {getattr(stored, 'status', None)}"
+            await asyncio.sleep(0.05)
+        assert refused and set(refused) == {task_id}  # it was refused, and then written
+    finally:
+        app.close_all()

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["EXTENSION", "TaskManager", "TaskRecord", "wants_tasks", "missing_extension", "TASK_METHODS"]
 
 log = logging.getLogger("mcpkit")
+#: seconds before a task write the store could not take is tried again
+WRITE_RETRY = 0.5
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 _KINDS = {"elicitation/create": "elicit", "sampling/createMessage": "sample", "roots/list": "roots"}
@@ -184,9 +186,11 @@ class TaskManager:
         try:
             kept = self._write(record)
         except StoreUnavailable as exc:
-            # the store is out of reach: the record keeps its state here; other processes
-            # read the last one written, and this process's lease settles it if it dies
-            log.warning("task %s not saved: %s", record.task_id, exc)
+            # the store is out of reach (an outage, a failover): written again until it takes
+            # it, or a later write carries the state. Given up, a settled task would read
+            # "working" everywhere for as long as this process (and so its lease) lives
+            log.warning("task %s not saved yet, written again shortly: %s", record.task_id, exc)
+            self._write_later(record)
             return
         except Exception:  # noqa: BLE001 - a background write: nobody else would hear of it
             log.exception("task %s not saved", record.task_id)
@@ -195,6 +199,18 @@ class TaskManager:
             with self._lock:
                 self._running.pop(record.task_id, None)
             self._stop_run(record)
+
+    def _write_later(self, record: TaskRecord) -> None:
+        """Write ``record`` again in a moment (a store thread found the store out of reach)."""
+        import threading
+
+        def again() -> None:
+            with self._lock:
+                self._write_soon(record)
+
+        timer = threading.Timer(WRITE_RETRY, again)
+        timer.daemon = True
+        timer.start()
 
     def close(self) -> None:
         """Graceful shutdown: every task still running here fails (:data:`SHUT_DOWN`, retryable)
