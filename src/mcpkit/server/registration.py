@@ -15,6 +15,7 @@ from typing import Any, TypedDict, TypeVar, Unpack
 
 from ..protocol.errors import INVALID_PARAMS, McpError, clipped
 from ..protocol.revisions import Revision
+from ..stores.errors import StoreUnavailable
 from .context import Context
 from .pipeline import policy_layer
 from .prompts import Prompt
@@ -459,8 +460,6 @@ class Registrations:
                 try:
                     refresh()
                 except Exception as exc:  # noqa: BLE001 - the store is down: match what is known here
-                    from ..stores.errors import StoreUnavailable
-
                     # an outage is one line; anything else keeps its traceback
                     log.warning("could not refresh a shared session's subscriptions: %s", exc,
                                 exc_info=not isinstance(exc, StoreUnavailable))

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from ..protocol.errors import INVALID_PARAMS, McpError
 from ..protocol.meta import check_icons
 from ..protocol.revisions import Revision
+from ..stores.errors import StoreUnavailable
 from ..switches import SwitchError
 from .dispatch import METHODS
 from .features import FEATURE_OF_KIND, FEATURES
@@ -352,13 +353,10 @@ class Server(Registrations):
         if self._stores is not None and self.shared:
             try:
                 self.stores.bus.publish(channel, message)
-            except Exception as exc:  # noqa: BLE001 - the local clients were told; the others will re-list
-                from ..stores.errors import StoreUnavailable
-
-                if isinstance(exc, StoreUnavailable):  # an outage: one line, not a traceback per change
-                    log.warning("could not announce %s to the other processes: %s", channel, exc)
-                else:
-                    log.exception("could not announce %s to the other processes", channel)
+            except StoreUnavailable as exc:  # an outage: one line, not a traceback per change
+                log.warning("could not announce %s to the other processes: %s", channel, exc)
+            except Exception:  # noqa: BLE001 - the local clients were told; the others will re-list
+                log.exception("could not announce %s to the other processes", channel)
 
     @property
     def sealer(self) -> Any:

@@ -14,6 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.engine import RequestReceived
+from ..stores.errors import StoreUnavailable
 from .context import Context
 from .dispatch import _run_async, _run_sync
 from .pipeline import CallContext, Pipe
@@ -63,7 +64,6 @@ def announce_task(cc: CallContext, ctx: Context | None, handler: Callable[..., A
 
 def _created(manager: Any, session: Any) -> Any:
     """manager.create; the retryable E_NOT_CONNECTED error while the task store is down."""
-    from ..stores.errors import StoreUnavailable
     from .tasks import store_down
 
     try:
