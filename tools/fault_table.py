@@ -101,7 +101,8 @@ def main() -> int:
     if args.source:
         path = args.source
     else:
-        path = tempfile.mktemp(prefix="mcpkit-faults-", suffix=".jsonl")
+        with tempfile.NamedTemporaryFile(prefix="mcpkit-faults-", suffix=".jsonl", delete=False) as made:
+            path = made.name  # the suite appends its rows to it
         env = {**os.environ, "MCPKIT_FAULT_RESULTS": path}
         run = subprocess.run([sys.executable, "-m", "pytest", "tests/chaos", "-q", "-p", "no:cacheprovider"],
                              cwd=ROOT, env=env)
