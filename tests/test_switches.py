@@ -207,3 +207,70 @@ def test_tokens_in_the_environment_without_auth_are_refused_not_ignored(notes):
     assert done.stderr.startswith("mcpkit: MCPKIT_AUTH_TOKENS (its value is not shown) is read only by mcpkit serve "
                                   "--http and mcpkit proxy --http with --auth tokens"), done.stderr
     assert "a-long-enough-token" not in done.stderr
+
+
+# ------------------------------------------------------- switches set where nothing would read them
+
+@pytest.mark.parametrize(("name", "meant"), [("MCPKIT_READONLY", "MCPKIT_READ_ONLY"),
+                                             ("mcpkit_read_only", "MCPKIT_READ_ONLY"),
+                                             ("MCPKIT_ALLOW_DESTRUCTION", "MCPKIT_ALLOW_DESTRUCTIVE"),
+                                             ("MCPKIT_RATELIMIT", "MCPKIT_RATE_LIMIT"),
+                                             ("MCPKIT_ROOTS", "MCPKIT_ROOT")])
+def test_a_misspelled_switch_is_refused_naming_the_one_meant(name, meant):
+    with pytest.raises(SwitchError) as info:
+        check(server="notes", policy=True, environ={name: "1"})
+    assert str(info.value) == (f"{name} is not an mcpkit switch, so it would change nothing; did you mean {meant}? "
+                               f"Rename it to {meant} or unset it (docs/environment.md lists the switches)")
+
+
+def test_names_far_from_every_switch_are_left_alone():
+    # a tool's own settings and the test suite's variables share the prefix
+    check(server="notes", policy=True, environ={"MCPKIT_TEST_REDIS": "redis://x", "MCPKIT_INSPECTOR": "/bin/x",
+                                                "MCPKIT_EDITOR_SOCKET": "/tmp/s", "MCPKIT_READONLY": ""})
+
+
+HAND_BUILT = """\
+import sys
+from mcpkit import Server
+from mcpkit.policy import Gates, Policy
+
+policy = {policy}
+server = Server("notes", "1.0", policy=policy)
+
+
+@server.tool(destructive=True, open_world=False)
+def delete_note(note_id: str) -> str:
+    return "deleted"
+
+
+if __name__ == "__main__":
+    server.run(*sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize(("policy", "refused"), [
+    ("Policy(gates=Gates(read_only=False))", True),  # by hand: reads no switch
+    ("Policy.secure(env_prefix='GODOT_')", True),  # reads GODOT_READ_ONLY instead
+    ("Policy.secure(read_only=False)", True),  # the gate is set in code
+    ("Policy.secure(environ={})", True),  # its own environment
+    ("Policy.secure()", False),
+])
+def test_a_policy_switch_the_policy_never_read_is_refused(tmp_path, policy, refused):
+    # MCPKIT_READ_ONLY=1 with a hand-built policy served delete_note: the user's read-only was ignored
+    (tmp_path / "server.py").write_text(HAND_BUILT.format(policy=policy))
+    done = run(tmp_path, [sys.executable, "server.py"], {"MCPKIT_READ_ONLY": "1"})
+    if not refused:
+        assert done.returncode == 0 and "serving notes 1.0 on stdio" in done.stderr, done.stderr
+        return
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "mcpkit: MCPKIT_READ_ONLY=1 is set, but the policy of the server 'notes' was built without reading it (by "
+        "hand, with its own environ or switch names, or the setting given in code), so it would change nothing; "
+        "build the policy with Policy.secure(), which reads the MCPKIT_* switches, or unset MCPKIT_READ_ONLY\n")
+
+
+def test_a_misspelled_switch_stops_a_real_server(notes):
+    done = run(notes, [sys.executable, "policed.py"], {"MCPKIT_READONLY": "1"})
+    assert done.returncode == 2 and done.stderr.startswith(
+        "mcpkit: MCPKIT_READONLY is not an mcpkit switch, so it would change nothing; did you mean MCPKIT_READ_ONLY?"), \
+        done.stderr

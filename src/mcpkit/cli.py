@@ -244,9 +244,9 @@ def _policy_flags_apply(server: Any, args: argparse.Namespace) -> None:
     of them, so it would serve every tool as if they had not been given: refused, not ignored,
     as the variables are (Server.check_environment, which names the flags _policy_env set).
     Under --read-only the refusals name --read-only, not the MCPKIT_READ_ONLY it sets."""
-    server.check_environment()  # before the start-up line, which would say it serves
     policy = getattr(server, "policy", None)
     if policy is None or not getattr(args, "read_only", False):
+        server.check_environment()  # before the start-up line, which would say it serves
         return
     gates = policy.gates
     if gates is None or not gates.read_only:
@@ -256,6 +256,7 @@ def _policy_flags_apply(server: Any, args: argparse.Namespace) -> None:
                "has no gates: give it Gates (or Policy.secure())")
         raise SystemExit(f"mcpkit: --read-only would change nothing: the policy of the server {server.name!r} "
                          f"{how}, or drop --read-only")
+    server.check_environment()  # after the check that names how this policy's gates read the flag
     if gates.switch("read_only") == "MCPKIT_READ_ONLY":
         import dataclasses
 

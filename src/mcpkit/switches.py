@@ -229,6 +229,10 @@ SWITCHES: dict[str, Switch] = _table()
 #: its flags (given_as): a message names what the user wrote
 _claimed: set[str] = set()
 _flags: dict[str, str] = {}
+#: switches something in this process has read from os.environ (read, env_flag): a policy built
+#: by hand, or with its own environ or gate names, reads none of them, and :func:`check` refuses
+#: a policy switch set for a policy that never read it
+_read_here: set[str] = set()
 
 
 def _shown(switch: Switch, raw: str) -> str:
@@ -249,6 +253,8 @@ def _parse(switch: Switch, raw: str) -> Any:
 def read(name: str, environ: Mapping[str, str] | None = None, default: Any = None) -> Any:
     """The value of the switch ``name`` in ``environ`` (os.environ by default), parsed; ``default``
     when it is unset or empty. A bad value is a SwitchError naming it and what it takes."""
+    if environ is None or environ is os.environ:
+        _read_here.add(name)
     raw = (os.environ if environ is None else environ).get(name, "")
     if not raw.strip():
         return default
@@ -258,6 +264,8 @@ def read(name: str, environ: Mapping[str, str] | None = None, default: Any = Non
 def env_flag(name: str, default: bool = False, environ: Mapping[str, str] | None = None) -> bool:
     """A yes/no switch from the environment, the table's or a server's own (``READ_ONLY_MODE``):
     a value that is neither is a SwitchError at start-up rather than a silent default."""
+    if environ is None or environ is os.environ:
+        _read_here.add(name)
     raw = (os.environ if environ is None else environ).get(name)
     if raw is None:
         return default
@@ -282,11 +290,31 @@ def _asks(switch: Switch, value: Any) -> bool:
     return switch.off is None or all(value != off for off in switch.off)
 
 
+def _misspelled(env: Mapping[str, str]) -> None:
+    """An ``MCPKIT_*``-like name that is no switch but close to one (READONLY for READ_ONLY, a
+    lower-case name) is refused: the switch it was meant to be is off, and a gate the user
+    believes closed would be open. Names far from every switch (a tool's own settings) pass."""
+    import difflib
+
+    def key(name: str) -> str:
+        return name[len("MCPKIT_"):].replace("_", "").lower()
+
+    known = {key(name): name for name in SWITCHES}
+    for name in env:
+        if name in SWITCHES or not name.upper().startswith("MCPKIT_") or not env[name].strip():
+            continue
+        close = difflib.get_close_matches(key(name), known, n=1, cutoff=0.85)
+        if close:
+            meant = known[close[0]]
+            raise SwitchError(f"{name} is not an mcpkit switch, so it would change nothing; did you mean {meant}? "
+                              f"Rename it to {meant} or unset it (docs/environment.md lists the switches)")
+
+
 def check(*, server: str | None = None, policy: bool = False, environ: Mapping[str, str] | None = None) -> None:
     """Read every switch that is set (a SwitchError for the first bad value). With ``server``
-    (its name; ``policy``: whether it has one), a server is about to serve: a policy switch that
-    asks for something and that no policy will read, or a command switch the mcpkit command did
-    not read, is refused too."""
+    (its name; ``policy``: whether it has one), a server is about to serve: a misspelled switch,
+    a policy switch that asks for something and that no policy will read (none, or one built
+    without reading it), or a command switch the mcpkit command did not read, is refused too."""
     env = os.environ if environ is None else environ
     values = {}
     for switch in SWITCHES.values():
@@ -295,6 +323,7 @@ def check(*, server: str | None = None, policy: bool = False, environ: Mapping[s
             values[switch.name] = (switch, raw, _parse(switch, raw))
     if server is None:
         return
+    _misspelled(env)
     unread = [(s, raw) for s, raw, value in values.values()
               if s.reader == "policy" and not policy and _asks(s, value)]
     if unread:
@@ -305,6 +334,19 @@ def check(*, server: str | None = None, policy: bool = False, environ: Mapping[s
                f"{' and '.join(variables)}" if variables else "add --policy (or build the Server with policy=...)")
         raise SwitchError(f"{' and '.join(named)} need{'' if plural else 's'} a policy, and the server {server!r} "
                           f"has none, so {'they' if plural else 'it'} would change nothing; {fix}")
+    # what this process read is known of os.environ only
+    ignored = [] if environ is not None and environ is not os.environ else [
+        (s, raw) for s, raw, value in values.values()
+        if s.reader == "policy" and policy and s.name not in _read_here and _asks(s, value)]
+    if ignored:
+        named = [_shown(s, raw) if s.name in _flags or s.secret else f"{s.name}={raw}" for s, raw in ignored]
+        plural = len(named) > 1
+        undo = [f"drop {_flags[s.name]}" if s.name in _flags else f"unset {s.name}" for s, _ in ignored]
+        raise SwitchError(f"{' and '.join(named)} {'are' if plural else 'is'} set, but the policy of the server "
+                          f"{server!r} was built without reading {'them' if plural else 'it'} (by hand, with its "
+                          f"own environ or switch names, or the setting given in code), so "
+                          f"{'they' if plural else 'it'} would change nothing; build the policy with "
+                          f"Policy.secure(), which reads the MCPKIT_* switches, or {' and '.join(undo)}")
     for switch, raw, value in values.values():
         if switch.reader == "command" and switch.name not in _claimed and _asks(switch, value):
             shown = f"{switch.name} (its value is not shown)" if switch.secret else f"{switch.name}={raw}"

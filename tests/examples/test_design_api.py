@@ -159,7 +159,7 @@ async def test_each_caller_uses_their_own_key_upstream(monkeypatch: pytest.Monke
 @pytest.mark.asyncio
 async def test_upstream_statuses_become_contract_codes(monkeypatch: pytest.MonkeyPatch, upstream: FakeDesignApi,
                                                        clients: Any) -> None:
-    example = load(monkeypatch, upstream, MCPKIT_ALLOW_DESTRUCTIVE="1")
+    example = load(monkeypatch, upstream)  # no gates in its policy: delete_design is listed as it is
     alice = keyed(clients.asgi(clients.app(example.server, auth=example.auth)), ALICE)
     await alice.initialize()
     missing = await envelope(alice, "get_design", design_id="nope")
