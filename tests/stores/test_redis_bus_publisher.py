@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mcpkit.stores.redis import RedisBus
+from mcpkit.stores.redis_base import sync_client
 
 pytest.importorskip("redis", reason="RedisBus needs the redis package")
 
@@ -124,7 +125,7 @@ def test_messages_reach_a_subscriber_in_the_order_they_were_published(redis_url:
 
 
 def test_a_message_redis_refuses_is_logged_and_the_next_ones_go_on(dead_url: str, caplog: Any) -> None:
-    bus = RedisBus(dead_url, origin="proc-a", flush_timeout=BOUND)
+    bus = RedisBus(dead_url, origin="proc-a", flush_timeout=BOUND, retry_for=0.3)
     with caplog.at_level(logging.WARNING, logger="mcpkit.stores.bus"):
         started = time.monotonic()
         bus.publish("ch", {"n": 1})
@@ -133,3 +134,80 @@ def test_a_message_redis_refuses_is_logged_and_the_next_ones_go_on(dead_url: str
         bus.close()  # waits for the publisher, which logs each failure
     lost = [r for r in caplog.records if "not published" in r.getMessage() and "Redis is unreachable" in r.getMessage()]
     assert len(lost) == 2, caplog.records
+
+
+class FlakyClient:
+    """In front of a real Redis client: the first ``refuse`` PUBLISHes fail as an unreachable
+    node's do (ConnectionError, never sent), and the first ``lose_answer`` PUBLISHes after them
+    reach Redis but their answer is lost (TimeoutError, as from a paused Redis)."""
+
+    def __init__(self, real: Any, *, refuse: int = 0, lose_answer: int = 0) -> None:
+        self.real = real
+        self.refuse = refuse
+        self.lose_answer = lose_answer
+        self.attempts = 0
+
+    def publish(self, channel: str, data: bytes) -> int:
+        import redis
+
+        self.attempts += 1
+        if self.refuse:
+            self.refuse -= 1
+            raise redis.ConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+        taken = self.real.publish(channel, data)
+        if self.lose_answer:
+            self.lose_answer -= 1
+            raise redis.TimeoutError("Timeout reading from socket")
+        return int(taken)
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def test_a_message_the_node_could_not_take_is_published_again_and_delivered_once(redis_url: str,
+                                                                                 prefix: str) -> None:
+    # a Redis Cluster's node killed: the process publishing through it dropped the message, and
+    # the subscribers, on live nodes, had no outage of their own to resync from
+    flaky = FlakyClient(sync_client(redis_url, "test")[0], refuse=3)
+    a = RedisBus(flaky, prefix=prefix, origin="proc-a")
+    b = RedisBus(redis_url, prefix=prefix, origin="proc-b")
+    got: queue.Queue[Any] = queue.Queue()
+    try:
+        b.subscribe("ch", got.put)
+        sent = [a.publish("ch", {"n": n}) for n in range(3)]
+        assert [f.result(BOUND) for f in sent] == [True, True, True]
+        assert [got.get(timeout=BOUND)["n"] for _ in range(3)] == [0, 1, 2]  # all of them, in order
+        assert flaky.attempts == 6
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_message_published_again_after_redis_took_it_is_delivered_once(redis_url: str, prefix: str) -> None:
+    flaky = FlakyClient(sync_client(redis_url, "test")[0], lose_answer=1)
+    a = RedisBus(flaky, prefix=prefix, origin="proc-a")
+    b = RedisBus(redis_url, prefix=prefix, origin="proc-b")
+    got: queue.Queue[Any] = queue.Queue()
+    try:
+        b.subscribe("ch", got.put)
+        assert a.publish("ch", {"n": 1}).result(BOUND) is True
+        assert a.publish("ch", {"n": 2}).result(BOUND) is True
+        assert flaky.attempts == 3  # the first was sent twice
+        received = [got.get(timeout=BOUND) for _ in range(2)]
+        assert [m["n"] for m in received] == [1, 2]
+        assert all(set(m) == {"n", "origin"} for m in received)  # the message id is the bus's own
+        with pytest.raises(queue.Empty):
+            got.get(timeout=0.5)  # the second copy of 1 was not delivered
+    finally:
+        a.close()
+        b.close()
+
+
+def test_close_ends_the_retries_of_a_message_redis_cannot_take(dead_url: str, caplog: Any) -> None:
+    bus = RedisBus(dead_url, origin="proc-a", flush_timeout=0.3, retry_for=60)
+    sent = bus.publish("ch", {"n": 1})
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="mcpkit.stores.bus"):
+        bus.close()
+    assert sent.result(BOUND) is False
+    assert time.monotonic() - started < BOUND  # not the minute it would have tried

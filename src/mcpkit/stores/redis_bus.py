@@ -5,7 +5,7 @@ Messages are JSON objects. Each carries ``origin``, the publishing process's id 
 key, added by ``publish``), and a subscriber does not receive messages of its own process
 unless it subscribed with ``include_own=True``: the publisher has already acted locally, the
 bus is how the *other* processes hear of it. Delivery is at most once: a process that is not
-connected when a message is published never sees it.
+connected when a message is published never sees it, and none sees a message twice.
 """
 
 from __future__ import annotations
@@ -59,12 +59,22 @@ class _Subscription:
         self.include_own = include_own
 
 
-def _encode(message: dict[str, Any], origin: str) -> bytes:
+#: the key of a RedisBus message's own id (``<bus>.<n>``): a message published again because
+#: Redis's answer to the first PUBLISH was lost is recognised and delivered once
+_MESSAGE_ID = "_mid"
+#: message ids a listener remembers, to drop the second copy of any of them
+_SEEN = 4096
+
+
+def _encode(message: dict[str, Any], origin: str, message_id: str | None = None) -> bytes:
     if not isinstance(message, dict):
         raise TypeError(f"a bus message must be a dict, got {type(message).__name__}")
-    if "origin" in message:
-        raise ValueError("'origin' is reserved in bus messages: the bus sets it to the publishing process's id")
-    return _json.dumps({**message, "origin": origin})
+    for reserved in ("origin", _MESSAGE_ID):
+        if reserved in message:
+            raise ValueError(f"{reserved!r} is reserved in bus messages: the bus sets it")
+    if message_id is None:
+        return _json.dumps({**message, "origin": origin})
+    return _json.dumps({**message, "origin": origin, _MESSAGE_ID: message_id})
 
 
 def _deliver(channel: str, subs: list[_Subscription], data: bytes, own: bool) -> None:
@@ -72,7 +82,9 @@ def _deliver(channel: str, subs: list[_Subscription], data: bytes, own: bool) ->
         if own and not sub.include_own:
             continue
         try:
-            sub.callback(_json.loads(data))
+            message = _json.loads(data)  # each subscriber its own copy
+            message.pop(_MESSAGE_ID, None)
+            sub.callback(message)
         except Exception:
             logger.exception("A bus callback on channel %r failed", channel)
 
@@ -161,10 +173,14 @@ class RedisBus:
     a publisher thread, which PUBLISHes them one at a time in the order they were queued, so a
     message published after another (a session's end after its delete was recorded) is never
     received before it, and a caller on the event loop never stalls on a slow or paused Redis.
-    A message that finds the queue full is dropped, with a warning; one Redis cannot take (it
-    is unreachable: connect and socket timeouts of 1.5-2 s) is logged and dropped, as delivery
-    is at most once anyway. ``close`` publishes what is queued first, for up to ``flush_timeout``
-    seconds. Subscriptions are served by one listener thread per bus, started by
+    A message that finds the queue full is dropped, with a warning. One Redis cannot take (it is
+    unreachable: connect and socket timeouts of 1.5-2 s) is tried again, the cluster's slots
+    read again first, for up to ``retry_for`` seconds, then logged and dropped: on a Redis
+    Cluster the node a process publishes through may die while the others' subscriptions, on
+    live nodes, never notice, so a message dropped at once would be lost to every process with
+    no outage of its own to resync from. A PUBLISH whose answer was lost may have been taken:
+    each message carries an id, and a listener delivers a message id once. ``close`` publishes
+    what is queued first, for up to ``flush_timeout`` seconds. Subscriptions are served by one listener thread per bus, started by
     the first ``subscribe``; callbacks run on it, one message at a time, so a slow callback
     delays the others. ``subscribe`` returns once Redis confirmed the subscription (or after
     ``subscribe_timeout`` seconds, e.g. while Redis is down: it is then made when Redis is back).
@@ -184,6 +200,9 @@ class RedisBus:
     POLL = 0.2
     #: messages queued for the publisher at most (about 1 s of a busy process's news)
     MAX_QUEUE = 10_000
+    #: seconds a message Redis cannot take is tried again: a cluster's failover (2 s of
+    #: cluster-node-timeout, then the election) and a Redis restarted at once fit in it
+    RETRY_FOR = 10.0
 
     def __init__(
         self,
@@ -194,6 +213,7 @@ class RedisBus:
         subscribe_timeout: float = 2.0,
         max_queue: int = MAX_QUEUE,
         flush_timeout: float = 5.0,
+        retry_for: float = RETRY_FOR,
     ) -> None:
         self._client, self._owned = sync_client(client_or_url, "RedisBus")
         self._down = down_errors()
@@ -210,6 +230,12 @@ class RedisBus:
         self._down_since: float | None = None  # on the listener thread: when the connection was lost
         self.max_queue = max_queue
         self.flush_timeout = flush_timeout
+        self.retry_for = retry_for
+        self._id = secrets.token_hex(4)  # this bus's part of its message ids
+        self._sent_count = 0  # under _queued
+        self._give_up_at: float | None = None  # under _queued: set by close, ends a message's retries
+        self._seen: set[str] = set()  # on the listener thread: message ids delivered lately...
+        self._seen_order: deque[str] = deque()  # ... oldest first
         #: (channel, message, its Future) to publish, in order
         self._outbox: deque[tuple[str, bytes, Future[bool]]] = deque()
         self._queued = threading.Condition(threading.Lock())
@@ -229,11 +255,12 @@ class RedisBus:
         Future that says True once Redis took the message, False when it was dropped (a full
         queue, Redis unreachable, the bus closed first). A caller that must know the news went
         out before it answers (a session's end) awaits it off the event loop; others ignore it."""
-        data = _encode(message, self.origin)
         sent: Future[bool] = Future()
         with self._queued:
             if self._closing:
                 raise RuntimeError("this bus is closed")
+            self._sent_count += 1
+            data = _encode(message, self.origin, f"{self._id}.{self._sent_count}")
             if len(self._outbox) >= self.max_queue:
                 if not self._dropping:
                     self._dropping = True
@@ -262,15 +289,32 @@ class RedisBus:
                 channel, data, sent = self._outbox.popleft()
             taken = False
             try:
-                self._client.publish(self.channel_key(channel), data)
-                taken = True
-            except self._down as exc:
-                logger.warning("Redis bus: a message was not published: %s",
-                               unavailable(f"publishing on bus channel {channel!r}", exc))
+                taken = self._publish_one(channel, data)
             except Exception:  # noqa: BLE001 - the publisher goes on with the next one
                 logger.exception("Redis bus: a message on channel %r was not published", channel)
             finally:
                 sent.set_result(taken)
+
+    def _publish_one(self, channel: str, data: bytes) -> bool:
+        """PUBLISH one message, trying again while Redis cannot take it, for up to ``retry_for``
+        seconds (less once ``close`` gave up waiting); False when it never could."""
+        deadline = time.monotonic() + self.retry_for
+        delay = 0.05
+        while True:
+            try:
+                self._client.publish(self.channel_key(channel), data)
+                return True
+            except self._down as exc:
+                with self._queued:
+                    give_up_at = self._give_up_at
+                now = time.monotonic()
+                if now >= deadline or (give_up_at is not None and now >= give_up_at):
+                    logger.warning("Redis bus: a message was not published: %s",
+                                   unavailable(f"publishing on bus channel {channel!r}", exc))
+                    return False
+            self._rediscover()  # a cluster's node gone: the promoted replica takes the next try
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 1.0)
 
     def subscribe(self, channel: str, callback: Callback, *, include_own: bool = False) -> Callable[[], None]:
         name = self.channel_key(channel)
@@ -314,6 +358,7 @@ class RedisBus:
         forget the subscriptions (and close the client if it is ours)."""
         with self._queued:
             self._closing = True
+            self._give_up_at = time.monotonic() + self.flush_timeout
             self._queued.notify()
             publisher = self._publisher
         if publisher is not None and publisher is not threading.current_thread():
@@ -449,4 +494,12 @@ class RedisBus:
             if not isinstance(decoded, dict):
                 logger.warning("Redis bus: ignored a message on %r that is not a JSON object", name)
                 return
+            mid = decoded.get(_MESSAGE_ID)
+            if isinstance(mid, str):
+                if mid in self._seen:
+                    return  # published again after Redis took it the first time
+                self._seen.add(mid)
+                self._seen_order.append(mid)
+                if len(self._seen_order) > _SEEN:
+                    self._seen.discard(self._seen_order.popleft())
             _deliver(name[len(self.prefix) + 4:], subs, data, own=decoded.get("origin") == self.origin)
