@@ -87,6 +87,38 @@ async def test_static_resources_list_and_read(wire):
         ]
 
 
+@pytest.mark.asyncio
+@pytest.mark.req("RS-08")
+async def test_an_empty_path_variable_names_no_resource(wire):
+    # x://{id} matched x:// with id "": the handler ran for a name nobody gave
+    server = Server("t")
+    asked: list[str] = []
+
+    @server.resource_template("x://{id}")
+    def item(id: str) -> str:
+        asked.append(id)
+        return f"item {id}"
+
+    @server.resource_template("files://{+path}")
+    def file(path: str) -> str:
+        asked.append(path)
+        return path
+
+    @server.resource_template("search://q{?term}")
+    def search(term: str = "") -> str:
+        return f"term={term!r}"
+
+    async with connect(server, wire, "2025-11-25") as h:
+        for uri in ("x://", "files://"):
+            err = await expect_error(read(h, uri), -32002)
+            assert err.message == f"Resource not found: {uri}"
+        assert asked == []
+        assert (await read(h, "x://7"))[0]["text"] == "item 7"
+        # a named query variable present and empty is a value given on purpose
+        assert (await read(h, "search://q?term="))[0]["text"] == "term=''"
+        assert (await read(h, "search://q"))[0]["text"] == "term=''"
+
+
 def test_a_resource_uri_needs_a_scheme():
     server = Server("t")
     with pytest.raises(ValueError, match="needs a scheme"):

@@ -101,7 +101,7 @@ class Resource(_Readable):
 
 
 class ResourceTemplate(_Readable):
-    __slots__ = ("template", "converters", "completions")
+    __slots__ = ("template", "converters", "completions", "_segments")
 
     def __init__(
         self,
@@ -122,6 +122,7 @@ class ResourceTemplate(_Readable):
 
         check_uri_scheme(uri_template, "resource template")
         self.template = UriTemplate(uri_template)
+        self._segments = self.template.segment_names
         self._init(f"resource template {uri_template!r}", handler, name, title, description, mime_type,
                    annotations, icons, meta, context_param)
         #: variable name -> its completer, as registration prepared it
@@ -154,6 +155,10 @@ class ResourceTemplate(_Readable):
     def match(self, uri: str) -> dict[str, Any] | None:
         found = self.template.match(uri)
         if found is None:
+            return None
+        if any(found.get(name) == "" for name in self._segments):
+            # RFC 6570 lets x://{id} match x:// with id "": it names no resource, and a handler
+            # asked for id "" could read what sits at the empty name (a folder, the first row)
             return None
         try:
             return {k: (self.converters[k](v) if k in self.converters else v) for k, v in found.items()}

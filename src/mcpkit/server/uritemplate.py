@@ -478,6 +478,14 @@ class UriTemplate:
 
     # -- matching ----------------------------------------------------------
 
+    @property
+    def segment_names(self) -> frozenset[str]:
+        """The variables that stand for a part of the path (``{id}``, ``{+path}``, ``{#frag}``,
+        ``{/seg}``, ``{.ext}``), where an empty value names nothing; the named forms
+        (``{;x}``, ``{?x}``, ``{&x}``) say ``x`` is present and empty on purpose."""
+        return frozenset(spec.name for item in self._items if isinstance(item, _Expr)
+                         and item.op.char in ("", "+", "#", "/", ".") for spec in item.varspecs)
+
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
         """Match a concrete URI; returns percent-decoded values or ``None``."""
         if not isinstance(uri, str):
