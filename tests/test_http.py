@@ -1559,3 +1559,40 @@ async def test_a_real_server_refuses_a_declared_oversize_body_before_reading_it(
     reply = await client.driver.open("POST", "/mcp", {**client.headers(), "content-length": str(10 * 1024 * 1024)}, b"")
     error = await error_reply(client, reply, 413)
     assert error["data"] == {"limit": 4 * 1024 * 1024}
+
+
+@aio
+@pytest.mark.req("HL-09", "HL-14")
+async def test_the_status_of_a_stream_goes_out_once_its_first_event_id_is_stored(clients):
+    # the 200 went out before the priming event was stored: a process killed in between left a
+    # client holding a stream with no event id, which no process could resume (nor a balancer
+    # answer 502 for): the request was neither answered nor failed retryably
+    app = clients.app()
+    client = clients.asgi(app)
+    await client.initialize()
+    store = app.event_store
+    real_store = store.store
+    gate = asyncio.Event()
+    storing = asyncio.Event()
+
+    async def gated(stream_id: str, payload: bytes) -> str:
+        storing.set()
+        await gate.wait()  # a slow or paused store
+        return await real_store(stream_id, payload)
+
+    store.store = gated
+    try:
+        posting = asyncio.ensure_future(client.post(call("add", {"a": 2, "b": 3}, id=2)))
+        await asyncio.wait_for(storing.wait(), STEP)
+        await asyncio.sleep(0.05)  # the app runs on as far as it can
+        assert not posting.done(), "the status went out before the stream's first event id was stored"
+        store.store = real_store
+        gate.set()
+        reply = await asyncio.wait_for(posting, STEP)
+    finally:
+        store.store = real_store
+        gate.set()
+    assert reply.status == 200
+    priming, answer = await reply.events()
+    assert priming.id and priming.data == ""
+    assert client.event_message(answer)["id"] == 2

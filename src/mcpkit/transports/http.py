@@ -580,26 +580,31 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
         extra: list[tuple[bytes, bytes]], replay: list[tuple[str, bytes]] | None, resumable: bool = True,
         preamble: bytes | None = None,
     ) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + self._cors(headers) + extra})
-        if preamble is not None:
-            await send({"type": "http.response.body", "body": preamble, "more_body": True})
+        store = self.event_store if resumable and not self.stateless else None
+        # shared stores: a new POST stream's first entry says who owes which answers, so that
+        # any process can carry it on, or fail it once its owner is gone (http_resume.py). It is
+        # stored before the status goes out and sent right after it: a process killed in between
+        # leaves a client with no answer at all (a balancer's 502, retryable) or with an event
+        # id to resume from, never a 200 it cannot resume
+        record = self._record(stream) if store is not None and replay is None else None
+        primed = None
+        if store is not None and self._priming(hs):
+            primed = await self._stored(store, stream.id, record or b"")  # HL-09: an event id, empty data
+        elif record is not None:
+            await self._stored(store, stream.id, record)
         wake = asyncio.Event()
         stream.writer = wake
         gone = asyncio.Event()
         watcher = asyncio.ensure_future(_watch_disconnect(receive, gone, wake))
-        store = self.event_store if resumable and not self.stateless else None
         ended = False
         try:
-            # shared stores: a new POST stream's first entry says who owes which answers, so
-            # that any process can carry it on, or fail it once its owner is gone (http_resume.py)
-            record = self._record(stream) if store is not None and replay is None else None
-            if store is not None and self._priming(hs):
-                # HL-09: an event id with empty data, and how soon to come back after a drop
-                primed = await self._stored(store, stream.id, record or b"")
-                if primed is not None:
-                    await send({"type": "http.response.body", "body": f"id: {primed}\nretry: {self.retry_ms}\ndata: \n\n".encode(), "more_body": True})
-            elif record is not None:
-                await self._stored(store, stream.id, record)
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": _SSE_HEADERS + self._cors(headers) + extra})
+            if preamble is not None:
+                await send({"type": "http.response.body", "body": preamble, "more_body": True})
+            if primed is not None:  # ... and how soon to come back after a drop
+                await send({"type": "http.response.body", "more_body": True,
+                            "body": f"id: {primed}\nretry: {self.retry_ms}\ndata: \n\n".encode()})
             for eid, payload in replay or ():
                 if payload and not payload.startswith(META):
                     await send({"type": "http.response.body", "body": sse_frame(eid, payload), "more_body": True})
