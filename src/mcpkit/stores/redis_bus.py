@@ -174,8 +174,8 @@ class RedisBus:
     message published after another (a session's end after its delete was recorded) is never
     received before it, and a caller on the event loop never stalls on a slow or paused Redis.
     A message that finds the queue full is dropped, with a warning. One Redis cannot take (it is
-    unreachable: connect and socket timeouts of 1.5-2 s) is tried again, the cluster's slots
-    read again first, for up to ``retry_for`` seconds, then logged and dropped: on a Redis
+    unreachable: connect and socket timeouts of 1.5-2 s) is tried again (redis-py moves a
+    cluster's keyless commands to a live node itself) for up to ``retry_for`` seconds, then logged and dropped: on a Redis
     Cluster the node a process publishes through may die while the others' subscriptions, on
     live nodes, never notice, so a message dropped at once would be lost to every process with
     no outage of its own to resync from. A PUBLISH whose answer was lost may have been taken:
@@ -312,7 +312,9 @@ class RedisBus:
                     logger.warning("Redis bus: a message was not published: %s",
                                    unavailable(f"publishing on bus channel {channel!r}", exc))
                     return False
-            self._rediscover()  # a cluster's node gone: the promoted replica takes the next try
+            # no rediscovery here: redis-py reads a cluster's slots again after a failed
+            # command by itself, and re-reading them from this thread re-makes the
+            # listener's connection (a false outage, and a resync, each time)
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 1.0)
 
