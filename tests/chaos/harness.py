@@ -122,8 +122,10 @@ class Deployment:
         if self.proxy is not None:
             self.proxy.stop()
         self.errors = []
+        self.logs = []
         for i, (proc, _) in enumerate(self.procs):
             text = stop_server(proc)
+            self.logs.append(text)
             at = text.find("Traceback")
             if at >= 0:
                 self.errors.append(f"process {i} printed a traceback:\n{text[max(0, at - 300):at + 4000]}")
@@ -185,23 +187,28 @@ class Client:
                 return "lost", f"a JSON body cut short: {exc}"
         else:
             answers, last = await self._stream(reply, rid)
+            trail = [f"POST stream ended after event {last}"]  # what each resumption met, for the report
             attempts = 0
             while not answers and last is not None and attempts < 5:
                 attempts += 1  # the stream ended before its answer: resume it where it broke (HL-14)
                 await asyncio.sleep(0.1 * attempts)
                 try:
                     resumed = await asyncio.wait_for(self.http.get(last_event_id=last), ANSWER_WITHIN)
-                except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+                except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+                    trail.append(f"GET: {type(exc).__name__}")
                     continue
                 if resumed.status != 200:
-                    await self._drain(resumed)
+                    body = await self._drain(resumed)
+                    trail.append(f"GET: {resumed.status} {body[:200]!r}")
                     if resumed.status == 404:
                         return "gone", None
                     continue
                 more, last = await self._stream(resumed, rid, last)
+                trail.append(f"GET: 200, {len(more)} message(s) up to event {last}")
                 answers += more
             if not answers:
-                return "lost", "the stream ended without an answer and could not be resumed"
+                return "lost", ("the stream ended without an answer and could not be resumed: "
+                                + "; ".join(trail))
         answers = [a for a in answers if isinstance(a, dict) and a.get("id") == rid and "method" not in a]
         if len(answers) > 1:
             return "twice", answers

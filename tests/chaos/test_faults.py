@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,7 @@ async def endure(store_url: str, wire: Any, fault: Callable[[Deployment], Awaita
         workload = Workload(deployment, wire, lossy=lossy)
         await workload.start()
         await asyncio.sleep(BEFORE)
+        fault_at = time.monotonic()
         await fault(deployment)
         await asyncio.sleep(AFTER)
         await workload.stop()
@@ -122,7 +124,13 @@ async def endure(store_url: str, wire: Any, fault: Callable[[Deployment], Awaita
     for error in deployment.errors:
         tally.problem(error)
     record(name, setup, tally)
-    assert not tally.problems, "\n".join(tally.problems)
+    if tally.problems:  # what the processes said, to find the cause
+        tally.problems.insert(0, f"(the fault came at {fault_at - workload.t0:.2f} s)")
+        said = []
+        for i, text in enumerate(deployment.logs):
+            lines = [line for line in text.splitlines() if line.startswith(("WARNING", "ERROR"))]
+            said += [f"process {i}: {line[:300]}" for line in dict.fromkeys(lines)][-25:]  # each kind once
+        raise AssertionError("\n".join([*tally.problems, "--- the processes' warnings:", *said]))
     assert tally.requests["ok"] > 50, tally.row()  # the load really ran through the fault
     assert tally.notifications["delivered"] > 5, tally.row()
 

@@ -40,6 +40,7 @@ class Workload:
         self.windows: list[list[float]] = []  # [confirmed, broken] spans of the subscriber's stream
         self.resyncs: list[float] = []  # when "all of note://shared may have changed" arrived
         self._loops: list[asyncio.Task[None]] = []
+        self.t0 = time.monotonic()  # the times in a report count from here
 
     def client(self, source: str) -> Client:
         return Client(self.deployment.port, source, self.wire)
@@ -306,7 +307,13 @@ class Workload:
                 self.tally.notifications["missed, covered by a later update of note://shared"] += 1
             else:
                 self.tally.notifications["missed"] += 1
-                self.tally.problem(f"update {n} was published while the stream was open and never arrived")
+                self.tally.problem(f"update {n} was published while the stream was open and never arrived "
+                                   f"(sent at {sent - self.t0:.2f} s, answered at {answered - self.t0:.2f} s)")
+        if any("never arrived" in p for p in self.tally.problems):
+            spans = ", ".join(f"{a - self.t0:.2f}-{b - self.t0:.2f}" for a, b in self.windows)
+            self.tally.problem(f"the stream was open {spans} s; whole-subscription updates arrived at "
+                               f"{', '.join(f'{t - self.t0:.2f}' for t in self.resyncs) or 'no time'} s; "
+                               f"received: {self.received}")
 
     # -------------------------------------------------------------- rate limits per client
 
