@@ -49,9 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .pincli import add_proxy_arguments
 
     add_proxy_arguments(parser)
+    from ..cli import _positive_int
     from .sandboxcli import add_arguments as add_sandbox_arguments
 
-    add_sandbox_arguments(parser)
+    add_sandbox_arguments(parser, _positive_int)
     upstream = parser.add_argument_group("upstream connections")
     upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                           help="an HTTP header for URL targets (repeatable)")

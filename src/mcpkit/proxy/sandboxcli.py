@@ -10,17 +10,8 @@ from typing import Any
 __all__ = ["add_arguments", "apply"]
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"a positive whole number, got {text!r}")
-    return value
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser, count: Callable[[str], int]) -> None:
+    """The options, their counts read by ``count`` (the command line's positive whole number)."""
     group = parser.add_argument_group("sandbox of a command upstream (Linux, bubblewrap; docs/security.md)")
     group.add_argument("--sandbox", action="store_true",
                        help="run the command with no network, a read-only filesystem, a private /tmp and "
@@ -30,9 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hide", action="append", default=[], metavar="PATH",
                        help="a path the sandboxed command sees empty, beyond the credentials hidden anyway (repeatable)")
     group.add_argument("--allow-network", action="store_true", help="let the sandboxed command use the network")
-    group.add_argument("--cpu-seconds", type=_positive, metavar="N", help="CPU seconds per process of the command")
-    group.add_argument("--memory-mb", type=_positive, metavar="N", help="heap megabytes per process of the command")
-    group.add_argument("--processes", type=_positive, metavar="N", help="processes the command may run at once")
+    group.add_argument("--cpu-seconds", type=count, metavar="N", help="CPU seconds per process of the command")
+    group.add_argument("--memory-mb", type=count, metavar="N", help="heap megabytes per process of the command")
+    group.add_argument("--processes", type=count, metavar="N", help="processes the command may run at once")
 
 
 def apply(args: argparse.Namespace, specs: list[Any], fail: Callable[[str], BaseException]) -> None:

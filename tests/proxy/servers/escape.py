@@ -14,6 +14,8 @@ import socket
 import sys
 import time
 
+from rawloop import serve
+
 
 def connect(host, port):
     with socket.create_connection((host, port), timeout=5):
@@ -70,31 +72,30 @@ def spin(seconds):
 TOOLS = {"connect": connect, "write": write, "read": read, "allocate": allocate, "fork": fork, "spin": spin}
 
 
-def send(msg):
-    sys.stdout.write(json.dumps(msg) + "\n")
+def send(mid, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": mid, **result}) + "\n")
     sys.stdout.flush()
 
 
-for line in sys.stdin:
-    msg = json.loads(line)
-    method, mid = msg.get("method"), msg.get("id")
-    if mid is None:
-        continue
+def handle(msg):
+    mid, method, params = msg.get("id"), msg.get("method"), msg.get("params") or {}
+    if method is None or mid is None:
+        return
     if method == "initialize":
-        send({"jsonrpc": "2.0", "id": mid, "result": {
-            "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
-            "serverInfo": {"name": "escape", "version": "1"}}})
+        send(mid, {"result": {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
+                              "serverInfo": {"name": "escape", "version": "1"}}})
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
-            {"name": name, "inputSchema": {"type": "object"}} for name in TOOLS]}})
+        send(mid, {"result": {"tools": [{"name": name, "inputSchema": {"type": "object"}} for name in TOOLS]}})
     elif method == "tools/call":
-        params = msg["params"]
         try:
             answer = {"ok": True, "detail": TOOLS[params["name"]](**params.get("arguments", {}))}
         except (OSError, MemoryError) as exc:
             answer = {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}
-        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": json.dumps(answer)}]}})
+        send(mid, {"result": {"content": [{"type": "text", "text": json.dumps(answer)}]}})
     elif method == "ping":
-        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        send(mid, {"result": {}})
     else:
-        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": f"no {method}"}})
+        send(mid, {"error": {"code": -32601, "message": f"no {method}"}})
+
+
+serve(handle)
