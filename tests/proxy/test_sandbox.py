@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from mcpkit.client import Client
-from mcpkit.client.sandbox import Sandbox, SandboxError
+from mcpkit.client.sandbox import HIDDEN, Sandbox, SandboxError
 from mcpkit.proxy import load_mcp_servers
 from mcpkit.proxy.config import ConfigError
 from tests.conftest import component_missing, mcpkit_command
@@ -152,8 +152,10 @@ async def test_each_escape_fails_in_the_sandbox_and_the_proxy_keeps_serving(tmp_
         assert "not connected" in text and "killed by SIGXCPU" in text and "cpu_seconds (2)" in text, text
 
         async def relisted() -> None:
-            while "spin" not in {tool["name"] for tool in await client.list_tools()}:
-                changed.clear()
+            while True:
+                changed.clear()  # before listing: a list_changed sent meanwhile is kept
+                if "spin" in {tool["name"] for tool in await client.list_tools()}:
+                    return
                 await changed.wait()
 
         await asyncio.wait_for(relisted(), 60)
@@ -265,3 +267,8 @@ def test_hidden_paths_are_mounted_over_the_writable_ones_that_hold_them(tmp_path
     assert argv.index("--bind") < argv.index(ssh) and argv[argv.index("--bind") + 1] == home
     assert argv[argv.index("--tmpfs", argv.index("--bind")) + 1] == ssh
     assert argv[-1] == "server" and "--share-net" not in argv
+
+
+def test_the_docs_list_every_path_hidden_anyway() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "proxy.md").read_text()
+    assert all(f"`{path}`" in docs for path in HIDDEN), [p for p in HIDDEN if f"`{p}`" not in docs]
