@@ -52,7 +52,8 @@ class Client:
 
     A command (stdio) starts with an allow-list of this process's environment (PATH, HOME, the
     locale...: mcpkit.client.environment), then ``inherit_env`` (names, or True for all of it),
-    then ``env`` (a None value removes a name): never the secrets this process holds."""
+    then ``env`` (a None value removes a name): never the secrets this process holds.
+    ``sandbox`` (a :class:`mcpkit.client.sandbox.Sandbox`) runs the command confined."""
 
     def __init__(
         self,
@@ -66,6 +67,7 @@ class Client:
         env: dict[str, str | None] | None = None,
         inherit_env: bool | Iterable[str] | None = None,
         cwd: str | None = None,
+        sandbox: Any = None,
         timeout: float | None = 30.0,
         sampling_handler: Callable[[dict[str, Any]], Any] | None = None,
         elicitation_handler: Callable[[dict[str, Any]], Any] | None = None,
@@ -112,7 +114,7 @@ class Client:
         self.capabilities = caps
         self._transport = make_transport(
             target, transport, headers=headers, env=env, cwd=cwd, timeout=timeout, reconnect=reconnect,
-            inherit_env=inherit_env,
+            inherit_env=inherit_env, sandbox=sandbox,
         )
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}

@@ -99,7 +99,7 @@ class StdioTransport(Transport):
     kind = "stdio"
 
     def __init__(self, argv: list[str], env: dict[str, str | None] | None = None, cwd: str | None = None,
-                 inherit_env: bool | Iterable[str] | None = None) -> None:
+                 inherit_env: bool | Iterable[str] | None = None, sandbox: Any = None) -> None:
         super().__init__()
         if not argv:
             raise ValueError("an empty command line")
@@ -107,6 +107,9 @@ class StdioTransport(Transport):
         self.env = env
         self.inherit_env = inherit_env
         self.cwd = cwd
+        #: a mcpkit.client.sandbox.Sandbox the command runs in, or None
+        self.sandbox = sandbox
+        self._unsandbox: Any = None  # what removes the sandbox's traces once the process is gone
         self.proc: asyncio.subprocess.Process | None = None
         self._stderr_parts: list[str] = []
         self._tasks: list[asyncio.Task[Any]] = []
@@ -124,13 +127,17 @@ class StdioTransport(Transport):
         await super().start(deliver, lost, state)
         # a server we may not have written sees none of our secrets: an allow-list (environment.py)
         env = child_environment(self.env, self.inherit_env)
+        argv = self.argv
         try:
+            if self.sandbox is not None:  # never run unconfined instead: a failure here is the error
+                argv, self._unsandbox = self.sandbox.wrap(self.argv, self.cwd)
             self.proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=env, cwd=self.cwd, limit=MAX_LINE,
             )
         except OSError as exc:
-            raise ClientError(f"cannot start {self.argv[0]!r}: {exc}") from exc
+            self._cleanup()
+            raise ClientError(f"cannot start {argv[0]!r}: {exc}") from exc
         loop = asyncio.get_running_loop()
         self._stderr_task = loop.create_task(self._read_stderr())
         self._tasks = [loop.create_task(self._read_stdout()), self._stderr_task]
@@ -174,6 +181,10 @@ class StdioTransport(Transport):
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
         what = f"the server exited with code {proc.returncode}" if proc.returncode is not None else otherwise
+        if proc.returncode is not None:
+            self._cleanup()
+            how = self.sandbox.describe_exit(proc.returncode) if self.sandbox is not None else None
+            what += f" ({how})" if how else ""
         tail = self.stderr[-STDERR_TAIL:].strip()
         return what + (f"; stderr: {tail}" if tail else "; no stderr output")
 
@@ -218,6 +229,12 @@ class StdioTransport(Transport):
             await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), 2.0)
         for task in self._tasks:
             task.cancel()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._unsandbox is not None:
+            self._unsandbox, undo = None, self._unsandbox
+            undo()
 
 
 class MemoryTransport(Transport):
@@ -272,7 +289,7 @@ class MemoryTransport(Transport):
 def make_transport(
     target: Any, transport: str, *, headers: dict[str, str] | None, env: dict[str, str | None] | None,
     cwd: str | None, timeout: float | None, reconnect: Backoff | None = None,
-    inherit_env: bool | Iterable[str] | None = None,
+    inherit_env: bool | Iterable[str] | None = None, sandbox: Any = None,
 ) -> Transport:
     """The transport ``Client(target, transport=...)`` uses: "auto" picks http for an http(s) URL,
     stdio for a command (a list, or a string split like a shell would), memory for a Server.
@@ -289,7 +306,9 @@ def make_transport(
         argv = shlex.split(target) if isinstance(target, str) else [str(a) for a in target]
         if isinstance(target, str) and len(argv) == 1 and argv[0].endswith(".py"):
             argv = [sys.executable, argv[0]]  # "server.py": run it with this interpreter
-        return StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env)
+        return StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env, sandbox=sandbox)
+    if sandbox is not None:
+        raise ValueError("a sandbox confines a command the client starts, not a URL or a Server")
     if kind == "memory":
         return MemoryTransport(target)
     if kind in ("http", "sse"):

@@ -49,6 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .pincli import add_proxy_arguments
 
     add_proxy_arguments(parser)
+    from ..cli import _positive_int
+    from .sandboxcli import add_arguments as add_sandbox_arguments
+
+    add_sandbox_arguments(parser, _positive_int)
     upstream = parser.add_argument_group("upstream connections")
     upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                           help="an HTTP header for URL targets (repeatable)")
@@ -105,6 +109,9 @@ def _specs(args: argparse.Namespace) -> list[Any]:
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise _fail(f"upstream name(s) used twice: {', '.join(twice)}")
+    from .sandboxcli import apply
+
+    apply(args, specs, _fail)
     _refuse_unrunnable(specs)
     return specs
 
@@ -137,6 +144,10 @@ def _unrunnable(spec: Any) -> str | None:
     command = str(spec.target[0])
     if spec.cwd and not os.path.isdir(spec.cwd):
         return f"its cwd {spec.cwd} is not a directory; give an existing one"
+    if spec.sandbox is not None:  # asked for and unavailable: never run it unconfined instead
+        problem = spec.sandbox.problem()
+        if problem is not None:
+            return problem
     if os.sep in command or (os.altsep and os.altsep in command):
         path = os.path.join(spec.cwd or os.getcwd(), command)
         if not os.path.exists(path):

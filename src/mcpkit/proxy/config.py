@@ -12,7 +12,8 @@ Cursor and most hosts write it::
 Each entry's key is its prefix in the proxy (``files_read_file``). ``type`` is ``stdio``, ``http``
 (also ``streamable-http``, ``streamableHttp``) or ``sse``; without it, ``url`` means http and
 ``command`` stdio. ``${VAR}`` in strings is taken from the environment. A command sees only an
-allow-list of the proxy's environment, its ``env``, and what ``inherit_env`` names (``true``: all).
+allow-list of the proxy's environment, its ``env``, and what ``inherit_env`` names (``true``: all);
+``sandbox`` (``true`` or an object, mcpkit.client.sandbox) confines it, and hides this file from it.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class UpstreamSpec:
     headers: dict[str, str] = field(default_factory=dict)
     #: more of the proxy's environment for a command: True (all of it) or names
     inherit_env: bool | list[str] | None = None
+    #: a mcpkit.client.sandbox.Sandbox a command runs in, or None
+    sandbox: Any = None
 
     def pass_env(self, names: list[str]) -> None:
         """Pass these names of the proxy's environment too (``--pass-env``)."""
@@ -74,6 +77,8 @@ class UpstreamSpec:
             out["env"] = upstream_environment(self.env, self.inherit_env)
             if self.inherit_env:
                 out["inherit_env"] = self.inherit_env
+            if self.sandbox is not None:
+                out["sandbox"] = self.sandbox
         if self.cwd:
             out["cwd"] = self.cwd
         if self.headers:
@@ -183,6 +188,7 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
         headers = entry.get("headers") or {}
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise ConfigError(f"{at}: headers must be an object of strings")
+        sandbox = _sandbox(entry.get("sandbox"), f"{at}.sandbox", where, kind)
         if kind == "stdio":
             command = entry.get("command")
             args = entry.get("args") or []
@@ -201,6 +207,22 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
             env={k: _expand(v, at) for k, v in env.items()} if env else None,
             cwd=entry.get("cwd") if isinstance(entry.get("cwd"), str) else None,
             headers={k: _expand(v, at) for k, v in headers.items()},
-            inherit_env=inherit if kind == "stdio" and inherit else None,
+            inherit_env=inherit if kind == "stdio" and inherit else None, sandbox=sandbox,
         ))
     return out
+
+
+def _sandbox(value: Any, at: str, where: str, kind: str) -> Any:
+    """An entry's ``sandbox``: None, or a Sandbox that also hides this file (its other entries'
+    env and headers hold their secrets)."""
+    if value is None or value is False:
+        return None
+    if kind != "stdio":
+        raise ConfigError(f"{at}: a sandbox confines a command; a {kind} server runs elsewhere")
+    from ..client.sandbox import Sandbox, SandboxError
+
+    try:
+        box = Sandbox.of(value, at)
+    except SandboxError as exc:
+        raise ConfigError(str(exc)) from None
+    return box.hiding([where]) if box is not None else None

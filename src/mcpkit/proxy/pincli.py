@@ -125,7 +125,7 @@ async def listed(client: Any) -> dict[str, dict[str, Any]]:
 async def _list(spec: Any) -> dict[str, dict[str, Any]]:
     from ..client import Client
 
-    options = {k: v for k, v in spec.options().items() if k in ("transport", "env", "inherit_env", "cwd", "headers")}
+    options = {k: v for k, v in spec.options().items() if k in ("transport", "env", "inherit_env", "cwd", "headers", "sandbox")}
     async with Client(spec.target, **options) as client:
         return await listed(client)
 

@@ -61,7 +61,8 @@ class Upstream:
 
     Options: ``prefix``/``separator``/``prefix_uris`` name the mirrored items (compose.Names);
     ``tool_policy`` (a ToolPolicy, a TOML path or a dict) overrides what the upstream's tools
-    claim; ``headers``, ``env``, ``inherit_env`` (mcpkit.client.environment), ``cwd``, ``transport``,
+    claim; ``headers``, ``env``, ``inherit_env`` (mcpkit.client.environment), ``cwd``, ``sandbox``
+    (mcpkit.client.sandbox: every start of the command is confined), ``transport``,
     ``protocol_version`` build the Client; ``timeout`` bounds each upstream request (seconds, None:
     unbounded); ``probe_interval`` is how often the link is pinged; ``connect_timeout`` bounds one
     connection attempt; ``pin`` (a :class:`mcpkit.proxy.pin.Pin`) withholds what changed since it
@@ -84,6 +85,7 @@ class Upstream:
         env: dict[str, str | None] | None = None,
         inherit_env: bool | list[str] | None = None,
         cwd: str | None = None,
+        sandbox: Any = None,
         timeout: float | None = 300.0,
         probe_interval: float = 5.0,
         connect_timeout: float = 30.0,
@@ -114,7 +116,8 @@ class Upstream:
         else:
             self.tool_policy = ToolPolicy.from_file(tool_policy)
         self._client_options = {"transport": transport, "protocol_version": protocol_version,
-                                "headers": headers, "env": env, "inherit_env": inherit_env, "cwd": cwd}
+                                "headers": headers, "env": env, "inherit_env": inherit_env, "cwd": cwd,
+                                "sandbox": sandbox}
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._given = target if isinstance(target, Client) else None
@@ -731,7 +734,9 @@ class Upstream:
         except ClientError as exc:
             self.bridge.mark_down(str(exc))
             if tool:
-                raise self.bridge.not_connected_error() from None
+                down = self.bridge.not_connected_error()
+                down.message += f" It was lost during this call: {exc}"  # why: a crash, a sandbox's limit
+                raise down from None
             raise McpError(INTERNAL_ERROR, f"upstream {self.name} is not reachable: {exc}") from None
         finally:
             self._calls.remove(call)

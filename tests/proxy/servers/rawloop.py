@@ -1,4 +1,4 @@
-"""The stdin loop of the raw stdio test servers (hostile.py, rugpull.py): one JSON message a
+"""The stdin loop of the raw stdio test servers (hostile.py, rugpull.py, escape.py): one JSON message a
 line, anything else skipped; imported from the script's own folder."""
 
 import json
