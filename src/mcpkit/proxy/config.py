@@ -11,7 +11,8 @@ Cursor and most hosts write it::
 
 Each entry's key is its prefix in the proxy (``files_read_file``). ``type`` is ``stdio``, ``http``
 (also ``streamable-http``, ``streamableHttp``) or ``sse``; without it, ``url`` means http and
-``command`` stdio. ``${VAR}`` in strings is taken from the environment. A command sees only an
+``command`` stdio. ``"scan"`` (off, warn, block) sets that upstream's poisoning scan over
+``--scan``. ``${VAR}`` in strings is taken from the environment. A command sees only an
 allow-list of the proxy's environment, its ``env``, and what ``inherit_env`` names (``true``: all).
 """
 
@@ -61,6 +62,8 @@ class UpstreamSpec:
     headers: dict[str, str] = field(default_factory=dict)
     #: more of the proxy's environment for a command: True (all of it) or names
     inherit_env: bool | list[str] | None = None
+    #: this upstream's poisoning scan ("off", "warn", "block"), over --scan (proxy/scan.py)
+    scan: str | None = None
 
     def pass_env(self, names: list[str]) -> None:
         """Pass these names of the proxy's environment too (``--pass-env``)."""
@@ -180,6 +183,9 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
         if inherit is not None and not isinstance(inherit, bool) and not (
                 isinstance(inherit, list) and all(isinstance(v, str) and v for v in inherit)):
             raise ConfigError(f"{at}: inherit_env must be true, false or a list of variable names")
+        scan = entry.get("scan")
+        if scan is not None and scan not in ("off", "warn", "block"):
+            raise ConfigError(f'{at}: scan must be "off", "warn" or "block", got {scan!r}')
         headers = entry.get("headers") or {}
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise ConfigError(f"{at}: headers must be an object of strings")
@@ -201,6 +207,6 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
             env={k: _expand(v, at) for k, v in env.items()} if env else None,
             cwd=entry.get("cwd") if isinstance(entry.get("cwd"), str) else None,
             headers={k: _expand(v, at) for k, v in headers.items()},
-            inherit_env=inherit if kind == "stdio" and inherit else None,
+            inherit_env=inherit if kind == "stdio" and inherit else None, scan=scan,
         ))
     return out
