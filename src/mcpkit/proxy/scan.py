@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol.errors import E_PERMISSION_DENIED, ToolError
-from .pin import FIELDS, KEYS, SINGULAR, Hold
+from .pin import FIELDS, KEYS, SINGULAR, Hold, Holds
 
 __all__ = ["LONG_DESCRIPTION", "MODES", "RULES", "Finding", "Scan", "ScanHold", "Screens", "Shadows", "escape", "scan", "scan_listing",
            "shadowing"]
@@ -429,22 +429,36 @@ class Shadows:
         return [f for owner, f in found if owner == upstream]
 
 
-class Scan:
+class ScanHold(Hold):
+    """The Hold of a tool the scan withheld: its call is refused naming the rule and the field,
+    never the text found there (it reaches the model, and may be the attack itself)."""
+
+    def not_connected_error(self) -> ToolError:
+        return ToolError(f"Tool {self.tool!r} is withheld: {self.message}.", code=E_PERMISSION_DENIED,
+                         details={"tool": self.tool, "upstream": self.upstream, "rules": self.fields},
+                         retryable=False,
+                         suggested_fix="Ask the operator to review the tool's definition (the proxy's log and "
+                         "audit trail show the text; mcpkit check reports it).")
+
+
+class Scan(Holds):
     """The scan of one upstream (``key``: its name) at ``mcpkit proxy --scan``: :meth:`screen`
     has the interface of :meth:`Pin.screen <mcpkit.proxy.pin.Pin.screen>`. Each distinct
     finding is logged (and audited) once while it lasts; under ``mode="block"`` an item with an
     error-severity finding is withheld: a tool behind a :class:`ScanHold`, a prompt or resource
     template not mirrored."""
 
+    hold_class = ScanHold
+
     def __init__(self, key: str, mode: str = "warn", shadows: Shadows | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"--scan takes {', '.join(MODES)}, not {mode!r}")
+        super().__init__()
         self.key = key
         self.mode = mode
         self.shadows = shadows
         self.audit: Any = None
         self._told: dict[tuple[str, str], set[Finding]] = {}
-        self._holds: dict[str, ScanHold] = {}
 
     def screen(self, kind: str, items: list[dict[str, Any]]
                ) -> tuple[list[dict[str, Any]], dict[str, tuple[str, list[str]]]]:
@@ -508,28 +522,6 @@ class Scan:
                           "outcome": outcome, "reason": f"{finding.why}: {finding.excerpt}", "durationMs": 0.0})
         except Exception:  # noqa: BLE001 - a full disk must not stop the listing
             log.exception("could not write the audit line of a scan finding of %r", finding.item)
-
-    def hold(self, tool: str, message: str, fields: list[str]) -> ScanHold:
-        """The ScanHold of ``tool`` (its listed name), saying ``message``."""
-        hold = self._holds.get(tool)
-        if hold is None:
-            hold = self._holds[tool] = ScanHold(self.key, tool)
-        hold.message = message
-        hold.fields = fields
-        hold.hidden_reason = f"withheld: {message}"
-        return hold
-
-
-class ScanHold(Hold):
-    """The Hold of a tool the scan withheld: its call is refused naming the rule and the field,
-    never the text found there (it reaches the model, and may be the attack itself)."""
-
-    def not_connected_error(self) -> ToolError:
-        return ToolError(f"Tool {self.tool!r} is withheld: {self.message}.", code=E_PERMISSION_DENIED,
-                         details={"tool": self.tool, "upstream": self.upstream, "rules": self.fields},
-                         retryable=False,
-                         suggested_fix="Ask the operator to review the tool's definition (the proxy's log and "
-                         "audit trail show the text; mcpkit check reports it).")
 
 
 class Screens:

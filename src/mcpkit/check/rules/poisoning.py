@@ -57,21 +57,25 @@ def _poisoning_rule(rule_id: str, *, keyword: str, fixes: str) -> Any:
     return check
 
 
-_poisoning_rule("security.invisible-characters", keyword="MUST",
-                fixes="retype the text (a paste from a web page or a document can carry zero-width or bidi "
-                "characters); nothing legitimate needs them in a definition")
-_poisoning_rule("security.model-instructions", keyword="MUST",
-                fixes="rewrite the docstring or description as what the tool does and returns; if you did not "
-                "write it, stop using the server")
-_poisoning_rule("security.suspicious-instructions", keyword="SHOULD",
-                fixes="say what the tool does; leave which tools to call, files to read or addresses to send to "
-                "for the model and the user to decide")
-_poisoning_rule("security.context-parameters", keyword="MUST",
-                fixes="remove the parameter; a tool that needs text takes that text, never the conversation or "
-                "the model's instructions")
-_poisoning_rule("security.secret-parameters", keyword="SHOULD",
-                fixes="read the secret from the server's environment or configuration (or use OAuth, docs/auth.md) "
-                "instead of a parameter the model fills in")
-_poisoning_rule("security.long-description", keyword="SHOULD",
-                fixes=f"keep descriptions under {LONG_DESCRIPTION} characters; move reference material into a "
-                "resource")
+#: rule id -> (the keyword that gives proxy/scan.py's severity, how to fix it in any framework)
+_FIXES = {
+    "security.invisible-characters": (
+        "MUST", "retype the text (a paste from a web page or a document can carry zero-width or bidi characters); "
+        "nothing legitimate needs them in a definition"),
+    "security.model-instructions": (
+        "MUST", "rewrite the docstring or description as what the tool does and returns; if you did not write it, "
+        "stop using the server"),
+    "security.suspicious-instructions": (
+        "SHOULD", "say what the tool does; leave which tools to call, files to read or addresses to send to for the "
+        "model and the user to decide"),
+    "security.context-parameters": (
+        "MUST", "remove the parameter; a tool that needs text takes that text, never the conversation or the "
+        "model's instructions"),
+    "security.secret-parameters": (
+        "SHOULD", "read the secret from the server's environment or configuration (or use OAuth, docs/auth.md) "
+        "instead of a parameter the model fills in"),
+    "security.long-description": (
+        "SHOULD", f"keep descriptions under {LONG_DESCRIPTION} characters; move reference material into a resource"),
+}
+for _id, (_keyword, _fix) in _FIXES.items():
+    _poisoning_rule(_id, keyword=_keyword, fixes=_fix)
