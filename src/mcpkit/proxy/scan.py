@@ -151,6 +151,8 @@ def _tags(text: str) -> str:
 def _visible(text: str) -> str:
     """What the phrases are matched against: hidden characters out (so ``ig\\u200bnore`` reads
     ``ignore``), what tag characters spell appended, white space folded."""
+    if text.isascii():
+        return " ".join(text.split())
     kept = "".join(ch for i, ch in enumerate(text) if not _hidden(text, i))
     spelled = _tags(text)
     return " ".join(f"{kept} {spelled}".split())
@@ -170,6 +172,8 @@ def _excerpt(text: str, start: int, end: int, width: int = 40) -> str:
 
 
 def _invisible(kind: str, item: str, path: str, text: str) -> Iterator[Finding]:
+    if text.isascii():  # no ASCII character is a format control (Cf): most text stops here
+        return
     hits = [i for i in range(len(text)) if _hidden(text, i)]
     if not hits:
         return
@@ -225,6 +229,9 @@ _PHRASES: list[tuple[str, re.Pattern[str], str]] = [
         r"recipients?)\s+of\s+(?:the\s+|any\s+|all\s+|other\s+)", _F),
      "tells the model how to use other tools"),
 ]
+
+#: all of them at once: clean text, nearly all of it, costs one search instead of one per phrase
+_ANY_PHRASE = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern, _ in _PHRASES), _F)
 
 _SECRET_WORDS = {"password", "passwd", "passphrase", "secret", "apikey", "credential", "credentials", "pin"}
 _SECRET_PAIRS = {("api", "key"), ("private", "key"), ("ssh", "key"), ("secret", "key"), ("access", "key"),
@@ -344,6 +351,8 @@ def scan(kind: str, desc: dict[str, Any]) -> list[Finding]:
             if is_key or path.rsplit(".", 1)[-1].split("[")[0] in _NOT_PROSE:
                 continue  # the phrases are read in what is prose, not in a pattern or a type
             visible = _visible(text)
+            if not _ANY_PHRASE.search(visible):
+                continue
             matched: set[str] = set()
             for rule, pattern, why in _PHRASES:
                 match = pattern.search(visible)
