@@ -32,7 +32,8 @@ from typing import Any
 
 from ..protocol.errors import E_PERMISSION_DENIED, ToolError
 
-__all__ = ["FIELDS", "Hold", "Holds", "Lockfile", "Pin", "PinError", "changed_fields", "describe_drift", "drift", "entry_of"]
+__all__ = ["FIELDS", "Hold", "Holds", "Lockfile", "Pin", "PinError", "changed_fields", "describe_drift", "drift",
+           "entry_of"]
 
 log = logging.getLogger("mcpkit.proxy")
 
