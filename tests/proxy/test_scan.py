@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,19 @@ def test_mcpkit_check_flags_each_poisoned_item_in_every_format() -> None:
     # a warning alone does not fail the run at the default --fail-on error
     only = mcpkit("check", "--quick", "--rule", "security.secret-parameters", target)
     assert only.returncode == 0 and "FAIL" in only.stdout
+
+
+
+def test_mcpkit_check_reads_a_server_that_speaks_only_an_older_revision_once() -> None:
+    env = {**os.environ, "POISONED_REVISION": "2025-06-18"}
+    done = subprocess.run([*MCPKIT, "check", "--rule", "security", "--pass-env", "POISONED_REVISION", "--format",
+                           "json", " ".join(POISONED)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1, done.stderr
+    findings = json.loads(done.stdout)["findings"]
+    failed = [f for f in findings if f["status"] == "fail"]
+    assert {f["revision"] for f in failed} == {"2025-06-18"}  # not once per revision
+    assert len(failed) == 10
+    assert any(f["rule"] == "security.model-instructions" and f["detail"]["item"] == "fetch" for f in failed)
 
 
 @aio

@@ -9,9 +9,13 @@ be from the first listing (proxy/scan.py):
 
 A prompt ``review`` asks for the system prompt, ``greet`` is clean; a resource template
 ``memo://{id}`` has a zero-width space in its description, ``note://{id}`` is clean.
+
+``POISONED_REVISION``: the only revision it speaks (answered to every initialize), as an older
+server's would be; by default the one the client offers.
 """
 
 import json
+import os
 import sys
 
 from rawloop import serve
@@ -58,7 +62,7 @@ def handle(msg):
     if method is None or mid is None:
         return
     if method == "initialize":
-        value = {"protocolVersion": params.get("protocolVersion", "2025-11-25"),
+        value = {"protocolVersion": os.environ.get("POISONED_REVISION") or params.get("protocolVersion", "2025-11-25"),
                  "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
                  "serverInfo": {"name": "poisoned", "version": "1"}}
     elif method == "tools/list":

@@ -2,8 +2,10 @@
 user does not see (the detectors are proxy/scan.py's, which ``mcpkit proxy --scan`` runs too).
 
 One pass over the lists a connection has anyway (cached per connection); each rule reports its
-own findings. They run on the 2025-11-25 connection only, as security.pin-drift does: every
-revision lists the same definitions, and one finding per item is what a reader wants.
+own findings. Every revision lists the same definitions, and one finding per item is what a
+reader wants: they are read on one connection, the first one's (the newest handshake revision,
+or the one the server answered it with when it speaks only older ones), so a server that does
+not speak 2025-11-25 is read too.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from ...proxy.scan import LONG_DESCRIPTION, RULES, Finding, scan_listing
 from ..context import CheckContext, Skip
 from ..model import Finding as Result
-from ..registry import rule
+from ..registry import LEGACY, rule
 
 _QUOTE = ("Tools represent arbitrary code execution and must be treated with appropriate caution. In "
           "particular, descriptions of tool behavior such as annotations should be considered untrusted, "
@@ -38,6 +40,9 @@ async def _findings(ctx: CheckContext) -> list[Finding]:
 
 
 async def _report(ctx: CheckContext, rule_id: str) -> list[Result]:
+    first = ctx.options.first_answer
+    if first is not None and ctx.revision != first:  # None: this is the first connection
+        raise Skip(f"read once, on the {first or 'first'} connection")
     found, count = await _findings(ctx)
     out = [ctx.fail(f.line(), kind=f.kind, item=f.item, path=f.path, excerpt=f.excerpt)
            for f in found if f.rule == rule_id]
@@ -48,7 +53,7 @@ def _poisoning_rule(rule_id: str, *, keyword: str, fixes: str) -> Any:
     severity, title, fix = RULES[rule_id]
     assert {"MUST": "error", "SHOULD": "warning"}[keyword] == severity, rule_id
 
-    @rule(rule_id, keyword=keyword, requirements=("TL-14", "TL-11"), revisions=("2025-11-25",), title=title,
+    @rule(rule_id, keyword=keyword, requirements=("TL-14", "TL-11"), revisions=LEGACY, title=title,
           fix=fix, quote=_QUOTE, source=_SOURCE,
           fixes=dict.fromkeys(("mcpkit", "sdk", "fastmcp", "ts"), fixes))
     async def check(ctx: CheckContext) -> list[Result]:
