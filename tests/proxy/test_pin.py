@@ -178,7 +178,7 @@ def test_mcpkit_check_pin_fails_on_drift_in_every_format(tmp_path: Path) -> None
     env = {"RUGPULL_AT": "1000", "RUGPULL_FLAG": str(flag)}
     assert mcpkit("pin", str(lock), *PASS, "--", *RUGPULL, env=env).returncode == 0
     target = " ".join(RUGPULL)
-    check = ["check", "--quick", "--rule", "security", *PASS, "--pin", str(lock), target]
+    check = ["check", "--quick", "--rule", "security.pin-drift", *PASS, "--pin", str(lock), target]
     clean = mcpkit(*check, env=env)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     flag.touch()
@@ -198,7 +198,7 @@ def test_mcpkit_check_pin_fails_on_drift_in_every_format(tmp_path: Path) -> None
     assert missing.returncode == 2 and "write it with `mcpkit pin" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
     # without --pin the rule does not run
-    plain = mcpkit("check", "--quick", "--rule", "security", *PASS, target, env=env)
+    plain = mcpkit("check", "--quick", "--rule", "security.pin-drift", *PASS, target, env=env)
     assert plain.returncode == 0 and "pin-drift" not in plain.stdout.replace("security.pin-drift: skip", "")
 
 

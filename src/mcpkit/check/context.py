@@ -47,6 +47,10 @@ class Options:
     #: long a process gets to exit at EOF (both scale with the server's start-up on this machine)
     handshake_floor: float = 0.0
     eof_grace: float = 5.0
+    #: set once the first connection has answered: the revision the server answered it with (the
+    #: one offered, or its own newest), "" for no answer; rules that read what every revision
+    #: lists alike (the poisoning scan) run on that connection only
+    first_answer: str | None = None
     #: the tools the rules called: {"tool", "revision", "why"} (the report lists them)
     tools_called: list[dict[str, Any]] = field(default_factory=list)
 

@@ -356,6 +356,8 @@ async def run_checks(
             await asyncio.wait(tasks, timeout=left())
             probe = done[first][0] if first in done else None
             options.handshake_floor = 0.0
+            if probe is not None:
+                options.first_answer = probe.answered or ""
             if probe is not None and probe.handshake_time is not None:
                 # a server slow to start (a big import, a loaded machine) is given time in
                 # proportion, and started one at a time: its start-up is CPU-bound

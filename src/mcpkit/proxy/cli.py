@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .sandboxcli import add_arguments as add_sandbox_arguments
 
     add_sandbox_arguments(parser, _positive_int)
+    from .scancli import add_proxy_arguments as add_scan_arguments
+
+    add_scan_arguments(parser)
     upstream = parser.add_argument_group("upstream connections")
     upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                           help="an HTTP header for URL targets (repeatable)")
@@ -240,6 +243,10 @@ def run(args: argparse.Namespace) -> int:
         # before any upstream starts: an address that cannot be served is one line, and no
         # upstream command has been run (or left behind) for it
         sock = bind(*args.http)
+    from .scan import Shadows
+    from .scancli import screen_for
+
+    shadows = Shadows()  # the upstreams' tool names, for the scan's security.tool-shadowing
     upstreams = []
     for spec in specs:
         prefix = spec.name if len(specs) > 1 else args.prefix
@@ -254,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
                     spec.target, prefix=prefix, name=spec.name, separator=args.separator,
                     prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
                     timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
-                    flatten_schemas=args.flatten_schemas, pin=pin,
+                    flatten_schemas=args.flatten_schemas, pin=screen_for(args, spec, pin, shadows),
                     **spec.options(),
                 )
         except ValueError as exc:

@@ -11,7 +11,8 @@ Cursor and most hosts write it::
 
 Each entry's key is its prefix in the proxy (``files_read_file``). ``type`` is ``stdio``, ``http``
 (also ``streamable-http``, ``streamableHttp``) or ``sse``; without it, ``url`` means http and
-``command`` stdio. ``${VAR}`` in strings is taken from the environment. A command sees only an
+``command`` stdio. ``"scan"`` (off, warn, block) sets that upstream's poisoning scan over
+``--scan``. ``${VAR}`` in strings is taken from the environment. A command sees only an
 allow-list of the proxy's environment, its ``env``, and what ``inherit_env`` names (``true``: all);
 ``sandbox`` (``true`` or an object, mcpkit.client.sandbox) confines it, and hides this file from it.
 """
@@ -64,6 +65,8 @@ class UpstreamSpec:
     inherit_env: bool | list[str] | None = None
     #: a mcpkit.client.sandbox.Sandbox a command runs in, or None
     sandbox: Any = None
+    #: this upstream's poisoning scan ("off", "warn", "block"), over --scan (proxy/scan.py)
+    scan: str | None = None
 
     def pass_env(self, names: list[str]) -> None:
         """Pass these names of the proxy's environment too (``--pass-env``)."""
@@ -185,6 +188,9 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
         if inherit is not None and not isinstance(inherit, bool) and not (
                 isinstance(inherit, list) and all(isinstance(v, str) and v for v in inherit)):
             raise ConfigError(f"{at}: inherit_env must be true, false or a list of variable names")
+        scan = entry.get("scan")
+        if scan is not None and scan not in ("off", "warn", "block"):
+            raise ConfigError(f'{at}: scan must be "off", "warn" or "block", got {scan!r}')
         headers = entry.get("headers") or {}
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise ConfigError(f"{at}: headers must be an object of strings")
@@ -207,7 +213,7 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
             env={k: _expand(v, at) for k, v in env.items()} if env else None,
             cwd=entry.get("cwd") if isinstance(entry.get("cwd"), str) else None,
             headers={k: _expand(v, at) for k, v in headers.items()},
-            inherit_env=inherit if kind == "stdio" and inherit else None, sandbox=sandbox,
+            inherit_env=inherit if kind == "stdio" and inherit else None, sandbox=sandbox, scan=scan,
         ))
     return out
 

@@ -32,7 +32,8 @@ from typing import Any
 
 from ..protocol.errors import E_PERMISSION_DENIED, ToolError
 
-__all__ = ["FIELDS", "Hold", "Lockfile", "Pin", "PinError", "changed_fields", "describe_drift", "drift", "entry_of"]
+__all__ = ["FIELDS", "Hold", "Holds", "Lockfile", "Pin", "PinError", "changed_fields", "describe_drift", "drift",
+           "entry_of"]
 
 log = logging.getLogger("mcpkit.proxy")
 
@@ -207,17 +208,38 @@ class Hold:
                          suggested_fix="Ask the operator to review the change and pin it again (mcpkit pin).")
 
 
-class Pin:
+class Holds:
+    """One Hold per withheld tool name, reused across listings (a screen's ``hold``: Pin, and
+    the poisoning scan's Scan); ``hold_class`` is the kind of Hold it makes."""
+
+    hold_class: type[Hold] = Hold
+    key: str
+
+    def __init__(self) -> None:
+        self._holds: dict[str, Hold] = {}
+
+    def hold(self, tool: str, message: str, fields: list[str]) -> Hold:
+        """The Hold of ``tool`` (its listed name), saying ``message``."""
+        hold = self._holds.get(tool)
+        if hold is None:
+            hold = self._holds[tool] = self.hold_class(self.key, tool)
+        hold.message = message
+        hold.fields = fields
+        hold.hidden_reason = f"withheld: {message.splitlines()[0]}"
+        return hold
+
+
+class Pin(Holds):
     """The pins of one upstream (``key`` in the lockfile). :meth:`screen` splits a listing into
     what may be mirrored and what is withheld, pinning new items on first sight unless
     ``strict``, and logs and audits each change once."""
 
     def __init__(self, lockfile: Lockfile, key: str, *, strict: bool = False) -> None:
+        super().__init__()
         self.lockfile = lockfile
         self.key = key
         self.strict = strict
         self.audit: Any = None  # set by the upstream: the server's audit log, if it writes one
-        self._holds: dict[str, Hold] = {}
         self._told: dict[tuple[str, str], str] = {}  # (kind, name) -> the message last logged
         self._listed: dict[str, set[str]] = {}
 
@@ -282,13 +304,3 @@ class Pin:
                               "reason": message[:2000], "durationMs": 0.0})
             except Exception:  # noqa: BLE001 - a full disk must not stop the listing
                 log.exception("could not write the audit line of the withheld %s %r", SINGULAR[kind], name)
-
-    def hold(self, tool: str, message: str, fields: list[str]) -> Hold:
-        """The Hold of ``tool`` (its listed name), saying ``message``."""
-        hold = self._holds.get(tool)
-        if hold is None:
-            hold = self._holds[tool] = Hold(self.key, tool)
-        hold.message = message
-        hold.fields = fields
-        hold.hidden_reason = f"withheld: {message.splitlines()[0]}"
-        return hold

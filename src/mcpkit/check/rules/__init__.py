@@ -9,6 +9,7 @@ from . import (  # noqa: F401 - each module registers its rules
     http,
     lifecycle,
     pagination,
+    poisoning,
     resources,
     schema,
     security,
