@@ -81,8 +81,18 @@ class Cluster(ClusterProcess):
         raise AssertionError(f"no node of the cluster answers {command}")
 
     def healthy(self, dead: int) -> bool:
-        """Every slot served again (a replica took the dead master's)."""
-        return "cluster_state:ok" in self.ask("cluster", "info", skip=dead)
+        """Every slot served again by the replica that took the dead master's over. Not just
+        ``cluster_state:ok``: the others say that until they mark the dead node failed (2 s of
+        cluster-node-timeout), so the fault would have seemed over before it began."""
+        if "cluster_state:ok" not in self.ask("cluster", "info", skip=dead):
+            return False
+        nodes = [line.split() for line in self.ask("cluster", "nodes", skip=dead).strip().splitlines()]
+        gone = [fields[0] for fields in nodes if fields[1].split("@")[0].endswith(f":{dead}")]
+        if not gone:
+            return False
+        marked = any("fail" in fields[2].split(",") for fields in nodes if fields[0] == gone[0])
+        still_its_replica = any("slave" in fields[2].split(",") and fields[3] == gone[0] for fields in nodes)
+        return marked and not still_its_replica
 
     def kill_master(self) -> int:
         """SIGKILL a master that has a replica; its port."""
