@@ -228,7 +228,7 @@ def test_the_start_up_line_is_one_write(monkeypatch):
     # them: "... contract envelopesbridge editor cannot connect: ..."
     import argparse
 
-    from mcpkit import cli
+    from mcpkit import cli_serving
 
     class Recorder:
         def __init__(self) -> None:
@@ -243,7 +243,7 @@ def test_the_start_up_line_is_one_write(monkeypatch):
 
     recorder = Recorder()
     monkeypatch.setattr(sys, "stderr", recorder)
-    cli._announce("mcpkit: serving x 1.0 on stdio", argparse.Namespace())
+    cli_serving.announce_line("mcpkit: serving x 1.0 on stdio", argparse.Namespace())
     assert recorder.writes == ["mcpkit: serving x 1.0 on stdio\n"]
 
 

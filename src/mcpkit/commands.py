@@ -110,9 +110,9 @@ def _add_target(parser: argparse.ArgumentParser, *, sse: bool = True, optional: 
                         help="server.py, package.module:ATTR, a command line in quotes (\"node build/index.js\"), "
                         "or a URL")
     parser.add_argument("--header", action="append", metavar="'NAME: VALUE'", help="an HTTP header (repeatable)")
-    from .cli import _revision
+    from .cli_serving import revision
 
-    parser.add_argument("--protocol-version", type=_revision, metavar="V",
+    parser.add_argument("--protocol-version", type=revision, metavar="V",
                         help="the revision to offer (default: the newest)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each answer")
     parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",

@@ -72,7 +72,8 @@ def test_types_that_are_not_access_tokens_cannot_be_listed(types):
 
 
 def test_the_cli_option_and_its_environment_variable(tmp_path):
-    from mcpkit.cli import _auth, _parser
+    from mcpkit.cli import _parser
+    from mcpkit.cli_serving import auth_of as _auth
 
     args = _parser(["serve"]).parse_args(["serve", "--http", "127.0.0.1:1", "--auth", "jwt", "--issuer", ISSUER,
                                           "--resource", AUDIENCE, "--jwt-types", "at+jwt,JWT"])

@@ -54,7 +54,7 @@ def _port(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from .._extras import require
-    from ..cli import _policy_env, _policy_flags_apply
+    from ..cli_serving import policy_env, policy_flags_apply
     from ..targets import resolve
 
     require(("mcpkit dev", "http"), *([("--reload", "reload")] if args.reload else []))
@@ -65,9 +65,9 @@ def _run(args: argparse.Namespace) -> int:
     port = _port(args)
     if args.reload:
         return _reload(args, target, port)
-    _policy_env(args)
+    policy_env(args)
     server = target.load()
-    _policy_flags_apply(server, args)  # --read-only and --root refused where they change nothing, as by serve
+    policy_flags_apply(server, args)  # --read-only and --root refused where they change nothing, as by serve
     from ..startup import announce, startup_line
     from ..switches import read
     from ..transports.serve import serve_http

@@ -26,8 +26,8 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import _positive_seconds as _seconds  # 0 or less would fail every connection
-    from ..cli import _revision
+    from ..cli_serving import positive_seconds as _seconds  # 0 or less would fail every connection
+    from ..cli_serving import revision
 
     parser.add_argument("targets", nargs="*", metavar="TARGET",
                         help="[NAME=]URL or [NAME=]\"command line\"; or give one command after --")
@@ -49,10 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .pincli import add_proxy_arguments
 
     add_proxy_arguments(parser)
-    from ..cli import _positive_int
+    from ..cli_serving import positive_int
     from .sandboxcli import add_arguments as add_sandbox_arguments
 
-    add_sandbox_arguments(parser, _positive_int)
+    add_sandbox_arguments(parser, positive_int)
     from .scancli import add_proxy_arguments as add_scan_arguments
 
     add_scan_arguments(parser)
@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     upstream.add_argument("--flatten-schemas", action="store_true",
                           help="list tools whose schema has a root oneOf/anyOf/allOf (refused by the Anthropic, "
                           "OpenAI and Gemini APIs) as a flat copy; calls are still validated against the original")
-    upstream.add_argument("--protocol-version", type=_revision, metavar="V",
+    upstream.add_argument("--protocol-version", type=revision, metavar="V",
                           help="the revision to speak upstream (default: the newest handshake revision)")
     upstream.add_argument("--timeout", type=_seconds, default=300.0, metavar="SECONDS",
                           help="longest wait for one upstream answer (default 300)")
@@ -200,9 +200,9 @@ def build_policy(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import cli
+    from .. import cli_serving as cli
 
-    cli._refuse_misplaced(args)  # an HTTP option on stdio is refused, as by `mcpkit serve`
+    cli.refuse_misplaced(args)  # an HTTP option on stdio is refused, as by `mcpkit serve`
     specs = _specs(args)
     from .._extras import require
 
@@ -211,9 +211,9 @@ def run(args: argparse.Namespace) -> int:
     if any(spec.transport != "stdio" for spec in specs):
         needed.append(("a URL upstream", "client"))
     require(*needed)
-    limits = cli._limits(args) if args.http is not None else None
+    limits = cli.connection_limits(args) if args.http is not None else None
     try:
-        auth = cli._auth(args)
+        auth = cli.auth_of(args)
     except (ValueError, OSError) as exc:  # an unusable tokens file, say: one line, the fix in it
         raise _fail(str(exc)) from None
     out_fd = None
@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     from ..server.server import Server
     from ..startup import announce
 
-    server = cli._observed(Server(args.name or "mcpkit-proxy", policy=build_policy(args)), args)
+    server = cli.observed(Server(args.name or "mcpkit-proxy", policy=build_policy(args)), args)
     sock = None
     if args.http is not None:
         from ..transports.serve import bind
@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             host, port = args.http
             server.run("http", host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout,
-                       limits=limits, sock=sock, loop=args.loop, **cli._http_options(args, auth))
+                       limits=limits, sock=sock, loop=args.loop, **cli.http_options_of(args, auth))
     finally:
         if sock is not None:
             sock.close()  # served and closed by uvicorn, or never served: an upstream did not start
