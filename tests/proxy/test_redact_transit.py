@@ -1,0 +1,213 @@
+"""Secrets in transit (proxy/redaction.py): behind ``mcpkit proxy --redact`` an upstream never
+receives a secret from a tool's arguments, and a client never sees one an upstream answers; in
+refuse mode the call is refused naming the kind and where; per-upstream and per-tool settings
+come from --config; every redaction is audited without the value, and counted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit import Server
+from mcpkit.client import Client, RpcError
+from mcpkit.proxy import Upstream
+from tests.proxy.servers.leaky import AWS_KEY, GITHUB_TOKEN
+from tests.proxy.test_upstream import close_all
+from tests.proxy.test_upstream_env import pythonpath
+
+aio = pytest.mark.asyncio
+PY = sys.executable
+MCPKIT = [PY, "-m", "mcpkit"]
+LEAKY = str(Path(__file__).parent / "servers" / "leaky.py")
+
+#: what a model might put in a tool's arguments: a key, a password in a URL, a card, and clean values
+PASSWORD = "hunter2-Tr0ub4dor"
+ARGUMENTS = {"text": f"deploy with {AWS_KEY} please", "n": 3,
+             "nested": {"url": f"postgres://app:{PASSWORD}@db.example.com/prod", "ok": "nothing here"},
+             "cards": ["4111 1111 1111 1111"]}
+SECRETS = (AWS_KEY, GITHUB_TOKEN, PASSWORD, "4111 1111 1111 1111", "1111 1111 1111 1111")
+
+
+def received(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def assert_no_secret(text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text
+
+
+@aio
+async def test_mask_keeps_secrets_from_the_upstream_and_the_client_and_audits_without_values(tmp_path: Path) -> None:
+    got, audit = tmp_path / "received.jsonl", tmp_path / "audit.log"
+    command = [*MCPKIT, "proxy", "--redact", "mask", "--audit", str(audit), "--", PY, LEAKY, str(got)]
+    async with Client(command, env=pythonpath()) as client:
+        echoed = await client.call_tool("echo", ARGUMENTS)
+        leaked = await client.call_tool("leak")
+        contents = await client.read_resource("config://app")
+        prompt = await client.get_prompt("setup", {"who": "bob"})
+        stderr = client.stderr
+    # what the upstream received: the secrets masked where they were, the rest as sent
+    [call, *_] = received(got)
+    assert call["arguments"] == {
+        "text": "deploy with [redacted:aws-access-key] please", "n": 3,
+        "nested": {"url": "postgres://app:[redacted:url-password]@db.example.com/prod", "ok": "nothing here"},
+        "cards": ["4[redacted:payment-card]"]}
+    assert json.loads(echoed["content"][0]["text"]) == call["arguments"]
+    # what the client got back from the upstream: its secrets masked, in text and structuredContent
+    assert leaked["content"][0]["text"] == "the deploy key is [redacted:aws-access-key]"
+    assert leaked["structuredContent"] == {"key": "[redacted:github-token]"}
+    assert contents["contents"][0]["text"] == "AWS_ACCESS_KEY_ID=[redacted:aws-access-key]\nregion=eu-west-1"
+    assert prompt["messages"][0]["content"]["text"] == "Hello bob, use token [redacted:github-token]"
+    # audited: kind, direction, path, tool, upstream; never a value
+    text = audit.read_text()
+    assert_no_secret(text)
+    assert_no_secret(stderr)
+    lines = [json.loads(line) for line in text.splitlines() if '"redaction"' in line]
+    assert [(line.get("tool") or line.get("method"), line["direction"], line["action"],
+             [(f["kind"], f["path"]) for f in line["findings"]]) for line in lines] == [
+        ("echo", "arguments", "masked", [("aws-access-key", "/text"), ("url-password", "/nested/url"),
+                                         ("payment-card", "/cards/0")]),
+        ("leak", "result", "masked", [("aws-access-key", "/content/0/text"), ("github-token", "/structuredContent/key")]),
+        ("resources/read", "result", "masked", [("aws-access-key", "/contents/0/text")]),
+        ("prompts/get", "result", "masked", [("github-token", "/messages/0/content/text")]),
+    ]
+    assert all(line["upstream"] and line["principal"] == "anonymous" for line in lines)
+
+
+@aio
+async def test_refuse_sends_nothing_up_and_withholds_a_result_naming_kind_and_path(tmp_path: Path) -> None:
+    got, audit = tmp_path / "received.jsonl", tmp_path / "audit.log"
+    command = [*MCPKIT, "proxy", "--redact", "refuse", "--audit", str(audit), "--", PY, LEAKY, str(got)]
+    async with Client(command, env=pythonpath()) as client:
+        refused = await client.call_tool("echo", ARGUMENTS)
+        withheld = await client.call_tool("leak")
+        clean = await client.call_tool("echo", {"text": "no secret here"})
+        with pytest.raises(RpcError) as read:
+            await client.read_resource("config://app")
+        with pytest.raises(RpcError) as prompt:
+            await client.get_prompt("setup", {"who": f"bob {AWS_KEY}"})
+        stderr = client.stderr
+    # the operator's log says it (masks only at -v: they are in the audit trail)
+    assert "tool 'echo': refused 3 secrets in the arguments: aws-access-key at /text" in stderr
+    assert_no_secret(stderr)
+    assert [c["tool"] for c in received(got)] == ["leak", "echo"]  # the refused echo never reached it
+    assert refused["isError"] is True
+    error = refused["_meta"]["dev.mcpkit/error"]
+    assert error["code"] == "E_PERMISSION_DENIED" and error["retryable"] is False
+    assert error["details"]["direction"] == "arguments" and error["details"]["findings"] == [
+        {"kind": "aws-access-key", "path": "/text"}, {"kind": "url-password", "path": "/nested/url"},
+        {"kind": "payment-card", "path": "/cards/0"}]
+    assert "aws-access-key at /text" in error["message"]
+    assert withheld["isError"] is True and withheld["_meta"]["dev.mcpkit/error"]["details"]["findings"] == [
+        {"kind": "aws-access-key", "path": "/content/0/text"}, {"kind": "github-token", "path": "/structuredContent/key"}]
+    assert "structuredContent" not in withheld
+    assert json.loads(clean["content"][0]["text"]) == {"text": "no secret here"}
+    assert read.value.code == -32603 and "aws-access-key at /contents/0/text" in read.value.message
+    assert prompt.value.code == -32602 and "aws-access-key at /who" in prompt.value.message
+    assert_no_secret(json.dumps([refused, withheld]) + read.value.message + prompt.value.message)
+    actions = [(line["action"], line["direction"]) for line in map(json.loads, audit.read_text().splitlines())
+               if line.get("event") == "redaction"]
+    assert actions == [("refused", "arguments"), ("refused", "result"), ("refused", "result"), ("refused", "arguments")]
+    assert_no_secret(audit.read_text())
+
+
+@aio
+async def test_per_upstream_and_per_tool_settings_from_the_config(tmp_path: Path) -> None:
+    got, config = tmp_path / "received.jsonl", tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"leaky": {
+        "command": PY, "args": [LEAKY, str(got)],
+        "redact": {"mode": "refuse", "kinds": ["secrets", "email"],
+                   "tools": {"login": {"mode": "off"}, "l*": {"mode": "mask", "arguments": False}}}}}}))
+    async with Client([*MCPKIT, "proxy", "--config", str(config)], env=pythonpath()) as client:
+        login = await client.call_tool("login", {"password": f"{PASSWORD} {AWS_KEY}"})
+        leaked = await client.call_tool("leak", {"to": AWS_KEY})
+        mail = await client.call_tool("echo", {"to": "alice@example.com"})
+    calls = received(got)
+    # login: a name wins over the glob, and its mode is off: the password goes up as given
+    assert calls[0] == {"tool": "login", "arguments": {"password": f"{PASSWORD} {AWS_KEY}"}}
+    assert "isError" not in login
+    # leak, by the glob: arguments not scanned, the result masked rather than refused
+    assert calls[1] == {"tool": "leak", "arguments": {"to": AWS_KEY}}
+    assert leaked["structuredContent"] == {"key": "[redacted:github-token]"}
+    # echo, the upstream's setting: refuse, and e-mail addresses are among the kinds
+    assert len(calls) == 2 and mail["isError"] is True
+    assert mail["_meta"]["dev.mcpkit/error"]["details"]["findings"] == [{"kind": "email", "path": "/to"}]
+
+
+@aio
+async def test_the_cli_default_applies_under_an_upstream_entry_that_says_otherwise(tmp_path: Path) -> None:
+    got_a, got_b, config = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "a": {"command": PY, "args": [LEAKY, str(got_a)]},
+        "b": {"command": PY, "args": [LEAKY, str(got_b)], "redact": "off"}}}))
+    command = [*MCPKIT, "proxy", "--redact", "mask", "--redact-kinds", "secrets,pii", "--config", str(config)]
+    async with Client(command, env=pythonpath()) as client:
+        await client.call_tool("a_echo", {"to": "alice@example.com", "key": AWS_KEY})
+        await client.call_tool("b_echo", {"to": "alice@example.com", "key": AWS_KEY})
+    assert received(got_a)[0]["arguments"] == {"to": "[redacted:email]", "key": "[redacted:aws-access-key]"}
+    assert received(got_b)[0]["arguments"] == {"to": "alice@example.com", "key": AWS_KEY}
+
+
+@pytest.mark.parametrize(("args", "config", "message"), [
+    (["--redact", "hide"], None, "argument --redact: invalid choice: 'hide'"),
+    (["--redact", "mask", "--redact-kinds", "secrets,passport"], None, "--redact-kinds: unknown kind 'passport'"),
+    (["--redact-kinds", "pii"], None, "--redact-kinds needs --redact mask or --redact refuse"),
+    ([], {"redact": {"mode": "scrub"}}, "mcpServers.x: redact mode must be mask, refuse or off, got 'scrub'"),
+    ([], {"redact": {"kinds": ["aws"]}}, "mcpServers.x: unknown kind 'aws'"),
+    ([], {"redact": {"tools": {"t": {"results": "yes"}}}}, "mcpServers.x.tools.t: redact results must be true or false"),
+    ([], {"redact": {"mask": True}}, "unknown redact key(s) mask"),
+])
+def test_a_redaction_mistake_is_one_line_and_exit_2(tmp_path: Path, args: list[str], config: Any, message: str) -> None:
+    if config is not None:
+        path = tmp_path / "mcp.json"
+        path.write_text(json.dumps({"mcpServers": {"x": {"command": PY, "args": [LEAKY], **config}}}))
+        args = [*args, "--config", str(path)]
+    else:
+        args = [*args, "--", PY, LEAKY]
+    done = subprocess.run([*MCPKIT, "proxy", *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          env={**__import__("os").environ})
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@aio
+async def test_in_python_mount_takes_redact_and_without_it_nothing_wraps_the_call_path(tmp_path: Path) -> None:
+    got = tmp_path / "received.jsonl"
+    server = Server("front")
+    plain = server.mount([PY, LEAKY, str(got)], prefix="plain")
+    guarded = server.mount([PY, LEAKY, str(got)], prefix="guarded", redact="refuse")
+    try:
+        assert plain.redaction is None and "_forward" not in vars(plain)  # off: the class's own forwarding
+        assert guarded.redaction is not None and "_forward" in vars(guarded)
+        assert isinstance(plain, Upstream)
+        async with Client(server) as client:
+            assert "isError" not in await client.call_tool("plain_echo", {"k": AWS_KEY})
+            assert (await client.call_tool("guarded_echo", {"k": AWS_KEY}))["isError"] is True
+        assert [c["arguments"] for c in received(got)] == [{"k": AWS_KEY}]
+    finally:
+        close_all(server)
+
+
+@aio
+async def test_redactions_are_counted_in_the_metrics(tmp_path: Path) -> None:
+    pytest.importorskip("prometheus_client")
+    from mcpkit.observe.metrics import PrometheusMetrics
+
+    server = Server("front")
+    metrics = PrometheusMetrics().attach(server)
+    server.mount([PY, LEAKY], name="leaky", redact="mask")
+    try:
+        async with Client(server) as client:
+            await client.call_tool("echo", {"a": AWS_KEY, "b": AWS_KEY})
+            await client.call_tool("leak")
+    finally:
+        close_all(server)
+    page = metrics.render().decode()
+    assert 'mcp_proxy_redactions_total{action="masked",direction="arguments",kind="aws-access-key",upstream="leaky"} 2.0' in page
+    assert 'mcp_proxy_redactions_total{action="masked",direction="result",kind="github-token",upstream="leaky"} 1.0' in page
