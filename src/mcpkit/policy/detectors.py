@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Iterable
 
 __all__ = ["ALL_KINDS", "ASSIGNMENT_KINDS", "Check", "DEFAULT_KINDS", "KIND_GROUPS", "KINDS", "PII_KINDS", "PII_SHAPES",
-           "SHAPES", "Shape", "check_assigned", "expand_kinds", "luhn"]
+           "SHAPES", "Shape", "check_assigned", "expand_kinds", "hint", "luhn"]
 
 #: a plausibility check: (the whole match, the part to mask) -> whether it is one
 Check = Callable[[str, str], bool]
@@ -151,22 +151,69 @@ def _check_phone(whole: str, secret: str) -> bool:
 
 # PII shapes: regexes of their own (no literal first character), compiled only when asked for.
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?"
+def _check_ssn(whole: str, secret: str) -> bool:
+    """The SSA never issues area 000, 666 or 9xx, group 00 or serial 0000."""
+    area, group, serial = whole.split("-")
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
+# PII shapes: their first element is a regex (a character class) rather than literal characters,
+# kept outside the rule's group so that re skips, with one character-set test, every position
+# where none can start; the character before it is checked right after it (as _start does).
+_LOCAL = r"[A-Za-z0-9._%+\-]"
 PII_SHAPES: tuple[Shape, ...] = (
-    ("", r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]{1,64}@" + _LABEL + r"(?:\." + _LABEL + r")*\.[A-Za-z]{2,24}"
-         r"(?![A-Za-z0-9\-])", None, "email"),
+    (_LOCAL, r"(?<!" + _LOCAL + r".)" + _LOCAL + r"{0,63}@" + _LABEL + r"(?:\." + _LABEL + r")*\.[A-Za-z]{2,24}"
+             r"(?![A-Za-z0-9\-:])", None, "email"),
     # international (+CC ...) and North American ((555) 010-0199, 555-010-0199) numbers
-    ("", r"(?<![\w+])\+\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}(?![\w\-])", _check_phone, "phone"),
-    ("", r"(?<![\w.+\-])(?:\([2-9]\d{2}\)[ .\-]?|[2-9]\d{2}[ .\-])\d{3}[ .\-]\d{4}(?![\w\-])", None, "phone"),
-    ("", r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])", _check_iban,
+    (r"\+", r"(?<![\w+]\+)\d{1,3}(?:[ .\-]?\(?\d{1,4}\)?){2,5}(?![\w\-])", _check_phone, "phone"),
+    (r"\(", r"(?<![\w.+\-]\()[2-9]\d{2}\)[ .\-]?\d{3}[ .\-]\d{4}(?![\w\-])", None, "phone"),
+    (r"[2-9]", r"(?<![\w.+\-].)\d{2}[ .\-]\d{3}[ .\-]\d{4}(?![\w\-])", None, "phone"),
+    (r"[A-Z]", r"(?<![A-Za-z0-9].)[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])", _check_iban,
      "iban"),
-    # area not 000, 666 or 9xx, group not 00, serial not 0000 (SSA's rules); dashes required:
-    # nine bare digits are too often something else
-    ("", r"(?<![\d\-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d\-])", None, "us-ssn"),
+    # dashes required: nine bare digits are too often something else
+    (r"[0-9]", r"(?<![\d\-].)\d{2}-\d{2}-\d{4}(?![\d\-])", _check_ssn, "us-ssn"),
 )
 
-#: values that are plainly code or a placeholder, not a secret: a call, an index, a variable
-_NOT_A_VALUE = re.compile(r"[()\[\]{}$<>%]|\A(?:\*+|x+|none|null|nil|true|false|changeme|redacted|secret|password)\Z",
-                          re.IGNORECASE)
+#: per kind, what a text must contain for a secret of that kind to be in it: literals (any of
+#: them, found at C speed with ``in``) or a number of digits (counted at C speed). A text without
+#: them skips that kind's regex, which would otherwise test every position: a 4 KiB result of
+#: prose is scanned only for the kinds it might hold.
+HINTS: dict[str, tuple[str, ...] | int] = {
+    # (a kind whose regex starts with one rare literal, AKIA or ghp_, needs none: re finds
+    # that character faster than ``in`` finds a word)
+    "url-password": ("@",),
+    "http-auth": ("earer", "asic", "EARER", "ASIC"),
+    "stripe-key": ("k_live_", "k_test_"),
+    "cli-password": ("-u", "--", "-p"),
+    "payment-card": 13,
+    "password-assignment": ("=",),
+    "password-label": (":",),
+    "email": ("@",),
+    "phone": 8,
+    "iban": 10,
+    "us-ssn": 9,
+}
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def hint(kind: str) -> Callable[[str], bool] | None:
+    """The pre-filter of ``kind`` (HINTS) as a test of a text; None: always scan."""
+    found = HINTS.get(kind)
+    if found is None:
+        return None
+    if isinstance(found, int):
+        least = found
+        return lambda text: len(text) - len(text.translate(_NO_DIGITS)) >= least
+    if len(found) == 1:
+        literal = found[0]
+        return lambda text: literal in text
+    return lambda text: any(literal in text for literal in found)
+
+
+#: values that are plainly code or a placeholder, not a secret: a call or an index, a variable
+#: (``$X``, ``${X}``, ``%s``, ``${X:?unset}``), a comparison (``==``), an attribute (``settings.API_KEY``), ``<yours>``
+_NOT_A_VALUE = re.compile(r"[()\[\]{}]|\A[$=<%?]|\A[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z"
+                          r"|\A(?:\*+|x+|none|null|nil|true|false|changeme|redacted|secret|password)\Z", re.IGNORECASE)
 
 
 def check_assigned(whole: str, secret: str) -> bool:

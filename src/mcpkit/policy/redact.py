@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 # the detectors are shared with the proxy's redaction in transit (proxy/redaction.py)
-from .detectors import ASSIGNMENT_KINDS, PII_SHAPES, SHAPES, Check, check_assigned
+from .detectors import ASSIGNMENT_KINDS, KINDS, PII_SHAPES, SHAPES, Check, check_assigned, hint
 
 _SHAPES = SHAPES
 _Check = Check
@@ -270,23 +270,33 @@ class Redactor:
         self._plain_keys: set[str] = set()
         # rule number (group ``p<n>``) → (name of its secret group or None, check or None, kind)
         self._rules: list[tuple[str | None, _Check | None, str]] = []
-        fast: list[str] = []  # alternatives each starting with a literal character
+        fast: list[tuple[str, str]] = []  # (kind, alternative), each starting with a literal character
         assigned = [c for c, kind in ASSIGNMENT_KINDS.items() if wanted is None or kind in wanted]
         if (words or whole) and assigned:
             body = _assignment(words, whole)
             check = None if wanted is None else check_assigned
-            fast.extend(self._rule(c, body, check, ASSIGNMENT_KINDS[c]) for c in assigned)
+            fast.extend((ASSIGNMENT_KINDS[c], self._rule(c, body, check, ASSIGNMENT_KINDS[c])) for c in assigned)
         if patterns is None:
             for first, rest, check, kind in _SHAPES:
                 if wanted is None or kind in wanted:
-                    fast.extend(self._rule(re.escape(c), rest, check, kind) for c in first)
+                    fast.extend((kind, self._rule(re.escape(c), rest, check, kind)) for c in first)
         sources = [_source(p) for p in (*(patterns or ()), *extra_patterns)]
-        slow = [self._rule("", src, None, "pattern") for src in sources]
+        slow = [("pattern", self._rule("", src, None, "pattern")) for src in sources]
         pii = [shape for shape in PII_SHAPES if wanted is not None and shape[3] in wanted]
-        slow.extend(self._rule("", rest, check, kind) for _, rest, check, kind in pii)
+        slow.extend((kind, self._rule(first, rest, check, kind)) for first, rest, check, kind in pii)
+        if wanted is None:  # one alternation: the audit trail's short strings, one scan each
+            groups = [[alt for _, alt in alts] for alts in (fast, slow) if alts]
+            self._hints: tuple[Callable[[str], bool] | None, ...] = (None,) * len(groups)
+        else:  # a regex per kind, skipped when its pre-filter says the text cannot hold one
+            by_kind: dict[str, list[str]] = {kind: [] for kind in KINDS if kind in wanted}  # KINDS order:
+            for kind, alt in (*fast, *slow):  # --password=x is a cli-password before it is an assignment
+                by_kind.setdefault(kind, []).append(alt)
+            by_kind = {kind: alts for kind, alts in by_kind.items() if alts}
+            groups = list(by_kind.values())
+            self._hints = tuple(hint(kind) for kind in by_kind)
         # compiled on first use: the default set takes tens of milliseconds to compile, which a
         # server should not spend before answering initialize when nothing has logged yet
-        self._sources = tuple("|".join(alts) for alts in (fast, slow) if alts)
+        self._sources = tuple("|".join(alts) for alts in groups)
         self._compiled: tuple[re.Pattern[str], ...] | None = None
         for source in sources:
             re.compile(source)  # a bad pattern of the caller's is still reported here
@@ -297,7 +307,7 @@ class Redactor:
             widths.append(min(len(w) for w in (*self._suffixes, *whole)) + 2)
         if patterns is None:
             widths.append(_SHAPES_MIN_WIDTH)
-        widths.extend(_min_width(rest) for _, rest, _, _ in pii)
+        widths.extend(_min_width(first + rest) for first, rest, _, _ in pii)
         self._min_len = min(widths, default=0)
 
     def compile(self) -> None:
@@ -350,8 +360,8 @@ class Redactor:
             return text
         out = text
         replace = self._replace if found is None else functools.partial(self._replace, found=found)
-        for pattern in self._compiled or self._compile():
-            if pattern.search(out) is not None:
+        for pattern, hint in zip(self._compiled or self._compile(), self._hints):
+            if (hint is None or hint(out)) and pattern.search(out) is not None:
                 out = pattern.sub(replace, out)
         return text if out == text else out
 
@@ -372,6 +382,8 @@ class Redactor:
             # Not a credential after all; other shapes may still hide inside it.
             masked = self._text(secret, found)
         else:
+            if kind in _ASSIGNED and _SCHEME.search(whole, 0, start - offset) is not None:
+                kind = "http-auth"  # Authorization: Bearer ...: the key word's rule matched first
             masked = self.mask if self.marker is None else self.marker.format(kind=kind)
             if found is not None:
                 found.append(kind)
@@ -437,6 +449,8 @@ class Redactor:
 
 
 _LEAVES = frozenset({int, float, bool, type(None)})
+_ASSIGNED = frozenset(ASSIGNMENT_KINDS.values())
+_SCHEME = re.compile(r"(?i:bearer|basic)\s")
 
 
 def _min_width(source: str) -> int:
