@@ -42,18 +42,33 @@ def assert_no_secret(text: str) -> None:
         assert secret not in text
 
 
+async def through_proxy(tmp_path: Path, mode: str, who: str) -> tuple[Path, Path, dict[str, Any]]:
+    """Behind `mcpkit proxy --redact MODE`: echo ARGUMENTS, call leak, read config://app, get the
+    prompt for ``who``, echo a clean text. (what the upstream received, the audit file, each
+    answer or RpcError, and the proxy's stderr under "stderr")."""
+    got, audit = tmp_path / "received.jsonl", tmp_path / "audit.log"
+    command = [*MCPKIT, "proxy", "--redact", mode, "--audit", str(audit), "--", PY, LEAKY, str(got)]
+    out: dict[str, Any] = {}
+    async with Client(command, env=pythonpath()) as client:
+        for name, call in (("echo", lambda: client.call_tool("echo", ARGUMENTS)), ("leak", lambda: client.call_tool("leak")),
+                           ("read", lambda: client.read_resource("config://app")),
+                           ("prompt", lambda: client.get_prompt("setup", {"who": who})),
+                           ("clean", lambda: client.call_tool("echo", {"text": "no secret here"}))):
+            try:
+                out[name] = await call()
+            except RpcError as exc:
+                out[name] = exc
+        out["stderr"] = client.stderr
+    return got, audit, out
+
+
 @aio
 async def test_mask_keeps_secrets_from_the_upstream_and_the_client_and_audits_without_values(tmp_path: Path) -> None:
-    got, audit = tmp_path / "received.jsonl", tmp_path / "audit.log"
-    command = [*MCPKIT, "proxy", "--redact", "mask", "--audit", str(audit), "--", PY, LEAKY, str(got)]
-    async with Client(command, env=pythonpath()) as client:
-        echoed = await client.call_tool("echo", ARGUMENTS)
-        leaked = await client.call_tool("leak")
-        contents = await client.read_resource("config://app")
-        prompt = await client.get_prompt("setup", {"who": "bob"})
-        stderr = client.stderr
+    got, audit, out = await through_proxy(tmp_path, "mask", "bob")
+    echoed, leaked, contents, prompt, stderr = (out[k] for k in ("echo", "leak", "read", "prompt", "stderr"))
     # what the upstream received: the secrets masked where they were, the rest as sent
-    [call, *_] = received(got)
+    [call, *_, clean] = received(got)
+    assert clean["arguments"] == {"text": "no secret here"}
     assert call["arguments"] == {
         "text": "deploy with [redacted:aws-access-key] please", "n": 3,
         "nested": {"url": "postgres://app:[redacted:url-password]@db.example.com/prod", "ok": "nothing here"},
@@ -82,17 +97,8 @@ async def test_mask_keeps_secrets_from_the_upstream_and_the_client_and_audits_wi
 
 @aio
 async def test_refuse_sends_nothing_up_and_withholds_a_result_naming_kind_and_path(tmp_path: Path) -> None:
-    got, audit = tmp_path / "received.jsonl", tmp_path / "audit.log"
-    command = [*MCPKIT, "proxy", "--redact", "refuse", "--audit", str(audit), "--", PY, LEAKY, str(got)]
-    async with Client(command, env=pythonpath()) as client:
-        refused = await client.call_tool("echo", ARGUMENTS)
-        withheld = await client.call_tool("leak")
-        clean = await client.call_tool("echo", {"text": "no secret here"})
-        with pytest.raises(RpcError) as read:
-            await client.read_resource("config://app")
-        with pytest.raises(RpcError) as prompt:
-            await client.get_prompt("setup", {"who": f"bob {AWS_KEY}"})
-        stderr = client.stderr
+    got, audit, out = await through_proxy(tmp_path, "refuse", f"bob {AWS_KEY}")
+    refused, withheld, read, prompt, clean, stderr = (out[k] for k in ("echo", "leak", "read", "prompt", "clean", "stderr"))
     # the operator's log says it (masks only at -v: they are in the audit trail)
     assert "tool 'echo': refused 3 secrets in the arguments: aws-access-key at /text" in stderr
     assert_no_secret(stderr)
@@ -108,9 +114,9 @@ async def test_refuse_sends_nothing_up_and_withholds_a_result_naming_kind_and_pa
         {"kind": "aws-access-key", "path": "/content/0/text"}, {"kind": "github-token", "path": "/structuredContent/key"}]
     assert "structuredContent" not in withheld
     assert json.loads(clean["content"][0]["text"]) == {"text": "no secret here"}
-    assert read.value.code == -32603 and "aws-access-key at /contents/0/text" in read.value.message
-    assert prompt.value.code == -32602 and "aws-access-key at /who" in prompt.value.message
-    assert_no_secret(json.dumps([refused, withheld]) + read.value.message + prompt.value.message)
+    assert isinstance(read, RpcError) and read.code == -32603 and "aws-access-key at /contents/0/text" in read.message
+    assert isinstance(prompt, RpcError) and prompt.code == -32602 and "aws-access-key at /who" in prompt.message
+    assert_no_secret(json.dumps([refused, withheld]) + read.message + prompt.message)
     actions = [(line["action"], line["direction"]) for line in map(json.loads, audit.read_text().splitlines())
                if line.get("event") == "redaction"]
     assert actions == [("refused", "arguments"), ("refused", "result"), ("refused", "result"), ("refused", "arguments")]

@@ -154,26 +154,18 @@ def scan(value: Any, redactor: Redactor, found: list[tuple[str, str]], path: str
         return new
     if depth >= _MAX_DEPTH:
         return value
-    if isinstance(value, dict):
-        out: dict[str, Any] | None = None
-        for key, item in value.items():
+    if isinstance(value, (dict, list)):
+        # copied only once one of its items changed
+        out: Any = None
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
             if isinstance(item, (int, float, bool)) or item is None or key in _BINARY or key == "_meta":
                 continue
             new = scan(item, redactor, found, f"{path}/{_escape(str(key))}", depth + 1)
             if new is not item:
                 if out is None:
-                    out = dict(value)
+                    out = dict(value) if isinstance(value, dict) else list(value)
                 out[key] = new
         return value if out is None else out
-    if isinstance(value, list):
-        items: list[Any] | None = None
-        for i, item in enumerate(value):
-            new = scan(item, redactor, found, f"{path}/{i}", depth + 1)
-            if new is not item:
-                if items is None:
-                    items = list(value)
-                items[i] = new
-        return value if items is None else items
     return value
 
 
