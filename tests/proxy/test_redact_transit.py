@@ -217,3 +217,25 @@ async def test_redactions_are_counted_in_the_metrics(tmp_path: Path) -> None:
     page = metrics.render().decode()
     assert 'mcp_proxy_redactions_total{action="masked",direction="arguments",kind="aws-access-key",upstream="leaky"} 2.0' in page
     assert 'mcp_proxy_redactions_total{action="masked",direction="result",kind="github-token",upstream="leaky"} 1.0' in page
+
+
+def test_the_walk_names_json_pointers_skips_binary_and_meta_and_never_passes_deep_nesting_unscanned() -> None:
+    from mcpkit.policy.detectors import DEFAULT_KINDS
+    from mcpkit.policy.redact import Redactor
+    from mcpkit.proxy.redaction import MARKER, scan
+
+    redactor = Redactor(kinds=DEFAULT_KINDS, marker=MARKER)
+    clean = {"content": [{"type": "text", "text": "nothing"}], "n": 1}
+    found: list[tuple[str, str]] = []
+    assert scan(clean, redactor, found) is clean and found == []
+    binary = [{"type": "image", "data": AWS_KEY, "mimeType": "image/png"}, {"uri": "a://b", "blob": AWS_KEY}]
+    value = {"a/b~c": [AWS_KEY], "content": binary, "_meta": {"k": AWS_KEY}, "data": AWS_KEY}
+    out = scan(value, redactor, found)
+    assert out == {**value, "a/b~c": ["[redacted:aws-access-key]"], "data": "[redacted:aws-access-key]"}
+    assert found == [("aws-access-key", "/a~1b~0c/0"), ("aws-access-key", "/data")]
+    deep: Any = AWS_KEY
+    for _ in range(150):
+        deep = [deep]
+    found = []
+    out = scan({"x": deep}, redactor, found)
+    assert found == [("too-deep", "/x" + "/0" * 99)] and AWS_KEY not in json.dumps(out)

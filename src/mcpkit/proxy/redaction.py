@@ -40,8 +40,9 @@ log = logging.getLogger("mcpkit.proxy")
 MODES = ("mask", "refuse", "off")
 MARKER = "[redacted:{kind}]"
 _RULE_KEYS = {"mode", "arguments", "results", "kinds"}
-#: string fields that hold binary data (base64): not scanned, and secrets in them are not found
-_BINARY = frozenset({"blob", "data"})
+#: the base64 field of binary content: an image's or audio block's ``data``, a resource's ``blob``
+#: (not scanned, and secrets in them are not found); the same key anywhere else is scanned
+_BINARY = {"image": "data", "audio": "data"}
 _MAX_DEPTH = 100
 _MAX_LISTED = 20  # findings named in one error or audit line; the count says how many more
 
@@ -146,19 +147,25 @@ class _Scanner:
 
 def scan(value: Any, redactor: Redactor, found: list[tuple[str, str]], path: str = "", depth: int = 0) -> Any:
     """``value`` with every secret in its strings masked, the same object when clean; each
-    (kind, JSON pointer) is appended to ``found``. Dict keys, numbers and base64 fields
-    (``blob``, ``data``) are left as they are."""
+    (kind, JSON pointer) is appended to ``found``. Dict keys, numbers, ``_meta`` and binary
+    content (_BINARY) are left as they are; a container nested deeper than
+    _MAX_DEPTH is replaced whole (kind ``too-deep``)."""
     if isinstance(value, str):
         new, kinds = redactor.scan_text(value)
         found.extend((kind, path or "/") for kind in kinds)
         return new
-    if depth >= _MAX_DEPTH:
-        return value
+    if depth >= _MAX_DEPTH and isinstance(value, (dict, list)):
+        # not walked (the stack): replaced or refused whole, never passed on unscanned
+        found.append(("too-deep", path))
+        return MARKER.format(kind="too-deep")
     if isinstance(value, (dict, list)):
         # copied only once one of its items changed
         out: Any = None
+        binary = None
+        if isinstance(value, dict):
+            binary = "blob" if "uri" in value else _BINARY.get(value.get("type"))
         for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-            if isinstance(item, (int, float, bool)) or item is None or key in _BINARY or key == "_meta":
+            if isinstance(item, (int, float, bool)) or item is None or key == binary or key == "_meta":
                 continue
             new = scan(item, redactor, found, f"{path}/{_escape(str(key))}", depth + 1)
             if new is not item:
