@@ -6,6 +6,7 @@ come from --config; every redaction is audited without the value, and counted.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -177,7 +178,7 @@ def test_a_redaction_mistake_is_one_line_and_exit_2(tmp_path: Path, args: list[s
     else:
         args = [*args, "--", PY, LEAKY]
     done = subprocess.run([*MCPKIT, "proxy", *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-                          env={**__import__("os").environ})
+                          env={**os.environ})
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
@@ -239,3 +240,17 @@ def test_the_walk_names_json_pointers_skips_binary_and_meta_and_never_passes_dee
     found = []
     out = scan({"x": deep}, redactor, found)
     assert found == [("too-deep", "/x" + "/0" * 99)] and AWS_KEY not in json.dumps(out)
+
+
+def test_without_redact_the_proxy_imports_nothing_of_it() -> None:
+    code = ("import sys, argparse\n"
+            "from mcpkit.proxy.config import specs_of\n"
+            "from mcpkit.proxy.redactcli import redaction_for\n"
+            "args = argparse.Namespace(redact=None, redact_kinds=None)\n"
+            "specs = specs_of([], ['python', 'x.py'], None, None)\n"
+            "assert redaction_for(args, specs[0], specs, SystemExit) is None\n"
+            "print(sorted(m for m in sys.modules if m in ('mcpkit.proxy.redaction', 'mcpkit.policy.detectors')))\n")
+    done = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
