@@ -23,7 +23,8 @@ trail, which records every tool call's arguments. Secrets leak in two shapes, an
   and credentials on command lines: ``curl -u user:[REDACTED]``, ``--password [REDACTED]``
   (and ``--token``, ``--api-key``, ...), ``mysql -p[REDACTED]``, ``sshpass -p [REDACTED]``;
   ``user:[REDACTED]@host.example`` without a scheme, and payment card numbers (a network's
-  prefix and length, and a valid Luhn digit).
+  prefix and length, and a valid Luhn digit). The shapes live in policy/detectors.py, which
+  ``mcpkit proxy --redact`` shares (a Redactor with ``kinds`` and a ``marker``, proxy/redaction.py).
 
 Redaction is on the hot path (every audited tool call), so clean data costs one regex scan per
 string and no allocation: :meth:`Redactor.redact` returns the *same object* when nothing
