@@ -298,6 +298,7 @@ class Redactor:
         # compiled on first use: the default set takes tens of milliseconds to compile, which a
         # server should not spend before answering initialize when nothing has logged yet
         self._sources = tuple("|".join(alts) for alts in groups)
+        self._hinted = any(h is not None for h in self._hints)
         self._compiled: tuple[re.Pattern[str], ...] | None = None
         for source in sources:
             re.compile(source)  # a bad pattern of the caller's is still reported here
@@ -349,9 +350,16 @@ class Redactor:
 
     def redact_text(self, text: str) -> str:
         """``text`` with every credential-shaped part masked; ``text`` itself when clean."""
-        if len(text) < self._min_len:  # most strings of an audit line: no call further
+        if len(text) < self._min_len:
             return text
-        return self._text(text, None)
+        if self._hinted:
+            return self._text(text, None)
+        # the audit trail's path (every string of every audited call): no pre-filters to ask
+        out = text
+        for pattern in self._compiled or self._compile():
+            if pattern.search(out) is not None:
+                out = pattern.sub(self._replace, out)
+        return text if out == text else out
 
     def scan_text(self, text: str) -> tuple[str, list[str]]:
         """(:meth:`redact_text` of ``text``, the kind of each part masked, in order)."""
