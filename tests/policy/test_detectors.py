@@ -94,3 +94,11 @@ def test_the_audit_redactor_keeps_its_set_and_mask() -> None:
     text = f"{AWS} alice@example.com password: x1 SSN 123-45-6789"
     assert default_redactor().redact_text(text) == f"{DEFAULT_MASK} alice@example.com password: {DEFAULT_MASK} SSN 123-45-6789"
     assert sorted(Redactor().scan_text(text)[1]) == ["aws-access-key", "password-label"]
+
+
+def test_a_mailto_or_sip_uri_is_an_address_not_a_password() -> None:
+    for text in ("write to mailto:alice@example.com", "MAILTO:bob@example.com", "call sip:carol@example.com"):
+        assert default_redactor().redact_text(text) == text
+        assert transit("secrets").scan_text(text) == (text, [])
+    assert default_redactor().redact_text("scp deploy:pw12@host.example.com:/x") == \
+        f"scp deploy:{DEFAULT_MASK}@host.example.com:/x"

@@ -113,8 +113,9 @@ SHAPES: tuple[Shape, ...] = (
     ("s", r"shpass" + _start(7) + r"\s+-p\s*[\"']?(?P<secret>[^\s\"']+)", None, "cli-password"),
     # user:password@host without a scheme (scp, git, connection strings): anchored on the ':'
     # after a user name character, the password masked up to an '@' followed by a dotted host
-    # name or address (a bare word after '@' is too often prose: "10:30@cafe")
-    (":", r"(?<=[A-Za-z0-9._%+\-]:)(?P<secret>[^\s/@:\"'<>]{1,256})(?=@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+)",
+    # name or address (a bare word after '@' is too often prose: "10:30@cafe"); not after the
+    # schemes whose URIs are user@host with no password (mailto:alice@example.com)
+    (":", r"(?<=[A-Za-z0-9._%+\-]:)(?<!(?i:mailto):)(?<!(?i:sips):)(?<!(?i:sip):)(?<!(?i:xmpp):)(?P<secret>[^\s/@:\"'<>]{1,256})(?=@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+)",
      None, "url-password"),
     # payment card numbers: 13 to 19 digits, grouped by spaces or dashes or not, starting with
     # a network's digit; _check_card keeps only a known prefix and length with a valid Luhn digit
