@@ -167,6 +167,8 @@ async def test_the_cli_default_applies_under_an_upstream_entry_that_says_otherwi
     (["--redact-kinds", "pii"], None, "--redact-kinds needs --redact mask or --redact refuse"),
     ([], {"redact": {"mode": "scrub"}}, "mcpServers.x: redact mode must be mask, refuse or off, got 'scrub'"),
     ([], {"redact": {"kinds": ["aws"]}}, "mcpServers.x: unknown kind 'aws'"),
+    ([], {"redact": {"kinds": []}}, "mcpServers.x: no kind named; name kinds (private-key"),
+    (["--redact", "mask", "--redact-kinds", ","], None, "--redact-kinds: no kind named"),
     ([], {"redact": {"tools": {"t": {"results": "yes"}}}}, "mcpServers.x.tools.t: redact results must be true or false"),
     ([], {"redact": {"mask": True}}, "unknown redact key(s) mask"),
 ])

@@ -260,6 +260,9 @@ def expand_kinds(names: Iterable[str]) -> tuple[str, ...]:
     """The kinds that kind and group names (``secrets``, ``pii``, ``all``) stand for, in KINDS
     order; ValueError naming an unknown one and the known ones."""
     wanted: set[str] = set()
+    names = list(names)
+    if not names:
+        raise ValueError(f"no kind named; name kinds ({', '.join(KINDS)}) or groups ({', '.join(KIND_GROUPS)})")
     for name in names:
         if name in KIND_GROUPS:
             wanted.update(KIND_GROUPS[name])
