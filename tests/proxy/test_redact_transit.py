@@ -45,7 +45,7 @@ def assert_no_secret(text: str) -> None:
 
 async def through_proxy(tmp_path: Path, mode: str, who: str) -> tuple[Path, Path, dict[str, Any]]:
     """Behind `mcpkit proxy --redact MODE`: echo ARGUMENTS, call leak, read config://app, get the
-    prompt for ``who``, echo a clean text. (what the upstream received, the audit file, each
+    prompt for ``who``, complete its argument from a value holding a key, echo a clean text. (what the upstream received, the audit file, each
     answer or RpcError, and the proxy's stderr under "stderr")."""
     got, audit = tmp_path / "received.jsonl", tmp_path / "audit.log"
     command = [*MCPKIT, "proxy", "--redact", mode, "--audit", str(audit), "--", PY, LEAKY, str(got)]
@@ -54,6 +54,7 @@ async def through_proxy(tmp_path: Path, mode: str, who: str) -> tuple[Path, Path
         for name, call in (("echo", lambda: client.call_tool("echo", ARGUMENTS)), ("leak", lambda: client.call_tool("leak")),
                            ("read", lambda: client.read_resource("config://app")),
                            ("prompt", lambda: client.get_prompt("setup", {"who": who})),
+                           ("complete", lambda: client.complete("setup", "who", f"bo {AWS_KEY}")),
                            ("clean", lambda: client.call_tool("echo", {"text": "no secret here"}))):
             try:
                 out[name] = await call()
@@ -80,6 +81,8 @@ async def test_mask_keeps_secrets_from_the_upstream_and_the_client_and_audits_wi
     assert leaked["structuredContent"] == {"key": "[redacted:github-token]"}
     assert contents["contents"][0]["text"] == "AWS_ACCESS_KEY_ID=[redacted:aws-access-key]\nregion=eu-west-1"
     assert prompt["messages"][0]["content"]["text"] == "Hello bob, use token [redacted:github-token]"
+    assert out["complete"]["completion"]["values"] == ["bo [redacted:aws-access-key]x", "[redacted:github-token]"]
+    assert {"tool": "complete", "arguments": {"value": "bo [redacted:aws-access-key]"}} in received(got)
     # audited: kind, direction, path, tool, upstream; never a value
     text = audit.read_text()
     assert_no_secret(text)
@@ -92,6 +95,8 @@ async def test_mask_keeps_secrets_from_the_upstream_and_the_client_and_audits_wi
         ("leak", "result", "masked", [("aws-access-key", "/content/0/text"), ("github-token", "/structuredContent/key")]),
         ("resources/read", "result", "masked", [("aws-access-key", "/contents/0/text")]),
         ("prompts/get", "result", "masked", [("github-token", "/messages/0/content/text")]),
+        ("completion/complete", "arguments", "masked", [("aws-access-key", "/argument/value")]),
+        ("completion/complete", "result", "masked", [("github-token", "/completion/values/1")]),
     ]
     assert all(line["upstream"] and line["principal"] == "anonymous" for line in lines)
 
@@ -120,7 +125,9 @@ async def test_refuse_sends_nothing_up_and_withholds_a_result_naming_kind_and_pa
     assert_no_secret(json.dumps([refused, withheld]) + read.message + prompt.message)
     actions = [(line["action"], line["direction"]) for line in map(json.loads, audit.read_text().splitlines())
                if line.get("event") == "redaction"]
-    assert actions == [("refused", "arguments"), ("refused", "result"), ("refused", "result"), ("refused", "arguments")]
+    assert actions == [("refused", "arguments"), ("refused", "result"), ("refused", "result"), ("refused", "arguments"),
+                       ("refused", "arguments")]
+    assert isinstance(out["complete"], RpcError) and "aws-access-key at /argument/value" in out["complete"].message
     assert_no_secret(audit.read_text())
 
 

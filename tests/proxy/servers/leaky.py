@@ -1,7 +1,8 @@
 """A raw stdio MCP server (stdlib only) for the proxy's redaction in transit: ``echo`` answers
 the arguments it received and ``login`` takes a password, both writing what they received to the
 file given as argv[1] (one JSON line per call); ``leak`` answers a secret in its text and its
-structuredContent; the resource ``config://app`` and the prompt ``setup`` hold one too."""
+structuredContent; the resource ``config://app``, the prompt ``setup`` and the completions of its
+argument hold one too (a completion also writes the value it was asked to complete)."""
 
 import json
 import sys
@@ -40,7 +41,7 @@ def main():
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "protocolVersion": params["protocolVersion"],
-                "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+                "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "completions": {}},
                 "serverInfo": {"name": "leaky", "version": "1"}}})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
@@ -68,6 +69,10 @@ def main():
             received("prompt:setup", params.get("arguments") or {})
             send({"jsonrpc": "2.0", "id": mid, "result": {"messages": [
                 {"role": "user", "content": {"type": "text", "text": f"Hello {who}, use token {GITHUB_TOKEN}"}}]}})
+        elif method == "completion/complete":
+            value = params["argument"]["value"]
+            received("complete", {"value": value})
+            send({"jsonrpc": "2.0", "id": mid, "result": {"completion": {"values": [value + "x", GITHUB_TOKEN]}}})
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": mid, "result": {}})
         else:
