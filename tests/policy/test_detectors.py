@@ -52,6 +52,7 @@ def test_only_the_kinds_asked_for_are_looked_for() -> None:
     ("call +44 20 7946 0958 today", "phone"),
     ("call (415) 555-0199 today", "phone"),
     ("card 4111-1111-1111-1111 ok", "payment-card"),
+    ("Karte 4111 1111 1111 1111 für Müller", "payment-card"),
 ])
 def test_pii_and_cards_are_found_with_their_checks(text: str, kind: str) -> None:
     assert transit().scan_text(text)[1] == [kind]

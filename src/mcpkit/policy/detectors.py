@@ -175,36 +175,49 @@ PII_SHAPES: tuple[Shape, ...] = (
     (r"[0-9]", r"(?<![\d\-].)\d{2}-\d{2}-\d{4}(?![\d\-])", _check_ssn, "us-ssn"),
 )
 
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+_ZEROS = bytes.maketrans(b"0123456789", b"0000000000")
+
+
+def _digits(least: int) -> Callable[[str], bool]:
+    """A text with at least ``least`` digits (counted at C speed)."""
+    return lambda text: len(text) - len(text.translate(_NO_DIGITS)) >= least
+
+
+def _digit_run(least: int) -> Callable[[str], bool]:
+    """A text with ``least`` digits in a row once spaces and dashes are dropped, as a grouped
+    card number has (bytes.translate at C speed: 3 µs for 4 KiB where a regex takes 40). Text
+    that is not ASCII is always scanned: ``\\d`` also matches other scripts' digits."""
+    run = b"0" * least
+    return lambda text: not text.isascii() or run in text.encode().translate(_ZEROS, b" -")
+
+
 #: per kind, what a text must contain for a secret of that kind to be in it: literals (any of
-#: them, found at C speed with ``in``) or a number of digits (counted at C speed). A text without
-#: them skips that kind's regex, which would otherwise test every position: a 4 KiB result of
-#: prose is scanned only for the kinds it might hold.
-HINTS: dict[str, tuple[str, ...] | int] = {
+#: them, found at C speed with ``in``) or a test of its digits. A text without them skips that
+#: kind's regex, which would otherwise test every position: a 4 KiB result of prose is scanned
+#: only for the kinds it might hold.
+HINTS: dict[str, tuple[str, ...] | Callable[[str], bool]] = {
     # (a kind whose regex starts with one rare literal, AKIA or ghp_, needs none: re finds
     # that character faster than ``in`` finds a word)
     "url-password": ("@",),
     "http-auth": ("earer", "asic", "EARER", "ASIC"),
     "stripe-key": ("k_live_", "k_test_"),
     "cli-password": ("-u", "--", "-p"),
-    "payment-card": 13,
+    "payment-card": _digit_run(13),
     "password-assignment": ("=",),
     "password-label": (":",),
     "email": ("@",),
-    "phone": 8,
-    "iban": 10,
-    "us-ssn": 9,
+    "phone": _digits(8),
+    "iban": _digits(10),
+    "us-ssn": _digits(9),
 }
-_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def hint(kind: str) -> Callable[[str], bool] | None:
     """The pre-filter of ``kind`` (HINTS) as a test of a text; None: always scan."""
     found = HINTS.get(kind)
-    if found is None:
-        return None
-    if isinstance(found, int):
-        least = found
-        return lambda text: len(text) - len(text.translate(_NO_DIGITS)) >= least
+    if found is None or callable(found):
+        return found
     if len(found) == 1:
         literal = found[0]
         return lambda text: literal in text
