@@ -12,6 +12,7 @@ the API. Each server gets a registry of its own, so several servers in one proce
     mcp_server_active_sessions
     mcp_server_rate_limited_total{tool}                 calls refused with E_RATE_LIMITED
     mcp_server_bridge_up{bridge}                        1 while a bridge a tool requires is up
+    mcp_proxy_redactions_total{upstream, kind, direction, action}   secrets masked or refused in transit
 
 A method, tool or notification name the server does not know is counted as ``other``
 (observe/labels.py): the series stay bounded by what the server defines, whatever clients send.
@@ -59,6 +60,8 @@ class PrometheusMetrics:
         self.sessions = Gauge("mcp_server_active_sessions", "MCP sessions open now.", registry=self.registry)
         self.rate_limited = Counter("mcp_server_rate_limited", "Tool calls refused by a rate limit.", ["tool"],
                                     registry=self.registry)
+        self.redactions = Counter("mcp_proxy_redactions", "Secrets a proxy masked or refused in transit.",
+                                  ["upstream", "kind", "direction", "action"], registry=self.registry)
         self._server: Any = None
         self._open: set[int] = set()
         registry = self.registry
@@ -145,6 +148,11 @@ class PrometheusMetrics:
             outcome = "ok"
         self.requests.labels(state.method, state.tool, outcome).inc()
         self.duration.labels(state.method).observe(time.perf_counter() - state.started)
+
+    def redacted(self, upstream: str, kind: str, direction: str, action: str) -> None:
+        """One secret the proxy masked or refused (proxy/redaction.py): the labels are its
+        upstreams' names and fixed words, so the series stay bounded."""
+        self.redactions.labels(upstream, kind, direction, action).inc()
 
     def notification(self, session: Any, method: str, params: Any) -> None:
         self.notifications.labels(notification_label(session, method)).inc()

@@ -23,7 +23,8 @@ trail, which records every tool call's arguments. Secrets leak in two shapes, an
   and credentials on command lines: ``curl -u user:[REDACTED]``, ``--password [REDACTED]``
   (and ``--token``, ``--api-key``, ...), ``mysql -p[REDACTED]``, ``sshpass -p [REDACTED]``;
   ``user:[REDACTED]@host.example`` without a scheme, and payment card numbers (a network's
-  prefix and length, and a valid Luhn digit).
+  prefix and length, and a valid Luhn digit). The shapes live in policy/detectors.py, which
+  ``mcpkit proxy --redact`` shares (a Redactor with ``kinds`` and a ``marker``, proxy/redaction.py).
 
 Redaction is on the hot path (every audited tool call), so clean data costs one regex scan per
 string and no allocation: :meth:`Redactor.redact` returns the *same object* when nothing
@@ -39,13 +40,18 @@ standard ``logging`` records (message, arguments, traceback, stack).
 
 from __future__ import annotations
 
-import base64
-import binascii
+import functools
 import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
+
+# the detectors are shared with the proxy's redaction in transit (proxy/redaction.py)
+from .detectors import ASSIGNMENT_KINDS, KINDS, PII_SHAPES, SHAPES, Check, check_assigned, hint
+
+_SHAPES = SHAPES
+_Check = Check
 
 __all__ = [
     "DEFAULT_MASK",
@@ -151,102 +157,10 @@ def _last_words(key: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _check_auth(whole: str, secret: str) -> bool:
-    """Whether a ``Bearer``/``Basic`` match is a credential and not prose ("basic information")."""
-    if whole[:5].lower() == "basic":
-        # Basic credentials are base64("user:password"): decode to make sure.
-        try:
-            return b":" in base64.b64decode(secret, validate=True)
-        except (binascii.Error, ValueError):
-            return False
-    return not (secret.isalpha() and secret.islower())  # "bearer authentication"
-
-
-_Check = Callable[[str, str], bool]
-
-#: issuer prefixes (IIN) and lengths of the card networks: Visa, Mastercard (51-55, 2221-2720),
-#: American Express, Diners Club, Discover, JCB, UnionPay, Maestro
-_CARD = re.compile(r"4\d{12}(?:\d{3}){0,2}|5[1-5]\d{14}|2(?:2[2-9]|[3-6]\d|7[01])\d{13}|2720\d{12}|3[47]\d{13}"
-                   r"|3(?:0[0-5]|[689]\d)\d{11,16}|6(?:011|5\d\d|4[4-9]\d|2\d\d)\d{12,15}|35\d{14,17}"
-                   r"|6[37]\d{10,17}")
-
-
-def _check_card(whole: str, secret: str) -> bool:
-    """A run of digits is a payment card number only with a network's prefix and length and a
-    valid Luhn check digit: order numbers, timestamps and phone numbers mostly fail one."""
-    digits = "".join(c for c in whole if c.isdigit())
-    if _CARD.fullmatch(digits) is None:
-        return False
-    total = 0
-    for i, c in enumerate(reversed(digits)):
-        d = int(c) * (2 if i % 2 else 1)
-        total += d - 9 if d > 9 else d
-    return total % 10 == 0
-
-
-def _start(width: int) -> str:
-    """Placed after a shape's literal prefix of ``width`` characters: the character before the
-    prefix is not a letter, digit or ``_`` (a word merely containing a key prefix is safe).
-    Checking it after the literals, not before, keeps failed positions cheap."""
-    return f"(?<![A-Za-z0-9_].{{{width}}})"
-
-
-_END = r"(?![A-Za-z0-9_\-])"
-
-# Credential shapes in free text: (possible first characters, the rest, plausibility check).
-# Every alternative of the compiled regex starts with one literal character: re then skips,
-# with one character-set test, every position where no secret can start, instead of trying
-# each alternative there. That keeps clean text well under a microsecond per short string.
-# A group ``secret`` marks the part to mask (the rest is kept); without one the match is masked.
-_SHAPES: tuple[tuple[str, str, _Check | None], ...] = (
-    # PEM private key (RSA, EC, OPENSSH, PGP ... BLOCK); a truncated block is masked to the end.
-    ("-", r"----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-     None),
-    # URL userinfo (anchored on "://"): keep the scheme and user, mask the password.
-    (":", r"//[^\s/:@]*:(?P<secret>[^\s/@]+)(?=@)", None),
-    # HTTP authorization schemes, the scheme word kept; _check_auth spares plain prose.
-    ("Bb", r"(?:(?i:earer)" + _start(6) + r"|(?i:asic)" + _start(5) + r")"
-           r"\s+(?P<secret>[A-Za-z0-9._~+/\-]{8,}=*)", _check_auth),
-    # JWT: header.payload.signature, both JSON parts start with '{"' → "eyJ".
-    ("e", r"yJ" + _start(3) + r"[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*", None),
-    # AWS access key ids (long-term AKIA, temporary ASIA) and Google API keys (AIza).
-    ("A", r"(?:KIA|SIA|Iza)" + _start(4) + r"(?:(?<=KIA|SIA)[A-Z0-9]{16}|(?<=Iza)[A-Za-z0-9_\-]{35})" + _END,
-     None),
-    # GitHub personal/OAuth/user/server/refresh tokens and fine-grained PATs.
-    ("g", r"(?:h[pousr]_" + _start(4) + r"[A-Za-z0-9]{30,}|ithub_pat_" + _start(11) + r"[A-Za-z0-9_]{22,})"
-          + _END, None),
-    # Slack bot/user/app/config tokens.
-    ("x", r"ox[abposr]-" + _start(5) + r"[A-Za-z0-9\-]{10,}", None),
-    # Stripe secret/restricted keys; OpenAI (sk-, sk-proj-) and Anthropic (sk-ant-) keys.
-    ("s", r"k" + _start(2) + r"(?:_(?:live|test)_[A-Za-z0-9]{16,}|-[A-Za-z0-9_\-]{20,})", None),
-    ("r", r"k_(?:live|test)_" + _start(8) + r"[A-Za-z0-9]{16,}", None),
-    # Command lines: curl -u/--user user:password (the user kept), a password-like long option
-    # followed by its value (a case-blind alternation is slow to fail: the first letters are
-    # tested first), mysql's -pPASSWORD (no space), sshpass -p PASSWORD.
-    # (-uuser:password needs no space; a quoted pair is masked to its closing quote)
-    ("-", r"(?:u" + _start(2) + r"|-user" + _start(6) + r")(?:\s+|=|(?<=-u))(?P<cq>[\"'])?[^\s:\"'\-][^\s:\"']*:"
-          r"(?P<secret>(?(cq)[^\"'\n]+|[^\s\"']+))", None),
-    ("-", r"-(?=[PpTtSsAaCc])(?i:password|passwd|pass|pwd|passphrase|token|secret|api-key|apikey|auth-token|access-token"
-          r"|client-secret)(?:\s+|=)[\"']?(?P<secret>[^\s\"'\-][^\s\"']*)", None),
-    # (the scan for -p stops at the next mysql/mariadb, so a text full of them stays linear)
-    ("m", r"(?:ysql" + _start(5) + r"(?:dump|admin|import|show|check)?|ariadb" + _start(7) + r"(?:-dump|-admin)?)"
-          + r"(?=\s)(?:(?!m(?:ysql|ariadb))[^\n|;&]){0,200}?\s-p[\"']?(?P<secret>[^\s\"']+)", None),
-    ("s", r"shpass" + _start(7) + r"\s+-p\s*[\"']?(?P<secret>[^\s\"']+)", None),
-    # user:password@host without a scheme (scp, git, connection strings): anchored on the ':'
-    # after a user name character, the password masked up to an '@' followed by a dotted host
-    # name or address (a bare word after '@' is too often prose: "10:30@cafe")
-    (":", r"(?<=[A-Za-z0-9._%+\-]:)(?P<secret>[^\s/@:\"'<>]{1,256})(?=@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+)",
-     None),
-    # payment card numbers: 13 to 19 digits, grouped by spaces or dashes or not, starting with
-    # a network's digit; _check_card keeps only a known prefix and length with a valid Luhn digit
-    # (the first digit is kept, like the masked forms cards are printed in)
-    ("23456", _start(1) + r"(?P<secret>(?:[ \-]?\d){12,18})(?![\d])", _check_card),
-)
-
 #: The credential shapes as stand-alone regex sources (what the default :class:`Redactor`
 #: finds in text besides ``password=...`` assignments), e.g. to extend a custom pattern list.
 DEFAULT_PATTERNS: tuple[str, ...] = tuple(
-    (re.escape(first) if len(first) == 1 else f"[{first}]") + rest for first, rest, _ in _SHAPES
+    (re.escape(first) if len(first) == 1 else f"[{first}]") + rest for first, rest, _, _ in _SHAPES
 )
 
 # A ``password=...`` assignment, anchored on the separator: the key words before it are
@@ -316,6 +230,13 @@ class Redactor:
     group ``secret``; the rest of its match is kept. ``extra_keys``/``extra_patterns`` add to
     ``keys``/``patterns`` instead of replacing them. Patterns that start with a literal
     character scan fastest.
+
+    ``kinds`` (policy/detectors.KINDS) keeps only the built-in detectors of those kinds, the PII
+    ones included when named; None: every credential shape and both assignment forms, no PII
+    (the audit trail's set). Under ``kinds`` an assigned value that is plainly code or a
+    placeholder (``password = getpass()``, ``${DB_PASSWORD}``) is spared. ``marker`` masks
+    with ``marker.format(kind=...)`` (``"[redacted:{kind}]"``) instead of ``mask``.
+    :meth:`scan_text` also says which kinds it masked.
     """
 
     def __init__(
@@ -327,10 +248,16 @@ class Redactor:
         extra_keys: Iterable[str] = (),
         extra_patterns: Iterable[str | re.Pattern[str]] = (),
         whole_words: Iterable[str] | None = None,
+        kinds: Iterable[str] | None = None,
+        marker: str | None = None,
     ) -> None:
         if not mask:
             raise ValueError("the mask must be a non-empty string")
         self.mask = mask
+        self.marker = marker
+        #: what every mask begins with: a match that starts with it is masked already
+        self._masked = mask if marker is None else marker.split("{kind}")[0] or mask
+        wanted = None if kinds is None else frozenset(kinds)
         if whole_words is None:  # the default keys come with the default whole words
             whole_words = DEFAULT_SECRET_WORDS if keys is DEFAULT_SECRET_KEYS else ()
         whole = [w.lower() for w in whole_words if w.strip("-_. ")]
@@ -342,30 +269,47 @@ class Redactor:
         #: the keys of _cache that name no secret: a dict of only these, holding only numbers,
         #: booleans and None, has nothing to mask (checked in C, without a loop in Python)
         self._plain_keys: set[str] = set()
-        # rule number (group ``p<n>``) → (name of its secret group or None, check or None)
-        self._rules: list[tuple[str | None, _Check | None]] = []
-        fast: list[str] = []  # alternatives each starting with a literal character
-        if words or whole:
+        # rule number (group ``p<n>``) → (name of its secret group or None, check or None, kind)
+        self._rules: list[tuple[str | None, _Check | None, str]] = []
+        fast: list[tuple[str, str]] = []  # (kind, alternative), each starting with a literal character
+        assigned = [c for c, kind in ASSIGNMENT_KINDS.items() if wanted is None or kind in wanted]
+        if (words or whole) and assigned:
             body = _assignment(words, whole)
-            fast.extend(self._rule(c, body, None) for c in ":=")
+            check = None if wanted is None else check_assigned
+            fast.extend((ASSIGNMENT_KINDS[c], self._rule(c, body, check, ASSIGNMENT_KINDS[c])) for c in assigned)
         if patterns is None:
-            for first, rest, check in _SHAPES:
-                fast.extend(self._rule(re.escape(c), rest, check) for c in first)
+            for first, rest, check, kind in _SHAPES:
+                if wanted is None or kind in wanted:
+                    fast.extend((kind, self._rule(re.escape(c), rest, check, kind)) for c in first)
         sources = [_source(p) for p in (*(patterns or ()), *extra_patterns)]
-        slow = [self._rule("", src, None) for src in sources]
+        slow = [("pattern", self._rule("", src, None, "pattern")) for src in sources]
+        pii = [shape for shape in PII_SHAPES if wanted is not None and shape[3] in wanted]
+        slow.extend((kind, self._rule(first, rest, check, kind)) for first, rest, check, kind in pii)
+        if wanted is None:  # one alternation: the audit trail's short strings, one scan each
+            groups = [[alt for _, alt in alts] for alts in (fast, slow) if alts]
+            self._hints: tuple[Callable[[str], bool] | None, ...] = (None,) * len(groups)
+        else:  # a regex per kind, skipped when its pre-filter says the text cannot hold one
+            by_kind: dict[str, list[str]] = {kind: [] for kind in KINDS if kind in wanted}  # KINDS order:
+            for kind, alt in (*fast, *slow):  # --password=x is a cli-password before it is an assignment
+                by_kind.setdefault(kind, []).append(alt)
+            by_kind = {kind: alts for kind, alts in by_kind.items() if alts}
+            groups = list(by_kind.values())
+            self._hints = tuple(hint(kind) for kind in by_kind)
         # compiled on first use: the default set takes tens of milliseconds to compile, which a
         # server should not spend before answering initialize when nothing has logged yet
-        self._sources = tuple("|".join(alts) for alts in (fast, slow) if alts)
+        self._sources = tuple("|".join(alts) for alts in groups)
+        self._hinted = any(h is not None for h in self._hints)
         self._compiled: tuple[re.Pattern[str], ...] | None = None
         for source in sources:
             re.compile(source)  # a bad pattern of the caller's is still reported here
         # Text shorter than any possible match skips the scan: most argument strings are short
         # (ids, names, enum values). A key word needs itself, a separator and one character.
         widths = [_min_width(src) for src in sources]
-        if words or whole:
+        if (words or whole) and assigned:
             widths.append(min(len(w) for w in (*self._suffixes, *whole)) + 2)
         if patterns is None:
             widths.append(_SHAPES_MIN_WIDTH)
+        widths.extend(_min_width(first + rest) for first, rest, _, _ in pii)
         self._min_len = min(widths, default=0)
 
     def compile(self) -> None:
@@ -378,12 +322,12 @@ class Redactor:
                 self._compiled = tuple(re.compile(source) for source in self._sources)
         return self._compiled
 
-    def _rule(self, first: str, body: str, check: _Check | None) -> str:
+    def _rule(self, first: str, body: str, check: _Check | None, kind: str) -> str:
         """One alternative: ``first`` then ``body`` in group ``p<n>``, its ``secret`` group renamed
         ``s<n>`` (group names are unique across the alternatives of one regex)."""
         n = len(self._rules)
         secret = f"s{n}" if "(?P<secret>" in body else None
-        self._rules.append((secret, check))
+        self._rules.append((secret, check, kind))
         return f"{first}(?P<p{n}>{body.replace('(?P<secret>', f'(?P<s{n}>')})"
 
     # -- keys -----------------------------------------------------------------------------
@@ -408,27 +352,52 @@ class Redactor:
         """``text`` with every credential-shaped part masked; ``text`` itself when clean."""
         if len(text) < self._min_len:
             return text
+        if self._hinted:
+            return self._text(text, None)
+        # the audit trail's path (every string of every audited call): no pre-filters to ask
         out = text
         for pattern in self._compiled or self._compile():
             if pattern.search(out) is not None:
                 out = pattern.sub(self._replace, out)
         return text if out == text else out
 
-    def _replace(self, m: re.Match[str]) -> str:
+    def scan_text(self, text: str) -> tuple[str, list[str]]:
+        """(:meth:`redact_text` of ``text``, the kind of each part masked, in order)."""
+        found: list[str] = []
+        return self._text(text, found), found
+
+    def _text(self, text: str, found: list[str] | None) -> str:
+        if len(text) < self._min_len:
+            return text
+        out = text
+        replace = self._replace if found is None else functools.partial(self._replace, found=found)
+        for pattern, hint in zip(self._compiled or self._compile(), self._hints):
+            if (hint is None or hint(out)) and pattern.search(out) is not None:
+                out = pattern.sub(replace, out)
+        return text if out == text else out
+
+    def _replace(self, m: re.Match[str], found: list[str] | None = None) -> str:
         whole = m.group(0)
-        secret_group, check = self._rules[int((m.lastgroup or "p0")[1:])]
+        secret_group, check, kind = self._rules[int((m.lastgroup or "p0")[1:])]
         if secret_group is None:
-            return self.mask
-        start, end = m.span(secret_group)
+            start, end = m.span()
+            if whole.startswith(self._masked) or check is not None and not check(whole, whole):
+                return whole
+        else:
+            start, end = m.span(secret_group)
+            if m.string.startswith(self._masked, start):
+                return whole  # already redacted: idempotence
         secret = m.string[start:end]
-        if m.string.startswith(self.mask, start):
-            return whole  # already redacted: idempotence
         offset = m.start()
         if check is not None and not check(whole, secret):
             # Not a credential after all; other shapes may still hide inside it.
-            masked = self.redact_text(secret)
+            masked = self._text(secret, found)
         else:
-            masked = self.mask
+            if kind in _ASSIGNED and _SCHEME.search(whole, 0, start - offset) is not None:
+                kind = "http-auth"  # Authorization: Bearer ...: the key word's rule matched first
+            masked = self.mask if self.marker is None else self.marker.format(kind=kind)
+            if found is not None:
+                found.append(kind)
         return whole[: start - offset] + masked + whole[end - offset:]
 
     # -- data -----------------------------------------------------------------------------
@@ -491,6 +460,8 @@ class Redactor:
 
 
 _LEAVES = frozenset({int, float, bool, type(None)})
+_ASSIGNED = frozenset(ASSIGNMENT_KINDS.values())
+_SCHEME = re.compile(r"(?i:bearer|basic)\s")
 
 
 def _min_width(source: str) -> int:

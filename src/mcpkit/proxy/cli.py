@@ -56,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .scancli import add_proxy_arguments as add_scan_arguments
 
     add_scan_arguments(parser)
+    from .redactcli import add_proxy_arguments as add_redact_arguments
+
+    add_redact_arguments(parser)
     upstream = parser.add_argument_group("upstream connections")
     upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                           help="an HTTP header for URL targets (repeatable)")
@@ -255,13 +258,16 @@ def run(args: argparse.Namespace) -> int:
             from .pin import Pin
 
             pin = Pin(lock, key_of(spec.name), strict=args.pin_strict)
+        from .redactcli import redaction_for
+
+        redact = redaction_for(args, spec, specs, _fail)
         try:
             with _quiet_start(len(specs) == 1 and not getattr(args, "verbose", False)):
                 upstream = server.mount(
                     spec.target, prefix=prefix, name=spec.name, separator=args.separator,
                     prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
                     timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
-                    flatten_schemas=args.flatten_schemas, pin=screen_for(args, spec, pin, shadows),
+                    flatten_schemas=args.flatten_schemas, pin=screen_for(args, spec, pin, shadows), redact=redact,
                     **spec.options(),
                 )
         except ValueError as exc:

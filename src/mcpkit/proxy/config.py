@@ -67,6 +67,8 @@ class UpstreamSpec:
     sandbox: Any = None
     #: this upstream's poisoning scan ("off", "warn", "block"), over --scan (proxy/scan.py)
     scan: str | None = None
+    #: the entry's "redact" settings, checked (proxy/redaction.py); over --redact's
+    redact: Any = None
 
     def pass_env(self, names: list[str]) -> None:
         """Pass these names of the proxy's environment too (``--pass-env``)."""
@@ -208,8 +210,16 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise ConfigError(f"{at}: an {kind} server needs \"url\": \"https://...\"")
             target = url
+        redact = entry.get("redact")
+        if redact is not None:
+            from .redaction import RedactPolicy
+
+            try:
+                RedactPolicy.of(redact, at)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         out.append(UpstreamSpec(
-            name, target, kind,
+            name, target, kind, redact=redact,
             env={k: _expand(v, at) for k, v in env.items()} if env else None,
             cwd=entry.get("cwd") if isinstance(entry.get("cwd"), str) else None,
             headers={k: _expand(v, at) for k, v in headers.items()},

@@ -66,7 +66,7 @@ class Upstream:
     ``protocol_version`` build the Client; ``timeout`` bounds each upstream request (seconds, None:
     unbounded); ``probe_interval`` is how often the link is pinged; ``connect_timeout`` bounds one
     connection attempt; ``pin`` (a :class:`mcpkit.proxy.pin.Pin`) withholds what changed since it
-    was pinned.
+    was pinned; ``redact`` (a mode or settings, proxy/redaction.py) masks or refuses secrets in transit.
     """
 
     def __init__(
@@ -91,6 +91,7 @@ class Upstream:
         connect_timeout: float = 30.0,
         flatten_schemas: bool = False,
         pin: Any = None,
+        redact: Any = None,
     ) -> None:
         self.server = server
         self.target = target
@@ -153,6 +154,11 @@ class Upstream:
             reset_timeout=1.0, call_errors=(ClientError,),
         )
         self.bridge.on_change(self._on_bridge)
+        self.redaction: Any = None  # the RedactPolicy whose guard wraps _forward (only when on)
+        if redact is not None:
+            from .redaction import guard
+
+            guard(self, redact)
         with changing(server) as hub:
             hub.upstreams.append(self)
             for other in hub.upstreams[:-1]:
