@@ -156,33 +156,71 @@ def _unrunnable(spec: Any) -> str | None:
     return None
 
 
+def _profiles(args: argparse.Namespace, specs: list[Any]) -> list[Any]:
+    """The profiles of the --config file (proxy/profiles.py): served over HTTP only."""
+    if not args.config:
+        return []
+    from .config import ConfigError
+    from .pincli import key_of
+    from .profiles import load_profiles
+
+    try:
+        profiles = load_profiles(args.config, [key_of(spec.name) for spec in specs])
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    if profiles and args.http is None:
+        raise _fail(f'the "profiles" of {args.config} are HTTP endpoints: add --http HOST:PORT')
+    if profiles and args.metrics:
+        raise _fail(f'--metrics is not served with the "profiles" of {args.config}: drop --metrics')
+    return profiles
+
+
+def _profiles_app(server: Any, profiles: list[Any], keys: dict[str, Any], options: dict[str, Any]) -> Any:
+    """The HTTP app of a proxy with profiles: theirs, /healthz and /readyz (transports/health.py)."""
+    from ..transports.health import HealthRoutes
+    from ..transports.http_guard import HostGuard
+    from .profiles import ProfilesApp, build_profiles
+
+    auth = options.pop("auth", None)
+    try:
+        apps = build_profiles(server, profiles, {id(u): key for key, u in keys.items()}, auth, options)
+    except (ValueError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    guard = HostGuard(options.get("allowed_hosts"), [*(options.get("allowed_origins") or ()),
+                                                     *(options.get("cors_origins") or ())])
+    from .readiness import readiness
+
+    return HealthRoutes(ProfilesApp(apps), guard, readiness(keys))
+
+
+def _announce_profiles(server: Any, profiles: list[Any], root: str | None) -> Any:
+    from ..startup import announce
+
+    def ready(base: str) -> None:
+        urls = ", ".join(f"{base}{root or ''}{p.path} ({p.name})" for p in profiles)
+        announce(f"mcpkit proxy: serving {server.name} as {len(profiles)} profile(s): {urls}")
+
+    return ready
+
+
 def build_policy(args: argparse.Namespace) -> Any:
     """The Policy the guard-rail options describe, or None when none is asked for."""
     from ..policy.gates import env_flag
 
     read_only = args.read_only or env_flag("MCPKIT_READ_ONLY", False)
-    if not (read_only or args.deny_destructive or args.deny_open_world or args.audit or args.rate_limit):
-        return None
-    from ..policy.audit import AuditLog
-    from ..policy.config import Policy
-    from ..policy.gates import Gates
-    from ..policy.ratelimit import RateLimiter
+    from .profiles import guard_policy
 
+    # the messages name what would change the answer: the proxy's own flags, or the variable
+    switches = (("read_only", "--read-only" if args.read_only else "MCPKIT_READ_ONLY"),
+                ("allow_destructive", "--deny-destructive"), ("allow_open_world", "--deny-open-world"))
     try:
-        audit = AuditLog(args.audit) if args.audit else None
-        if audit is not None:
-            audit.open()
-        limiter = RateLimiter(args.rate_limit) if args.rate_limit else None
+        return guard_policy(read_only=read_only, deny_destructive=args.deny_destructive,
+                            deny_open_world=args.deny_open_world, audit=args.audit, rate_limit=args.rate_limit,
+                            switches=switches)
     except OSError as exc:
         raise _fail(exc.strerror or str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise _fail(str(exc)) from None
-    # the messages name what would change the answer: the proxy's own flags, or the variable
-    switches = (("read_only", "--read-only" if args.read_only else "MCPKIT_READ_ONLY"),
-                ("allow_destructive", "--deny-destructive"), ("allow_open_world", "--deny-open-world"))
-    gates = Gates(read_only=read_only, allow_destructive=not args.deny_destructive,
-                  allow_open_world=not args.deny_open_world, switches=switches, declared_in="--tool-policy")
-    return Policy(gates=gates, audit=audit, rate_limiter=limiter, redact_logs=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -190,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
 
     cli._refuse_misplaced(args)  # an HTTP option on stdio is refused, as by `mcpkit serve`
     specs = _specs(args)
+    profiles = _profiles(args, specs)
     from .._extras import require
 
     # every optional package the options and the upstreams need, named at once before any starts
@@ -249,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise _fail(str(exc)) from None
         upstreams.append(upstream)
+    keys = {key_of(spec.name): upstream for spec, upstream in zip(specs, upstreams)}
     try:
         if len(upstreams) == 1:
             only = upstreams[0]
@@ -272,9 +312,15 @@ def run(args: argparse.Namespace) -> int:
                 options["max_message_bytes"] = args.max_message_bytes
             run_stdio(server, out_fd=out_fd, **options)
         else:
+            from .readiness import readiness
+
             host, port = args.http
+            options = cli._http_options(args, auth)
+            if profiles:
+                options = {"app": _profiles_app(server, profiles, keys, options), "on_ready": _announce_profiles(
+                    server, profiles, args.root_path)}
             server.run("http", host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout,
-                       limits=limits, sock=sock, loop=args.loop, **cli._http_options(args, auth))
+                       limits=limits, sock=sock, loop=args.loop, readiness=readiness(keys), **options)
     finally:
         if sock is not None:
             sock.close()  # served and closed by uvicorn, or never served: an upstream did not start
