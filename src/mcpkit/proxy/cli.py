@@ -66,6 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="longest wait for one connection attempt (default 30)")
     upstream.add_argument("--probe-interval", type=_seconds, default=5.0, metavar="SECONDS",
                           help="how often each upstream is pinged (default 5)")
+    from ..cli import _positive_int
+
+    upstream.add_argument("--max-response-bytes", type=_positive_int, metavar="BYTES",
+                          help="refuse an upstream answer larger than this, read past without holding it "
+                          "(default 16 MiB, or \"max_response_bytes\" in --config)")
 
 
 def _fail(message: str) -> SystemExit:
@@ -229,6 +234,13 @@ def run(args: argparse.Namespace) -> int:
     cli._refuse_misplaced(args)  # an HTTP option on stdio is refused, as by `mcpkit serve`
     specs = _specs(args)
     profiles = _profiles(args, specs)
+    from .config import ConfigError
+    from .sizecap import max_response_bytes
+
+    try:
+        cap = max_response_bytes(args.max_response_bytes, args.config)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
     from .._extras import require
 
     # every optional package the options and the upstreams need, named at once before any starts
@@ -282,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
                     spec.target, prefix=prefix, name=spec.name, separator=args.separator,
                     prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
                     timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
-                    flatten_schemas=args.flatten_schemas, pin=pin,
+                    flatten_schemas=args.flatten_schemas, pin=pin, max_response_bytes=cap,
                     **spec.options(),
                 )
         except ValueError as exc:
