@@ -114,6 +114,11 @@ async def test_two_profiles_serve_their_own_subsets_policies_credentials_and_ses
                                          "2025-06-18", **_bearer(ADMIN_TOKEN)})
             assert crossed.status_code == 404, crossed.text
             assert http.get(f"{base}/mcp").status_code == 404  # with profiles, only they are served
+            # each profile's OAuth metadata is at its own path-aware well-known URL, which its 401 names
+            challenge = http.post(f"{base}/p/support/mcp", json={}, headers={"Accept": ACCEPT})
+            metadata = f"{base}/.well-known/oauth-protected-resource/p/support/mcp"
+            assert metadata in challenge.headers["www-authenticate"], challenge.headers
+            assert http.get(metadata).json()["resource"] == f"{base}/p/support/mcp"
             assert http.get(f"{base}/healthz").json() == {"status": "ok"}
             ready = http.get(f"{base}/readyz")
             assert ready.status_code == 200, ready.text
@@ -174,3 +179,31 @@ def test_profiles_need_http(tmp_path: Path) -> None:
     done = subprocess.run([PY, "-m", "mcpkit", "proxy", "--config", config], capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and "add --http HOST:PORT" in done.stderr, done.stderr
+
+
+class _Upstream:
+    def __init__(self, up: bool, error: str | None = None, held: int = 0, pinned: bool = False) -> None:
+        self.up = up
+        self.connect_error = error
+        self.last_error = None
+        self.pin = object() if pinned else None
+        self._tools = {f"t{i}": ("t", {}, {}, (), None, object()) for i in range(held)}
+        self._tools["free"] = ("free", {}, {}, (), None, None)
+
+
+def test_readiness_redacts_what_a_stranger_may_read() -> None:
+    from mcpkit.proxy.readiness import readiness
+
+    error = ("HTTP request to https://bot:s3cretpass@mcp.example.com/mcp?api_key=abcdef0123 failed; "
+             "stderr: Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl " + "x" * 400)
+    ready, details = readiness({"files": _Upstream(True, held=2, pinned=True), "web": _Upstream(False, error),
+                                "new": _Upstream(False)})()
+    assert ready is False
+    states = details["upstreams"]
+    assert states["files"] == {"state": "connected", "withheld": 2}
+    assert states["new"] == {"state": "connecting"}
+    web = states["web"]
+    assert web["state"] == "failed" and "mcp.example.com" in web["error"] and len(web["error"]) <= 303
+    for secret in ("s3cretpass", "abcdef0123", "eyJhbGciOiJIUzI1NiJ9"):
+        assert secret not in web["error"], web["error"]
+    assert readiness({"files": _Upstream(True)})() == (True, {"upstreams": {"files": {"state": "connected"}}})
