@@ -11,23 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpkit import Server
 from mcpkit.auth import StaticTokens
 from mcpkit.auth.resource import ResourceServer
 from tests.test_http import free_port, wait_listening
+from tests.test_http_hosting import _server
 
 aio = pytest.mark.asyncio
 TOKEN = "a-long-enough-static-token-0123456789abcdef"
-
-
-def _server() -> Server:
-    server = Server("probed", "1.0")
-
-    @server.tool(read_only=True, open_world=False)
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    return server
 
 
 async def _get(app: Any, path: str, *, host: str = "127.0.0.1", method: str = "GET") -> httpx.Response:
@@ -90,3 +80,17 @@ def test_mcpkit_serve_http_answers_healthz() -> None:
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+@aio
+async def test_readyz_is_503_once_the_graceful_shutdown_began_while_healthz_stays_200() -> None:
+    app = _server().http_app()
+    assert (await _get(app, "/readyz")).status_code == 200
+    await _get(app, "/mcp")  # the first MCP request starts the app on this loop (as the lifespan does)
+    app.drain(30.0)
+    try:
+        draining = await _get(app, "/readyz")
+        assert draining.status_code == 503 and draining.json() == {"status": "draining"}
+        assert (await _get(app, "/healthz")).status_code == 200
+    finally:
+        app.close_all()
