@@ -156,6 +156,16 @@ def test_readyz_is_503_while_an_upstream_is_down_and_200_once_it_is_up(tmp_path:
         assert ready.json()["upstreams"]["flaky"] == {"state": "connected"}
 
 
+def test_an_upstream_not_required_is_listed_but_not_waited_for(tmp_path: Path) -> None:
+    failing = {"command": PY, "args": ["-c", "import sys; sys.exit(3)"], "required": False}
+    config = _config(tmp_path, {"ref": REF, "extra": failing})
+    with proxy("--config", config) as (port, _):
+        ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30)
+        assert ready.status_code == 200, ready.text
+        extra = ready.json()["upstreams"]["extra"]
+        assert extra["state"] == "failed" and extra["required"] is False, extra
+
+
 @pytest.mark.parametrize(("profiles", "message"), [
     ({"p": {"tools": {"nope": ["*"]}}}, "profiles.p.tools names upstream(s) nope, which the proxy does not have"),
     ({"p": {"tool": {}}}, "profiles.p: unknown key(s) tool"),

@@ -180,7 +180,7 @@ def _profiles(args: argparse.Namespace, specs: list[Any]) -> list[Any]:
     return profiles
 
 
-def _profiles_app(server: Any, profiles: list[Any], keys: dict[str, Any], options: dict[str, Any]) -> Any:
+def _profiles_app(server: Any, profiles: list[Any], ready: Any, keys: dict[str, Any], options: dict[str, Any]) -> Any:
     """The HTTP app of a proxy with profiles: theirs, /healthz and /readyz (transports/health.py)."""
     from ..transports.health import HealthRoutes
     from ..transports.http_guard import HostGuard
@@ -193,9 +193,7 @@ def _profiles_app(server: Any, profiles: list[Any], keys: dict[str, Any], option
         raise _fail(str(exc)) from None
     guard = HostGuard(options.get("allowed_hosts"), [*(options.get("allowed_origins") or ()),
                                                      *(options.get("cors_origins") or ())])
-    from .readiness import readiness
-
-    return HealthRoutes(ProfilesApp(apps), guard, readiness(keys))
+    return HealthRoutes(ProfilesApp(apps), guard, ready)
 
 
 def _announce_profiles(server: Any, profiles: list[Any], root: str | None) -> Any:
@@ -301,6 +299,7 @@ def run(args: argparse.Namespace) -> int:
             raise _fail(str(exc)) from None
         upstreams.append(upstream)
     keys = {key_of(spec.name): upstream for spec, upstream in zip(specs, upstreams)}
+    optional = frozenset(key_of(spec.name) for spec in specs if not spec.required)
     try:
         if len(upstreams) == 1:
             only = upstreams[0]
@@ -329,10 +328,10 @@ def run(args: argparse.Namespace) -> int:
             host, port = args.http
             options = cli._http_options(args, auth)
             if profiles:
-                options = {"app": _profiles_app(server, profiles, keys, options), "on_ready": _announce_profiles(
-                    server, profiles, args.root_path)}
+                options = {"app": _profiles_app(server, profiles, readiness(keys, optional), keys, options),
+                           "on_ready": _announce_profiles(server, profiles, args.root_path)}
             server.run("http", host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout,
-                       limits=limits, sock=sock, loop=args.loop, readiness=readiness(keys), **options)
+                       limits=limits, sock=sock, loop=args.loop, readiness=readiness(keys, optional), **options)
     finally:
         if sock is not None:
             sock.close()  # served and closed by uvicorn, or never served: an upstream did not start

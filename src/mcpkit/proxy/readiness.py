@@ -1,6 +1,7 @@
 """What ``/readyz`` of ``mcpkit proxy --http`` says of its upstreams (transports/health.py).
 
-Ready when every upstream is connected. The body lists each upstream by its key (``NAME=`` or the
+Ready when every required upstream is connected (an entry of ``--config`` with ``"required": false``
+is listed but not waited for). The body lists each upstream by its key (``NAME=`` or the
 ``--config`` key; ``default`` for one unnamed): ``connected``, ``connecting`` (no attempt has
 failed yet) or ``failed`` (the last attempt failed; it is retried with backoff) with that error,
 and with ``--pin`` how many of its tools are withheld. The page needs no credential (a load
@@ -22,8 +23,10 @@ _QUERY = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s?#'\"]*)\?[^\s'\"]*", re.IGNORE
 _MAX_ERROR = 300
 
 
-def readiness(upstreams: dict[str, Any]) -> Callable[[], tuple[bool, dict[str, Any]]]:
-    """The readiness check of the proxy whose upstreams are ``{key: Upstream}``."""
+def readiness(upstreams: dict[str, Any], optional: frozenset[str] = frozenset()
+              ) -> Callable[[], tuple[bool, dict[str, Any]]]:
+    """The readiness check of the proxy whose upstreams are ``{key: Upstream}``; those named in
+    ``optional`` (``"required": false`` in --config) are listed but not waited for."""
     from ..policy.redact import default_redactor
 
     redactor = default_redactor()
@@ -40,9 +43,11 @@ def readiness(upstreams: dict[str, Any]) -> Callable[[], tuple[bool, dict[str, A
                 if error:
                     text = redactor.redact_text(_QUERY.sub(r"\1?[REDACTED]", str(error)))
                     entry["error"] = text if len(text) <= _MAX_ERROR else text[:_MAX_ERROR] + "..."
+            if key in optional:
+                entry["required"] = False
             if upstream.pin is not None:
                 entry["withheld"] = sum(1 for spec in list(upstream._tools.values()) if spec[-1] is not None)
             states[key] = entry
-        return all(u.up for u in upstreams.values()), {"upstreams": states}
+        return all(u.up for key, u in upstreams.items() if key not in optional), {"upstreams": states}
 
     return check
