@@ -49,9 +49,9 @@ NOTES_SERVER = {"command": PY, "args": ["-m", "mcpkit", "serve", NOTES]}
 
 
 @contextlib.contextmanager
-def proxy(*args: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+def proxy(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     port = free_port()
-    proc = subprocess.Popen([PY, "-m", "mcpkit", "proxy", "--http", f"127.0.0.1:{port}", *args],
+    proc = subprocess.Popen([PY, "-m", "mcpkit", "proxy", "--http", f"127.0.0.1:{port}", *args], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         try:
@@ -189,6 +189,21 @@ def test_profiles_need_http(tmp_path: Path) -> None:
     done = subprocess.run([PY, "-m", "mcpkit", "proxy", "--config", config], capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and "add --http HOST:PORT" in done.stderr, done.stderr
+
+
+def test_readyz_counts_the_tools_a_pin_withholds(tmp_path: Path) -> None:
+    rugpull = [PY, str(Path(__file__).parent / "servers" / "rugpull.py")]
+    lock, flag = tmp_path / "lock.json", tmp_path / "pulled"
+    env = {**os.environ, "RUGPULL_AT": "1000", "RUGPULL_FLAG": str(flag)}
+    passed = ["--pass-env", "RUGPULL_AT", "--pass-env", "RUGPULL_FLAG"]
+    pinned = subprocess.run([PY, "-m", "mcpkit", "pin", str(lock), *passed, "--", *rugpull], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert pinned.returncode == 0, pinned.stderr
+    flag.touch()  # fetch drifts from what was pinned
+    with proxy("--pin", str(lock), *passed, "--", *rugpull, env=env) as (port, _):
+        ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30)
+    assert ready.status_code == 200, ready.text  # connected: a withheld tool does not make it unready
+    assert ready.json()["upstreams"] == {"default": {"state": "connected", "withheld": 1}}
 
 
 class _Upstream:

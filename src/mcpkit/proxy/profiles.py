@@ -276,8 +276,8 @@ class ProfilesApp:
         if app is None:
             from .. import _json
 
-            body = _json.dumps({"error": "Not found: the endpoints are " +
-                                ", ".join(f"/p/{name}/mcp" for name in self.apps)})
+            # as the MCP app's own 404; the profiles' names are not listed to whoever asks
+            body = _json.dumps({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Not found."}})
             await send({"type": "http.response.start", "status": 404,
                         "headers": [(b"content-type", b"application/json")]})
             await send({"type": "http.response.body", "body": body})

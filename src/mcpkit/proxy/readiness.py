@@ -46,6 +46,7 @@ def readiness(upstreams: dict[str, Any], optional: frozenset[str] = frozenset()
             if key in optional:
                 entry["required"] = False
             if upstream.pin is not None:
+                # a withheld tool is registered behind its pin's Hold, the last item of its spec (upstream.py)
                 entry["withheld"] = sum(1 for spec in list(upstream._tools.values()) if spec[-1] is not None)
             states[key] = entry
         return all(u.up for key, u in upstreams.items() if key not in optional), {"upstreams": states}
