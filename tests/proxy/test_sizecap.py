@@ -126,3 +126,11 @@ async def test_sse_lines_past_the_limit_come_as_their_ends() -> None:
     assert lines[0] == "data: short"
     assert isinstance(lines[1], Edges) and lines[1].size == 106 and lines[1].tail.endswith(b"y" * 50)
     assert lines[2:] == ["", "id: 1", "data: z"]
+
+
+@aio
+async def test_the_default_cap_is_16_mib() -> None:
+    async with Client([*PROXY, "--", *SERVE_NOTES], inherit_env=MINE, timeout=120) as client:
+        text = _refusal(await client.call_tool("blob", {"size": 17 * 1024 * 1024}))
+        assert "over the proxy's limit of 16777216 bytes" in text, text
+        assert len((await client.call_tool("blob", {"size": 1024 * 1024}))["content"][0]["text"]) == 1024 * 1024
