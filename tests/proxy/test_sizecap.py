@@ -134,3 +134,38 @@ async def test_the_default_cap_is_16_mib() -> None:
         text = _refusal(await client.call_tool("blob", {"size": 17 * 1024 * 1024}))
         assert "over the proxy's limit of 16777216 bytes" in text, text
         assert len((await client.call_tool("blob", {"size": 1024 * 1024}))["content"][0]["text"]) == 1024 * 1024
+
+
+@aio
+async def test_an_http_error_page_over_the_cap_is_read_past_not_held() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from mcpkit.client import ClientError
+
+    class Huge(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            size = 20 * 1024 * 1024
+            self.send_response(500)
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", str(size))
+            self.end_headers()
+            chunk = b"e" * 65536
+            for _ in range(size // len(chunk)):
+                self.wfile.write(chunk)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Huge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        with pytest.raises(ClientError) as refused:
+            async with Client(url, max_message_bytes=100_000) as client:
+                await client.list_tools()
+        assert refused.value.status == 500 and 0 < len(refused.value.body) <= 4096, len(refused.value.body)
+    finally:
+        server.shutdown()
+        server.server_close()

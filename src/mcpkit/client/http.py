@@ -170,11 +170,19 @@ class _HttpBase(Transport):
         self.on_oversize(edges)
         return message_id(edges.head, edges.tail)
 
+    async def _error_body(self, response: Any) -> bytes:
+        """The body of a refusal, read to say what went wrong: past max_message_bytes, only its
+        first bytes are kept (an error page of a gigabyte is read past, not held)."""
+        if self.max_message_bytes is None:
+            return bytes(await response.aread())
+        body = await bounded_body(response, self.max_message_bytes)
+        return body.head if isinstance(body, Edges) else body
+
     async def _fail_status(self, response: Any, message: dict[str, Any] | None, raw: bool = False) -> None:
         """Raise for a status that is not 2xx: :class:`HttpRpcError` when the body is the JSON-RPC
         error answering ``message``, else :class:`ClientError`. ``raw`` (send_raw): what the body
         carries is also delivered, so an error nobody awaits lands in ``Client.unmatched``."""
-        body = await response.aread()
+        body = await self._error_body(response)
         if raw:
             self._deliver_data(body)
         headers = dict(response.headers)
@@ -381,7 +389,7 @@ class StreamableHttpTransport(_HttpBase):
                     if not 200 <= status < 300:
                         if not retryable(status):
                             await self._fail_status(response, None)
-                        await response.aread()
+                        await self._error_body(response)
                         at_least = retry_after(response.headers)
                         how = f"could not be resumed (HTTP {status})"
                         continue
@@ -457,7 +465,7 @@ class StreamableHttpTransport(_HttpBase):
                         self._report(StreamState("listening", f"GET {self.url}", status=status))
                     await self._read_sse(response, None, seen)
                     return "was ended by the server", status, None
-                body = await response.aread()
+                body = await self._error_body(response)
                 if status == 404 and seen.last_id is not None:
                     # the events after it expired, or this server never had them: listen afresh
                     # (a session that is gone gets 404 again, without the header)
