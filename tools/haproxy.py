@@ -5,9 +5,9 @@ Each request carries its client's address in ``X-Forwarded-For`` (``option forwa
 client sent itself is dropped first, this being the edge): serve the backends with
 ``--forwarded-allow-ips 127.0.0.1`` so that each client has its own session quota, rate limits
 and audit name rather than all being the balancer's one address. A backend is checked every
-second with a GET of its Server Card (``health``), and a request whose connection to a backend
-fails (a process killed, its port closed) is sent to another at once (``option redispatch 1``,
-``retries``) instead of being retried on the dead one and answered 503.
+second with a GET of its ``/healthz`` (``health``; transports/health.py), and a request whose
+connection to a backend fails (a process killed, its port closed) is sent to another at once
+(``option redispatch 1``, ``retries``) instead of being retried on the dead one and answered 503.
 
     python tools/haproxy.py 8000 127.0.0.1:9001 127.0.0.1:9002   # serves until interrupted
 
@@ -54,9 +54,10 @@ backend mcpkit
 
 class HAProxy:
     """``haproxy`` on ``port`` balancing over ``backends`` (``host:port`` strings), checking
-    each with a GET of ``health`` (the Server Card of an app at ``/mcp``)."""
+    each with a GET of ``health`` (``/healthz``: 200 while the process serves, with no session or
+    token; ``/readyz`` also takes a process out once its graceful shutdown begins)."""
 
-    def __init__(self, port: int, backends: list[str], *, health: str = "/mcp/server-card") -> None:
+    def __init__(self, port: int, backends: list[str], *, health: str = "/healthz") -> None:
         self.port = port
         self.backends = backends
         self.health = health

@@ -10,11 +10,12 @@ httpx is imported only by the HTTP transports (the ``client`` extra).
 """
 
 from .client import Client
-from .errors import ClientError, ClientTimeout, HttpRpcError, RpcError, ToolCallError, UnsupportedVersion
+from .errors import (ClientError, ClientTimeout, HttpRpcError, MessageTooLarge, RpcError, ToolCallError,
+                     UnsupportedVersion)
 from .listening import Backoff, StreamState
 from .proxies import ToolProxies, ToolProxy
 
 __all__ = [
     "Client", "RpcError", "ClientError", "ClientTimeout", "HttpRpcError", "ToolCallError", "ToolProxies", "ToolProxy",
-    "UnsupportedVersion", "Backoff", "StreamState",
+    "UnsupportedVersion", "Backoff", "StreamState", "MessageTooLarge",
 ]

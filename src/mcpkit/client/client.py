@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol import revisions
-from .errors import ClientError, ClientTimeout, RpcError, UnsupportedVersion
+from .errors import ClientError, ClientTimeout, MessageTooLarge, RpcError, UnsupportedVersion
 from .listening import Backoff, StreamState
 from .proxies import ToolProxies
 from .transports import Transport, make_transport
@@ -78,6 +78,7 @@ class Client:
         reconnect: Backoff | None = None,
         tracer_provider: Any = None,
         keep_messages: int | None = 10_000,
+        max_message_bytes: int | None = None,
     ) -> None:
         from .. import __version__
 
@@ -116,6 +117,10 @@ class Client:
             target, transport, headers=headers, env=env, cwd=cwd, timeout=timeout, reconnect=reconnect,
             inherit_env=inherit_env, sandbox=sandbox,
         )
+        if max_message_bytes is not None:
+            # a bigger answer fails its request (MessageTooLarge), read past unbuffered (client/oversize.py)
+            self._transport.max_message_bytes = max_message_bytes
+            self._transport.on_oversize = self._on_oversize
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
         self.server_capabilities: dict[str, Any] = {}
@@ -358,6 +363,16 @@ class Client:
         if self.stream_state is None or self.stream_state.state != "stopped":
             self._on_stream_state(StreamState("stopped", str(error), status=error.status), quiet=True)
         self._fail_pending(error)
+
+    def _on_oversize(self, edges: Any) -> None:
+        from .oversize import message_id
+
+        limit = self._transport.max_message_bytes or 0
+        fut = self._pending.pop(message_id(edges.head, edges.tail), None)
+        if fut is not None and not fut.done():
+            fut.set_exception(MessageTooLarge(edges.size, limit))
+        else:  # a notification, a request of the server's, or an answer nobody waits for: dropped
+            log.warning("dropped a message of %d bytes from the server, over the limit of %d bytes", edges.size, limit)
 
     def _lost_error(self) -> ClientError:
         """A fresh copy of why the connection is gone (with its HTTP status, for a caller that checks it)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RpcError", "ClientError", "ClientTimeout", "HttpRpcError", "ToolCallError", "UnsupportedVersion"]
+__all__ = ["RpcError", "ClientError", "ClientTimeout", "HttpRpcError", "MessageTooLarge", "ToolCallError",
+           "UnsupportedVersion"]
 
 
 class RpcError(Exception):
@@ -40,6 +41,16 @@ class ClientError(Exception):
         self.status = status
         self.headers = headers or {}
         self.body = body
+
+
+class MessageTooLarge(ClientError):
+    """The answer to this request was larger than the client's ``max_message_bytes``: it was
+    read past, never held whole, and the connection carries on (client/oversize.py)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"the answer is {size} bytes, over the limit of {limit} bytes")
+        self.size = size
+        self.limit = limit
 
 
 class UnsupportedVersion(ClientError):

@@ -19,6 +19,7 @@ from .._extras import needs
 from ..protocol import revisions
 from .errors import ClientError, HttpRpcError
 from .listening import Backoff, StreamState, retry_after, retryable
+from .oversize import Edges, bounded_body, bounded_lines, message_id
 from .transports import Deliver, Lost, Report, Transport, is_jsonrpc
 
 __all__ = ["StreamableHttpTransport", "SseTransport", "header_value"]
@@ -52,21 +53,34 @@ def header_value(value: Any) -> str:
 class _Sse:
     """One server-sent event."""
 
-    __slots__ = ("event", "data", "id", "retry")
+    __slots__ = ("event", "data", "id", "retry", "size", "oversize")
 
     def __init__(self) -> None:
         self.event = "message"
         self.data: list[str] = []
         self.id: str | None = None
         self.retry: int | None = None
+        self.size = 0
+        #: the ends of data past the transport's max_message_bytes, which was read past (oversize.py)
+        self.oversize: Edges | None = None
 
 
-async def sse_events(response: Any) -> AsyncIterator[_Sse]:
-    """The events of an SSE body (WHATWG parsing: comments, multi-line data, id, retry)."""
+async def sse_events(response: Any, limit: int | None = None) -> AsyncIterator[_Sse]:
+    """The events of an SSE body (WHATWG parsing: comments, multi-line data, id, retry); with
+    ``limit``, an event whose data is longer comes with only its ``oversize`` edges."""
     ev = _Sse()
-    async for line in response.aiter_lines():
+    lines = response.aiter_lines() if limit is None else bounded_lines(response, limit)
+    async for line in lines:
+        if isinstance(line, Edges):  # one line past the limit, read past: the event's data is lost
+            if ev.oversize is None:
+                ev.oversize = line
+            else:
+                ev.oversize.size += line.size
+                ev.oversize.tail = line.tail
+            ev.data = []
+            continue
         if line == "":
-            if ev.data or ev.id is not None or ev.retry is not None:
+            if ev.data or ev.oversize is not None or ev.id is not None or ev.retry is not None:
                 yield ev
             ev = _Sse()
             continue
@@ -75,7 +89,15 @@ async def sse_events(response: Any) -> AsyncIterator[_Sse]:
         field, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if field == "data":
+            if ev.oversize is not None:
+                ev.oversize.add(value.encode())
+                continue
             ev.data.append(value)
+            ev.size += len(value) + 1
+            if limit is not None and ev.size > limit:
+                ev.oversize = Edges()
+                ev.oversize.add("\n".join(ev.data).encode())
+                ev.data = []
         elif field == "event":
             ev.event = value or "message"
         elif field == "id" and "\0" not in value:
@@ -143,11 +165,24 @@ class _HttpBase(Transport):
             self._deliver(item)
         return items
 
+    def _too_large(self, edges: Edges) -> Any:
+        """Report a message read past (the Client fails its request); the id it answers, if known."""
+        self.on_oversize(edges)
+        return message_id(edges.head, edges.tail)
+
+    async def _error_body(self, response: Any) -> bytes:
+        """The body of a refusal, read to say what went wrong: past max_message_bytes, only its
+        first bytes are kept (an error page of a gigabyte is read past, not held)."""
+        if self.max_message_bytes is None:
+            return bytes(await response.aread())
+        body = await bounded_body(response, self.max_message_bytes)
+        return body.head if isinstance(body, Edges) else body
+
     async def _fail_status(self, response: Any, message: dict[str, Any] | None, raw: bool = False) -> None:
         """Raise for a status that is not 2xx: :class:`HttpRpcError` when the body is the JSON-RPC
         error answering ``message``, else :class:`ClientError`. ``raw`` (send_raw): what the body
         carries is also delivered, so an error nobody awaits lands in ``Client.unmatched``."""
-        body = await response.aread()
+        body = await self._error_body(response)
         if raw:
             self._deliver_data(body)
         headers = dict(response.headers)
@@ -281,17 +316,25 @@ class StreamableHttpTransport(_HttpBase):
             seen.stream = True
             await self._read_sse(response, want, seen)
             return
-        body = await response.aread()
+        body = await response.aread() if self.max_message_bytes is None else await bounded_body(
+            response, self.max_message_bytes)
+        if isinstance(body, Edges):
+            seen.answered = self._too_large(body) == want
+            return
         items = self._deliver_data(body) if body.strip() else None
         seen.answered = any(_answers(m, want) for m in items or ())
 
     async def _read_sse(self, response: Any, want: Any, seen: _Seen) -> None:
-        async for ev in sse_events(response):
+        async for ev in sse_events(response, self.max_message_bytes):
             seen.events += 1
             if ev.retry is not None:
                 self._retry_ms = ev.retry
             if ev.id is not None:
                 seen.last_id = ev.id
+            if ev.oversize is not None:
+                if ev.event == "message" and self._too_large(ev.oversize) == want and want is not None:
+                    seen.answered = True
+                continue
             if ev.event == "message" and ev.data:
                 items = self._deliver_data("\n".join(ev.data))
                 if not seen.answered and any(_answers(m, want) for m in items or ()):
@@ -346,7 +389,7 @@ class StreamableHttpTransport(_HttpBase):
                     if not 200 <= status < 300:
                         if not retryable(status):
                             await self._fail_status(response, None)
-                        await response.aread()
+                        await self._error_body(response)
                         at_least = retry_after(response.headers)
                         how = f"could not be resumed (HTTP {status})"
                         continue
@@ -422,7 +465,7 @@ class StreamableHttpTransport(_HttpBase):
                         self._report(StreamState("listening", f"GET {self.url}", status=status))
                     await self._read_sse(response, None, seen)
                     return "was ended by the server", status, None
-                body = await response.aread()
+                body = await self._error_body(response)
                 if status == 404 and seen.last_id is not None:
                     # the events after it expired, or this server never had them: listen afresh
                     # (a session that is gone gets 404 again, without the header)
@@ -506,9 +549,12 @@ class SseTransport(_HttpBase):
             async with self.http.stream("GET", self.url, headers=headers) as response:
                 if not 200 <= response.status_code < 300:
                     await self._fail_status(response, None)
-                async for ev in sse_events(response):
+                async for ev in sse_events(response, self.max_message_bytes):
                     data = "\n".join(ev.data)
-                    if ev.event == "endpoint" and not ready.done():
+                    if ev.oversize is not None:
+                        if ev.event == "message":
+                            self._too_large(ev.oversize)
+                    elif ev.event == "endpoint" and not ready.done():
                         ready.set_result(urljoin(self.url, data.strip()))
                         self._report(StreamState("listening", f"GET {self.url}", status=response.status_code))
                     elif ev.event == "message":

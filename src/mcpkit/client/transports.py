@@ -21,6 +21,7 @@ from .. import _json
 from .environment import child_environment
 from .errors import ClientError
 from .listening import Backoff, StreamState
+from .oversize import Edges
 
 __all__ = ["Transport", "StdioTransport", "MemoryTransport", "is_jsonrpc", "make_transport"]
 
@@ -53,12 +54,17 @@ class Transport:
     returncode: int | None = None
     #: stdio: the child did not exit when its stdin closed and had to be terminated (ST-07)
     ignored_eof = False
+    #: a message from the server larger than this is read past, never held whole, and reported
+    #: to ``on_oversize`` (client/oversize.py); None: no limit but the transport's own
+    max_message_bytes: int | None = None
 
     def __init__(self) -> None:
         self.stdout_noise: list[bytes] = []
         self._deliver: Deliver = lambda message: None
         self._lost: Lost = lambda error: None
         self._report: Report = lambda state: None
+        #: called with the Edges of a message over max_message_bytes (the Client fails its request)
+        self.on_oversize: Callable[[Edges], None] = lambda edges: None
 
     async def start(self, deliver: Deliver, lost: Lost, state: Report | None = None) -> None:
         self._deliver = deliver
@@ -133,7 +139,9 @@ class StdioTransport(Transport):
                 argv, self._unsandbox = self.sandbox.wrap(self.argv, self.cwd)
             self.proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env, cwd=self.cwd, limit=MAX_LINE,
+                stderr=asyncio.subprocess.PIPE, env=env, cwd=self.cwd,
+                # a line longer than this is read past in pieces (max_message_bytes) or ends the link
+                limit=MAX_LINE if self.max_message_bytes is None else self.max_message_bytes,
             )
         except OSError as exc:
             self._cleanup()
@@ -150,14 +158,21 @@ class StdioTransport(Transport):
 
     async def _read_stdout(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
+        stdout = self.proc.stdout
         reason = "closed its stdout"
         try:
             while True:
                 try:
-                    line = await self.proc.stdout.readline()
-                except ValueError:  # a line beyond MAX_LINE
-                    reason = f"wrote a line longer than {MAX_LINE} bytes"
-                    break
+                    line = await stdout.readuntil(b"\n")
+                except asyncio.IncompleteReadError as exc:  # the end, after a last line without \n
+                    line = exc.partial
+                except asyncio.LimitOverrunError:  # a line beyond the reader's limit (start())
+                    if self.max_message_bytes is None:
+                        reason = f"wrote a line longer than {MAX_LINE} bytes"
+                        break
+                    if not await self._read_past(stdout):
+                        break
+                    continue
                 if not line:
                     break
                 frame = line.rstrip(b"\r\n")
@@ -165,6 +180,23 @@ class StdioTransport(Transport):
                     self.stdout_noise.append(frame)
         finally:
             await self._ended(reason)
+
+    async def _read_past(self, stdout: asyncio.StreamReader) -> bool:
+        """Read the rest of a line over max_message_bytes in pieces of at most the reader's
+        limit, keeping only its ends, and report it; False when the stdout ended meanwhile."""
+        edges = Edges()
+        while True:
+            try:
+                edges.add(await stdout.readuntil(b"\n"))
+                break
+            except asyncio.LimitOverrunError as exc:
+                edges.add(await stdout.read(exc.consumed))  # the part in the buffer: bounded by the limit
+            except asyncio.IncompleteReadError as exc:
+                edges.add(exc.partial)
+                self.on_oversize(edges)
+                return False
+        self.on_oversize(edges)
+        return True
 
     async def _ended(self, reason: str) -> None:
         if self._closing:

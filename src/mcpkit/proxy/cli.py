@@ -76,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="longest wait for one connection attempt (default 30)")
     upstream.add_argument("--probe-interval", type=_seconds, default=5.0, metavar="SECONDS",
                           help="how often each upstream is pinged (default 5)")
+    upstream.add_argument("--max-response-bytes", type=positive_int, metavar="BYTES",
+                          help="refuse an upstream answer larger than this, read past without holding it "
+                          "(default 16 MiB, or \"max_response_bytes\" in --config)")
 
 
 def _fail(message: str) -> SystemExit:
@@ -173,33 +176,69 @@ def _unrunnable(spec: Any) -> str | None:
     return None
 
 
+def _profiles(args: argparse.Namespace, specs: list[Any]) -> list[Any]:
+    """The profiles of the --config file (proxy/profiles.py): served over HTTP only."""
+    if not args.config:
+        return []
+    from .config import ConfigError
+    from .pincli import key_of
+    from .profiles import load_profiles
+
+    try:
+        profiles = load_profiles(args.config, [key_of(spec.name) for spec in specs])
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    if profiles and args.http is None:
+        raise _fail(f'the "profiles" of {args.config} are HTTP endpoints: add --http HOST:PORT')
+    if profiles and args.metrics:
+        raise _fail(f'--metrics is not served with the "profiles" of {args.config}: drop --metrics')
+    return profiles
+
+
+def _profiles_app(server: Any, profiles: list[Any], ready: Any, keys: dict[str, Any], options: dict[str, Any]) -> Any:
+    """The HTTP app of a proxy with profiles: theirs, /healthz and /readyz (transports/health.py)."""
+    from ..transports.health import HealthRoutes
+    from ..transports.http_guard import HostGuard
+    from .profiles import ProfilesApp, build_profiles
+
+    auth = options.pop("auth", None)
+    try:
+        apps = build_profiles(server, profiles, {id(u): key for key, u in keys.items()}, auth, options)
+    except (ValueError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    guard = HostGuard(options.get("allowed_hosts"), [*(options.get("allowed_origins") or ()),
+                                                     *(options.get("cors_origins") or ())])
+    return HealthRoutes(ProfilesApp(apps), guard, ready)
+
+
+def _announce_profiles(server: Any, profiles: list[Any], root: str | None) -> Any:
+    from ..startup import announce
+
+    def ready(base: str) -> None:
+        urls = ", ".join(f"{base}{root or ''}{p.path} ({p.name})" for p in profiles)
+        announce(f"mcpkit proxy: serving {server.name} as {len(profiles)} profile(s): {urls}")
+
+    return ready
+
+
 def build_policy(args: argparse.Namespace) -> Any:
     """The Policy the guard-rail options describe, or None when none is asked for."""
     from ..policy.gates import env_flag
 
     read_only = args.read_only or env_flag("MCPKIT_READ_ONLY", False)
-    if not (read_only or args.deny_destructive or args.deny_open_world or args.audit or args.rate_limit):
-        return None
-    from ..policy.audit import AuditLog
-    from ..policy.config import Policy
-    from ..policy.gates import Gates
-    from ..policy.ratelimit import RateLimiter
+    from .profiles import guard_policy
 
+    # the messages name what would change the answer: the proxy's own flags, or the variable
+    switches = (("read_only", "--read-only" if args.read_only else "MCPKIT_READ_ONLY"),
+                ("allow_destructive", "--deny-destructive"), ("allow_open_world", "--deny-open-world"))
     try:
-        audit = AuditLog(args.audit) if args.audit else None
-        if audit is not None:
-            audit.open()
-        limiter = RateLimiter(args.rate_limit) if args.rate_limit else None
+        return guard_policy(read_only=read_only, deny_destructive=args.deny_destructive,
+                            deny_open_world=args.deny_open_world, audit=args.audit, rate_limit=args.rate_limit,
+                            switches=switches)
     except OSError as exc:
         raise _fail(exc.strerror or str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise _fail(str(exc)) from None
-    # the messages name what would change the answer: the proxy's own flags, or the variable
-    switches = (("read_only", "--read-only" if args.read_only else "MCPKIT_READ_ONLY"),
-                ("allow_destructive", "--deny-destructive"), ("allow_open_world", "--deny-open-world"))
-    gates = Gates(read_only=read_only, allow_destructive=not args.deny_destructive,
-                  allow_open_world=not args.deny_open_world, switches=switches, declared_in="--tool-policy")
-    return Policy(gates=gates, audit=audit, rate_limiter=limiter, redact_logs=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -207,6 +246,14 @@ def run(args: argparse.Namespace) -> int:
 
     cli.refuse_misplaced(args)  # an HTTP option on stdio is refused, as by `mcpkit serve`
     specs = _specs(args)
+    profiles = _profiles(args, specs)
+    from .config import ConfigError
+    from .sizecap import max_response_bytes
+
+    try:
+        cap = max_response_bytes(args.max_response_bytes, args.config)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
     from .._extras import require
 
     # every optional package the options and the upstreams need, named at once before any starts
@@ -268,11 +315,14 @@ def run(args: argparse.Namespace) -> int:
                     prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,
                     timeout=args.timeout, connect_timeout=args.connect_timeout, probe_interval=args.probe_interval,
                     flatten_schemas=args.flatten_schemas, pin=screen_for(args, spec, pin, shadows), redact=redact,
+                    max_response_bytes=cap,
                     **spec.options(),
                 )
         except ValueError as exc:
             raise _fail(str(exc)) from None
         upstreams.append(upstream)
+    keys = {key_of(spec.name): upstream for spec, upstream in zip(specs, upstreams)}
+    optional = frozenset(key_of(spec.name) for spec in specs if not spec.required)
     try:
         if len(upstreams) == 1:
             only = upstreams[0]
@@ -296,9 +346,15 @@ def run(args: argparse.Namespace) -> int:
                 options["max_message_bytes"] = args.max_message_bytes
             run_stdio(server, out_fd=out_fd, **options)
         else:
+            from .readiness import readiness
+
             host, port = args.http
+            options = cli.http_options_of(args, auth)
+            if profiles:
+                options = {"app": _profiles_app(server, profiles, readiness(keys, optional), keys, options),
+                           "on_ready": _announce_profiles(server, profiles, args.root_path)}
             server.run("http", host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout,
-                       limits=limits, sock=sock, loop=args.loop, **cli.http_options_of(args, auth))
+                       limits=limits, sock=sock, loop=args.loop, readiness=readiness(keys, optional), **options)
     finally:
         if sock is not None:
             sock.close()  # served and closed by uvicorn, or never served: an upstream did not start

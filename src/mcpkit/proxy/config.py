@@ -69,6 +69,8 @@ class UpstreamSpec:
     scan: str | None = None
     #: the entry's "redact" settings, checked (proxy/redaction.py); over --redact's
     redact: Any = None
+    #: the proxy's /readyz waits for it (``"required": false``: listed, not waited for; readiness.py)
+    required: bool = True
 
     def pass_env(self, names: list[str]) -> None:
         """Pass these names of the proxy's environment too (``--pass-env``)."""
@@ -179,6 +181,9 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
             raise ConfigError(f"{at}: disabled must be true or false, got {disabled!r}")
         if disabled:
             continue
+        required = entry.get("required", True)
+        if not isinstance(required, bool):
+            raise ConfigError(f"{at}: required must be true or false, got {required!r}")
         kind = str(entry.get("type") or entry.get("transport") or ("http" if "url" in entry else "stdio")).lower()
         if kind not in _TYPES:
             raise ConfigError(f"{at}: unknown type {kind!r}; use stdio, http or sse")
@@ -223,7 +228,7 @@ def load_mcp_servers(path: str | os.PathLike[str]) -> list[UpstreamSpec]:
             env={k: _expand(v, at) for k, v in env.items()} if env else None,
             cwd=entry.get("cwd") if isinstance(entry.get("cwd"), str) else None,
             headers={k: _expand(v, at) for k, v in headers.items()},
-            inherit_env=inherit if kind == "stdio" and inherit else None, sandbox=sandbox, scan=scan,
+            inherit_env=inherit if kind == "stdio" and inherit else None, sandbox=sandbox, scan=scan, required=required,
         ))
     return out
 

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..client import Client, ClientError, ClientTimeout, RpcError
+from ..client import Client, ClientError, ClientTimeout, MessageTooLarge, RpcError
 from ..policy.bridge import Bridge
 from ..protocol.errors import INTERNAL_ERROR, McpError, ToolError
 from ..protocol.revisions import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, LOG_LEVELS
@@ -35,6 +35,7 @@ from .hub import batched, changing, hub_of, upstreams_of
 from .loop import upstream_loop
 from .mirroring import done_now, has_root_combinator, is_server, label, register
 from .relay import CURRENT_CALL, Call, ask_downstream, inputs_of, owner, served
+from .sizecap import too_large
 from .tasks import TaskOwners
 from .toolpolicy import ToolPolicy, toml_key
 
@@ -67,6 +68,7 @@ class Upstream:
     unbounded); ``probe_interval`` is how often the link is pinged; ``connect_timeout`` bounds one
     connection attempt; ``pin`` (a :class:`mcpkit.proxy.pin.Pin`) withholds what changed since it
     was pinned; ``redact`` (a mode or settings, proxy/redaction.py) masks or refuses secrets in transit.
+    ``max_response_bytes`` fails a call whose answer is larger (sizecap.py).
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class Upstream:
         flatten_schemas: bool = False,
         pin: Any = None,
         redact: Any = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         self.server = server
         self.target = target
@@ -118,7 +121,8 @@ class Upstream:
             self.tool_policy = ToolPolicy.from_file(tool_policy)
         self._client_options = {"transport": transport, "protocol_version": protocol_version,
                                 "headers": headers, "env": env, "inherit_env": inherit_env, "cwd": cwd,
-                                "sandbox": sandbox}
+                                "sandbox": sandbox,
+                                "max_message_bytes": max_response_bytes}  # sizecap.py
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._given = target if isinstance(target, Client) else None
@@ -733,6 +737,8 @@ class Upstream:
         except RpcError as exc:
             code = exc.code if isinstance(exc.code, int) else INTERNAL_ERROR
             raise McpError(code, str(exc.message), exc.data) from None
+        except MessageTooLarge as exc:  # read past, not held: the link is fine (sizecap.py)
+            raise too_large(self.name, exc.size, exc.limit, tool) from None
         except ClientTimeout as exc:
             if tool:
                 raise ToolError(f"upstream {self.name} did not answer in time: {exc}") from None

@@ -730,19 +730,25 @@ class Server(Registrations):
         ``shutdown_timeout`` (seconds requests in flight get when the server shuts down; its
         open streams end at once: transports/http_drain.py), ``forwarded_allow_ips`` (the
         proxies whose ``X-Forwarded-For`` names the client: addresses, networks or ``*``;
-        default none: transports/forwarded.py). Mounted under a prefix
+        default none: transports/forwarded.py), ``health`` (default on: ``/healthz`` and
+        ``/readyz`` for load balancers, without auth; ``readiness``, a callable returning
+        ``(ready, details)``, adds to what ``/readyz`` checks: transports/health.py). Mounted under a prefix
         (``Mount("/api", app)``) it serves ``/api/mcp`` (transports/mount.py).
         """
         app_class = _entry("mcpkit.transports.http", "McpHttpApp")
         cors = options.pop("cors_origins", None)
         trusted = options.pop("forwarded_allow_ips", None)
+        health = options.pop("health", True)
+        readiness = options.pop("readiness", None)
         options.pop("root_path", None)  # the prefix arrives in each request's scope (transports/mount.py)
         if cors:
             # a page's origin that may call the server must also pass the DNS-rebinding check (HS-02)
             options["allowed_origins"] = [*(options.get("allowed_origins") or ()), *cors]
-            app = _entry("mcpkit.transports.cors", "CorsMiddleware")(app_class(self, **options), cors)
-        else:
-            app = app_class(self, **options)
+        mcp = app = app_class(self, **options)
+        if cors:
+            app = _entry("mcpkit.transports.cors", "CorsMiddleware")(app, cors)
+        if health:
+            app = _entry("mcpkit.transports.health", "HealthRoutes")(app, mcp.guard, readiness)
         # outermost: everything inside sees the client's address, not the proxy's
         return _entry("mcpkit.transports.forwarded", "behind_proxies")(app, trusted)
 
