@@ -4,7 +4,7 @@ Ready when every required upstream is connected (an entry of ``--config`` with `
 is listed but not waited for). The body lists each upstream by its key (``NAME=`` or the
 ``--config`` key; ``default`` for one unnamed): ``connected``, ``connecting`` (no attempt has
 failed yet) or ``failed`` (the last attempt failed; it is retried with backoff) with that error,
-and with ``--pin`` how many of its tools are withheld. The page needs no credential (a load
+and with ``--pin`` (or ``--scan block``) how many of its tools are withheld. The page needs no credential (a load
 balancer has none), so the error is redacted (policy/redact.py: tokens, passwords, URL userinfo),
 URLs lose their query strings, and it is cut short: it names what failed, not what the upstream's
 environment or command line hold.
@@ -45,7 +45,7 @@ def readiness(upstreams: dict[str, Any], optional: frozenset[str] = frozenset()
                     entry["error"] = text if len(text) <= _MAX_ERROR else text[:_MAX_ERROR] + "..."
             if key in optional:
                 entry["required"] = False
-            if upstream.pin is not None:
+            if upstream.pin is not None and getattr(upstream.pin, "withholds", True):
                 # a withheld tool is registered behind its pin's Hold, the last item of its spec (upstream.py)
                 entry["withheld"] = sum(1 for spec in list(upstream._tools.values()) if spec[-1] is not None)
             states[key] = entry

@@ -469,6 +469,10 @@ class Scan(Holds):
         self.audit: Any = None
         self._told: dict[tuple[str, str], set[Finding]] = {}
 
+    @property
+    def withholds(self) -> bool:
+        return self.mode == "block"
+
     def screen(self, kind: str, items: list[dict[str, Any]]
                ) -> tuple[list[dict[str, Any]], dict[str, tuple[str, list[str]]]]:
         """(the items kept, {name: (why withheld, the rule ids)})."""
@@ -542,6 +546,11 @@ class Screens:
         self.screens = [s for s in (pin, scan) if s is not None]
         #: the message of each withheld tool -> the screen that withheld it (hold() is given it back)
         self._by: dict[str, Any] = {}
+
+    @property
+    def withholds(self) -> bool:
+        """Whether anything can be withheld: a pin, or a scan that blocks (``warn`` only tells)."""
+        return any(getattr(screen, "withholds", True) for screen in self.screens)
 
     @property
     def audit(self) -> Any:
