@@ -51,6 +51,10 @@ HOOKS: dict[str, tuple[str, str]] = {
     "list_resources": ("on_list_resources", "resources/list"),
     "list_resource_templates": ("on_list_resource_templates", "resources/templates/list"),
     "list_prompts": ("on_list_prompts", "prompts/list"),
+    # the Skills extension (server/skills.py)
+    "list_skills": ("on_list_skills", "skills/list"),
+    "get_skill": ("on_get_skill", "skills/get"),
+    "read_directory": ("on_read_directory", "resources/directory/read"),
 }
 
 #: the correlation id of the tool call running in this thread or task, for log lines about it
