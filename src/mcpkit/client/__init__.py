@@ -13,8 +13,9 @@ from .client import Client
 from .errors import ClientError, ClientTimeout, HttpRpcError, RpcError, ToolCallError, UnsupportedVersion
 from .listening import Backoff, StreamState
 from .proxies import ToolProxies, ToolProxy
+from .skills import SkillVerificationError
 
 __all__ = [
     "Client", "RpcError", "ClientError", "ClientTimeout", "HttpRpcError", "ToolCallError", "ToolProxies", "ToolProxy",
-    "UnsupportedVersion", "Backoff", "StreamState",
+    "UnsupportedVersion", "Backoff", "StreamState", "SkillVerificationError",
 ]

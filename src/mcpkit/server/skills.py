@@ -18,7 +18,6 @@ frontmatter holding ``name`` and ``description`` ("Skill Format"), and the per-s
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,6 +25,18 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from ..protocol.errors import INVALID_PARAMS, McpError
+from ..protocol.skills import (  # noqa: F401 - SkillError and the format's names are this module's API too
+    DIRECTORY_MIME_TYPE,
+    MAX_DESCRIPTION,
+    MAX_SKILL_BYTES,
+    MAX_SKILL_FILES,
+    SKILL_FILE,
+    SKILLS_EXTENSION,
+    SkillError,
+    check_skill_name,
+    digest_of,
+    parse_frontmatter,
+)
 
 if TYPE_CHECKING:
     from ..protocol.revisions import Revision
@@ -43,101 +54,12 @@ __all__ = [
     "parse_frontmatter",
 ]
 
-#: the extension's identifier in capabilities.extensions (SEP-2640 "Capability Declaration")
-SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
-#: a directory resource (SEP-2640 "Directory resources")
-DIRECTORY_MIME_TYPE = "inode/directory"
-#: SEP-2640 "Limits": per skill, counted over its resources, SKILL.md included
-MAX_SKILL_FILES = 512
-MAX_SKILL_BYTES = 16 * 1024 * 1024
-SKILL_FILE = "SKILL.md"
-#: Agent Skills "name field": 1-64 characters, lowercase letters, digits and hyphens, no hyphen
-#: first, last or twice in a row
-_NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
-#: Agent Skills "description field": 1-1024 characters
-_MAX_DESCRIPTION = 1024
+Source = Union[str, "os.PathLike[str]", Mapping[str, Union[str, bytes]]]
+F = TypeVar("F", bound=Callable[..., Any])
 #: RFC 3986 reg-name (unreserved, sub-delims, pct-encoded): the first <skill-path> segment is
 #: the URI's authority (SEP-2640 "Resource Mapping": SHOULD; mcpkit builds the URI, so it must)
 _REG_NAME = re.compile(r"^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$")
 _SEGMENT = re.compile(r"^(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})+$")
-_FRONTMATTER = re.compile(r"^\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)", re.S)
-
-Source = Union[str, "os.PathLike[str]", Mapping[str, Union[str, bytes]]]
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-class SkillError(ValueError):
-    """A skill that cannot be served as given; the message names the skill and the fix."""
-
-
-def digest_of(data: bytes) -> str:
-    """SEP-2640 "Integrity and verification": ``sha256:`` and 64 lowercase hex digits of the raw bytes."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def check_skill_name(name: Any) -> str | None:
-    """Why ``name`` breaks the Agent Skills naming rules, or None when it keeps them."""
-    if not isinstance(name, str) or not name:
-        return "a skill name is a non-empty string"
-    if len(name) > 64:
-        return f"{name[:20]!r}...: a skill name has at most 64 characters"
-    if not _NAME.match(name):
-        return (f"{name!r}: a skill name has only lowercase letters, digits and hyphens, "
-                "with no hyphen first, last or twice in a row")
-    return None
-
-
-def _yaml_loader() -> Any:
-    import yaml  # only when a skill is read: serving without skills never imports it
-
-    class Loader(yaml.SafeLoader):
-        """SafeLoader without the timestamp type: ``date: 2026-09-13`` stays the string the
-        author wrote, so the frontmatter is JSON as it is (SEP-2640 "Frontmatter": verbatim)."""
-
-    Loader.yaml_implicit_resolvers = {
-        key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    return Loader
-
-
-def _json_value(value: Any, where: str) -> None:
-    if value is None or isinstance(value, (str, bool, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise SkillError(f"{where}: {value!r} has no JSON form; quote it")
-        return
-    if isinstance(value, list):
-        for i, v in enumerate(value):
-            _json_value(v, f"{where}[{i}]")
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise SkillError(f"{where}: the key {k!r} is not a string; quote it")
-            _json_value(v, f"{where}.{k}")
-        return
-    raise SkillError(f"{where}: a {type(value).__name__} has no JSON form")
-
-
-def parse_frontmatter(text: str) -> dict[str, Any] | None:
-    """The YAML frontmatter that begins ``text`` as a JSON-ready dict, or None when ``text`` does
-    not begin with a ``---`` block. Raises SkillError for YAML that does not parse or is not
-    a mapping of JSON values."""
-    match = _FRONTMATTER.match(text)
-    if match is None:
-        return None
-    import yaml
-
-    try:
-        data = yaml.load(match.group(1), Loader=_yaml_loader())  # noqa: S506 - a SafeLoader
-    except yaml.YAMLError as exc:
-        raise SkillError(f"the frontmatter is not valid YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise SkillError("the frontmatter is not a YAML mapping of fields")
-    _json_value(data, "frontmatter")
-    return data
 
 
 def _check_path(path: str) -> list[str]:
@@ -204,9 +126,9 @@ class Skill:
         if not isinstance(description, str) or not description.strip():
             raise SkillError(f"skill {path!r}: the frontmatter needs a non-empty description: what the skill "
                              "does and when to use it")
-        if len(description) > _MAX_DESCRIPTION:
+        if len(description) > MAX_DESCRIPTION:
             raise SkillError(f"skill {path!r}: the description has {len(description)} characters; "
-                             f"the Agent Skills specification allows {_MAX_DESCRIPTION}")
+                             f"the Agent Skills specification allows {MAX_DESCRIPTION}")
         if segments[-1] != name:
             raise SkillError(f"skill {path!r}: the last segment of the skill path must equal the frontmatter "
                              f"name {name!r} (SEP-2640 Resource Mapping); rename one of them")
