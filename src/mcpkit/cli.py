@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from .cli_target import revision as _revision  # noqa: F401 - proxy/cli.py still reads it here
 from .targets import load_server
 from .transports import SHUTDOWN_TIMEOUT
 
@@ -80,16 +81,6 @@ def _seconds(zero: bool) -> Callable[[str], float]:
 
 _positive_seconds = _seconds(zero=False)
 _seconds_or_zero = _seconds(zero=True)
-
-
-def _revision(value: str) -> str:
-    """A protocol revision mcpkit speaks (argparse type): an unknown one would be offered and
-    silently negotiated away, or refused by the server after the connection is made."""
-    from .protocol.revisions import SUPPORTED_VERSIONS
-
-    if value not in SUPPORTED_VERSIONS:
-        raise argparse.ArgumentTypeError(f"unknown revision {value!r}; give one of {', '.join(SUPPORTED_VERSIONS)}")
-    return value
 
 
 def _policy_env(args: argparse.Namespace) -> None:
