@@ -8,7 +8,8 @@ passes through an ordered list of steps and then the handler::
 
 Each step is an object with optional hooks, ``on_request`` (every kind) and one per kind
 (``on_call_tool``, ``on_read_resource``, ``on_get_prompt``, ``on_complete``, ``on_list_tools``,
-``on_list_resources``, ``on_list_resource_templates``, ``on_list_prompts``); a hook takes
+``on_list_resources``, ``on_list_resource_templates``, ``on_list_prompts``, and the Skills
+extension's ``on_list_skills``, ``on_get_skill``, ``on_read_directory``); a hook takes
 ``(ctx, call_next)`` and returns what ``call_next(ctx)`` returned, or something else. User
 middleware (:class:`Middleware`) and the policy's own steps (mcpkit.policy) share that shape.
 
