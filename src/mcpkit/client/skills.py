@@ -7,12 +7,11 @@ not handed out.
 
 from __future__ import annotations
 
-import base64
 import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..protocol.skills import SKILL_FILE, SkillError, digest_of, parse_frontmatter
+from ..protocol.skills import SKILL_FILE, SkillError, content_bytes, digest_of, parse_frontmatter
 from .errors import ClientError
 
 __all__ = ["SkillVerificationError", "check_entry", "file_path_of", "listed", "verified_bytes", "write_file"]
@@ -50,16 +49,10 @@ def listed(entry: dict[str, Any], uri: str) -> dict[str, Any]:
 
 
 def _bytes_of(result: dict[str, Any], uri: str) -> bytes:
-    contents = [c for c in result.get("contents") or [] if isinstance(c, dict)]
-    if len(contents) != 1:
-        raise SkillVerificationError(f"{uri}: resources/read returned {len(contents)} contents, not the one file",
-                                     uri)
-    [content] = contents
-    if isinstance(content.get("text"), str):
-        return content["text"].encode("utf-8")
-    if isinstance(content.get("blob"), str):
-        return base64.b64decode(content["blob"])
-    raise SkillVerificationError(f"{uri}: resources/read returned neither text nor blob", uri)
+    data = content_bytes(result)
+    if data is None:
+        raise SkillVerificationError(f"{uri}: resources/read did not return the one file as text or blob", uri)
+    return data
 
 
 def verified_bytes(entry: dict[str, Any], uri: str, result: dict[str, Any], *, allow_dynamic: bool) -> bytes:

@@ -5,6 +5,8 @@ server's: identifiers, limits, the Agent Skills naming rules, the frontmatter pa
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import math
 import re
@@ -19,6 +21,7 @@ __all__ = [
     "SKILL_FILE",
     "SkillError",
     "check_skill_name",
+    "content_bytes",
     "digest_of",
     "parse_frontmatter",
     "skill_name_of",
@@ -123,3 +126,20 @@ def skill_name_of(uri: str) -> str | None:
     if len(segments) < 2 or segments[-1] != SKILL_FILE:
         return None
     return segments[-2]
+
+
+def content_bytes(result: Any) -> bytes | None:
+    """The raw bytes of a ReadResourceResult holding one file (its text as UTF-8, or its blob
+    decoded): what a skill entry's digest and size cover. None for any other shape."""
+    contents = result.get("contents") if isinstance(result, dict) else None
+    if not isinstance(contents, list) or len(contents) != 1 or not isinstance(contents[0], dict):
+        return None
+    content = contents[0]
+    if isinstance(content.get("text"), str):
+        return bytes(content["text"].encode("utf-8"))
+    if isinstance(content.get("blob"), str):
+        try:
+            return base64.b64decode(content["blob"], validate=True)
+        except (ValueError, binascii.Error):
+            return None
+    return None

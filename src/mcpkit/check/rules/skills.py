@@ -7,7 +7,6 @@ declares an extension follows it) and, where the base protocol is involved, its 
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from ...protocol.skills import (
@@ -17,6 +16,7 @@ from ...protocol.skills import (
     SKILLS_EXTENSION,
     SkillError,
     check_skill_name,
+    content_bytes,
     digest_of,
     parse_frontmatter,
     skill_name_of,
@@ -50,21 +50,6 @@ async def _entries(ctx: CheckContext) -> list[dict[str, Any]]:
 
 def _label(entry: dict[str, Any], index: int) -> str:
     return entry["uri"] if isinstance(entry.get("uri"), str) else f"skills[{index}]"
-
-
-def _bytes_of(result: Any) -> bytes | None:
-    contents = result.get("contents") if isinstance(result, dict) else None
-    if not isinstance(contents, list) or len(contents) != 1 or not isinstance(contents[0], dict):
-        return None
-    content = contents[0]
-    if isinstance(content.get("text"), str):
-        return bytes(content["text"].encode("utf-8"))
-    if isinstance(content.get("blob"), str):
-        try:
-            return base64.b64decode(content["blob"], validate=True)
-        except ValueError:
-            return None
-    return None
 
 
 _FIXES_BUILT_IN = "built in: server.add_skill / skills_from compute it from the files"
@@ -185,7 +170,7 @@ async def check_frontmatter(ctx: CheckContext) -> list[Finding]:
         if not isinstance(uri, str):
             continue  # skills.names says so
         try:
-            data = _bytes_of(await ctx.request("resources/read", {"uri": uri}))
+            data = content_bytes(await ctx.request("resources/read", {"uri": uri}))
         except Exception as exc:  # noqa: BLE001
             out.append(ctx.fail(f"{uri}: resources/read of the SKILL.md failed: {describe(exc)}", uri=uri))
             continue
@@ -253,7 +238,7 @@ async def check_digests(ctx: CheckContext) -> list[Finding]:
                 continue
             budget -= 1
             try:
-                data = _bytes_of(await ctx.request("resources/read", {"uri": file_uri}))
+                data = content_bytes(await ctx.request("resources/read", {"uri": file_uri}))
             except Exception as exc:  # noqa: BLE001
                 out.append(ctx.fail(f"{file_uri}: listed, but resources/read failed: {describe(exc)}", uri=file_uri))
                 continue
