@@ -377,3 +377,26 @@ async def test_middleware_sees_every_skill_method_on_the_one_pipeline(wire):
         await c.request("resources/directory/read", {"uri": "skill://alpha"})
     assert seen == [("skills/list", None), ("skills/get", "skill://alpha/SKILL.md"),
                     ("resources/directory/read", "skill://alpha")]
+
+
+def test_the_start_up_line_counts_the_skills_beside_their_files():
+    from mcpkit.startup import startup_line
+
+    server = pdf_server()
+    server.add_skill("open", {"SKILL.md": md("open")})
+    assert "| 0 tools, 5 resources, 0 prompts, 2 skills |" in startup_line(server, "stdio")
+    assert ", 0 prompts |" in startup_line(Server("plain"), "stdio")
+
+
+@pytest.mark.asyncio
+async def test_replacing_a_skill_with_other_scopes_rescopes_its_unchanged_files(wire):
+    from mcpkit.policy.scopes import ScopeStep
+
+    server = pdf_server()
+    server._install_step("scopes", ScopeStep(_Auth()))
+    server.add_skill("pdf-processing", PDF_FILES, scopes=["skills:read"], replace=True)
+    async with connect(server, wire) as c:
+        c.session.access_token, c.session.principal = NOBODY, "nobody"
+        with pytest.raises(RpcError):
+            await c.request("resources/read", {"uri": "skill://pdf-processing/references/FORMS.md"})
+        assert c.notifications_of("notifications/resources/updated") == []

@@ -702,7 +702,7 @@ def _skills_terminal(cc: CallContext, mode: str) -> Any:
     params = cc.arguments or {}
     missing = missing_scopes(cc)
     if cc.kind == "list_skills":
-        result = server.skills_page(rev, params.get("cursor"), missing, server.page_size)
+        result = server.skills_page(params.get("cursor"), missing, server.page_size)
     elif cc.kind == "get_skill":
         result = server.skill_entry(params.get("uri"), missing)
     else:

@@ -38,9 +38,6 @@ from ..protocol.skills import (  # noqa: F401 - SkillError and the format's name
     parse_frontmatter,
 )
 
-if TYPE_CHECKING:
-    from ..protocol.revisions import Revision
-
 __all__ = [
     "DIRECTORY_MIME_TYPE",
     "MAX_SKILL_BYTES",
@@ -195,15 +192,16 @@ class SkillRegistrations:
     #: serve resources/directory/read and declare ``directoryRead: true`` (SEP-2640 "Directory Listing")
     directory_read: bool = True
 
-    # provided by Server / Registrations
-    _resources: dict[str, Any]
-    _installed: dict[str, Any]
+    if TYPE_CHECKING:  # provided by Server and Registrations, which Server mixes this into
+        _resources: dict[str, Any]
+        _installed: dict[str, Any]
 
-    def add_resource(self, *args: Any, **kwargs: Any) -> Any: ...  # pragma: no cover - Registrations'
-    def batch_changes(self, *, notify: bool = True) -> Any: ...  # pragma: no cover - Server's
-    def notify_resource_updated(self, uri: str) -> None: ...  # pragma: no cover - Registrations'
-    def subscriptions_forget(self, uri: str) -> None: ...  # pragma: no cover - Registrations'
-    def _changed(self, *kinds: str) -> None: ...  # pragma: no cover - Server's
+        def add_resource(self, *args: Any, **kwargs: Any) -> Any: ...
+        def batch_changes(self, *, notify: bool = True) -> Any: ...
+        def notify_resource_updated(self, uri: str) -> None: ...
+        def subscriptions_forget(self, uri: str) -> None: ...
+        def _changed(self, *kinds: str) -> None: ...
+        def _install_step(self, key: str, step: Any) -> None: ...
 
     def add_skill(self, path: str, source: Source | Skill, *, scopes: Sequence[str] = (),
                   replace: bool = False) -> Skill:
@@ -317,8 +315,9 @@ class SkillRegistrations:
             for skill in skills:
                 for rel, data in skill.files.items():
                     uri = skill.uri_of(rel)
-                    if old.get(uri) == data and uri in self._resources:
-                        continue
+                    existing = self._resources.get(uri)
+                    if old.get(uri) == data and existing is not None and existing.scopes == skill.scopes:
+                        continue  # unchanged: not announced as updated
                     self._add_skill_file(skill, rel, data)
             if self._skills and "skills" not in self._installed:
                 self._install_step("skills", SkillGuard(self))
@@ -327,8 +326,6 @@ class SkillRegistrations:
         for uri, data in old.items():  # after the batch: a subscriber re-reads the new content
             if uri in served and served[uri] != data:
                 self.notify_resource_updated(uri)
-
-    def _install_step(self, key: str, step: Any) -> None: ...  # pragma: no cover - Server's
 
     def _add_skill_file(self, skill: Skill, rel: str, data: bytes) -> None:
         try:
@@ -350,7 +347,7 @@ class SkillRegistrations:
     def skill_visible(self, skill: Skill, missing: Callable[[tuple[str, ...]], bool] | None) -> bool:
         return not skill.scopes or missing is None or not missing(skill.scopes)
 
-    def skills_page(self, rev: Revision, cursor: Any, missing: Callable[[tuple[str, ...]], bool] | None,
+    def skills_page(self, cursor: Any, missing: Callable[[tuple[str, ...]], bool] | None,
                     page_size: int | None) -> dict[str, Any]:
         from .registration import _decode_cursor, _encode_cursor
 
