@@ -107,6 +107,7 @@ async def test_skills_from_serves_every_skill_under_a_folder_and_nested_files_st
     write_skill(tmp_path, "git-workflow", {"SKILL.md": md("git-workflow"), "inner/helper/SKILL.md": md("helper"),
                                             "inner/helper/notes.md": "n"})
     write_skill(tmp_path, "acme/billing/refunds", {"SKILL.md": md("refunds"), "examples/email.md": "e"})
+    write_skill(tmp_path, ".trash/old", {"SKILL.md": md("old")})  # a hidden folder is not looked into
     server = Server("skills")
     skills = server.skills_from(tmp_path, prefix="team")
     assert [s.uri for s in skills] == [
@@ -400,3 +401,20 @@ async def test_replacing_a_skill_with_other_scopes_rescopes_its_unchanged_files(
         with pytest.raises(RpcError):
             await c.request("resources/read", {"uri": "skill://pdf-processing/references/FORMS.md"})
         assert c.notifications_of("notifications/resources/updated") == []
+
+
+def test_hidden_files_and_caches_beside_a_skill_are_not_served(tmp_path):
+    directory = write_skill(tmp_path, "refunds", {"SKILL.md": md("refunds"), "notes.md": "n", ".DS_Store": b"x",
+                                                   ".git/config": "[core]", "scripts/__pycache__/a.pyc": b"\0",
+                                                   "scripts/run.py": "print(1)\n"})
+    server = Server("skills")
+    skill = server.add_skill("refunds", directory)
+    assert list(skill.files) == ["SKILL.md", "notes.md", "scripts/run.py"]
+
+
+def test_a_link_out_of_the_skill_directory_is_refused(tmp_path):
+    directory = write_skill(tmp_path, "refunds", {"SKILL.md": md("refunds")})
+    (tmp_path / "secret.txt").write_text("secret")
+    (directory / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(SkillError, match="leads outside the skill's directory"):
+        Server("skills").add_skill("refunds", directory)

@@ -147,8 +147,9 @@ class Skill:
 
     @classmethod
     def from_directory(cls, path: str, directory: str | os.PathLike[str], *, scopes: Sequence[str] = ()) -> Skill:
-        """The skill in ``directory``: every regular file under it (symbolic links to files
-        inside it are followed; anything leading outside it is refused)."""
+        """The skill in ``directory``: every regular file under it, but for hidden ones (a name
+        starting with ".", in any folder) and ``__pycache__``; symbolic links to files inside it
+        are followed, anything leading outside it is refused."""
         root = Path(directory)
         if not (root / SKILL_FILE).is_file():
             raise SkillError(f"skill {path!r}: {os.fspath(root)!r} has no {SKILL_FILE}; point at the skill's "
@@ -156,12 +157,13 @@ class Skill:
         real = root.resolve()
         files: dict[str, bytes] = {}
         for file in sorted(root.rglob("*")):
-            if not file.is_file():
-                continue
+            rel = file.relative_to(root)
+            if not file.is_file() or any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+                continue  # what a checkout or an editor leaves beside the skill is not of it (.git, .DS_Store)
             resolved = file.resolve()
             if real not in resolved.parents:
                 raise SkillError(f"skill {path!r}: {os.fspath(file)!r} leads outside the skill's directory")
-            files[file.relative_to(root).as_posix()] = file.read_bytes()
+            files[rel.as_posix()] = file.read_bytes()
         return cls(path, files, scopes=scopes)
 
     def uri_of(self, rel: str) -> str:
@@ -181,8 +183,11 @@ class Skill:
 
 
 def _find_skills(root: Path) -> list[Path]:
-    """Every directory under ``root`` (``root`` included) holding a SKILL.md, outermost first."""
-    return sorted((p.parent for p in root.rglob(SKILL_FILE) if p.is_file()), key=lambda p: (len(p.parts), p))
+    """Every directory under ``root`` (``root`` included) holding a SKILL.md, outermost first;
+    hidden folders are not looked into, as Skill.from_directory does not serve them."""
+    found = [p.parent for p in root.rglob(SKILL_FILE) if p.is_file()
+             and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(root).parts)]
+    return sorted(found, key=lambda p: (len(p.parts), p))
 
 
 class SkillRegistrations:
