@@ -171,11 +171,11 @@ def test_a_401_says_which_header_carries_the_token(tmp_path):
 
 def test_a_401_of_an_api_key_server_names_its_header():
     from mcpkit.client import ClientError
-    from mcpkit.commands import _unauthorized
+    from mcpkit.cli_target import unauthorized
 
     refused = ClientError("HTTP 401 from POST https://x.example/mcp: An API key is required.", status=401,
                           headers={"WWW-Authenticate": 'ApiKey realm="designs", header="X-API-Key"'})
-    assert _unauthorized(refused) == ("HTTP 401 from POST https://x.example/mcp: An API key is required; pass the "
+    assert unauthorized(refused) == ("HTTP 401 from POST https://x.example/mcp: An API key is required; pass the "
                                       "key with --header 'X-API-Key: KEY'")
 
 

@@ -54,7 +54,7 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> Path:
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True,
                             timeout=60, env=env, check=True)
     installed = {p["name"].lower().replace("_", "-") for p in json.loads(listed.stdout)}
-    assert installed - {"pip", "setuptools", "wheel"} == {"mcpkit", "orjson", "jsonschema-rs"}, installed
+    assert installed - {"pip", "setuptools", "wheel"} == {"mcpkit", "orjson", "jsonschema-rs", "pyyaml"}, installed
     (home / "server.py").write_text(SERVER)
     (home / "regex_server.py").write_text("import re2\n" + SERVER)  # examples/workspace.py's search
     (home / "model_server.py").write_text("from pydantic import BaseModel\n" + SERVER)

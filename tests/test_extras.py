@@ -19,7 +19,7 @@ from mcpkit.errors_cli import explain
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "mcpkit"
 #: what `pip install mcpkit` installs (pyproject.toml's dependencies), and mcpkit itself
-CORE = {"mcpkit", "orjson", "jsonschema_rs", "__future__"}
+CORE = {"mcpkit", "orjson", "jsonschema_rs", "yaml", "__future__"}
 
 
 def _imports_outside_needs(path: Path) -> list[str]:

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 HEAVY = ("uvicorn", "starlette", "redis", "pydantic", "httpx", "rich", "mcp", "jsonschema", "ssl", "asyncio",
-         "cryptography", "jwt")
+         "cryptography", "jwt", "yaml")
 
 
 def _modules_after(code: str) -> set[str]:
@@ -74,7 +74,7 @@ def test_serving_a_sync_server_on_stdio_imports_nothing_heavy(tmp_path, wire) ->
 
 @pytest.mark.parametrize("extra", ["uvicorn", "redis"])
 def test_optional_dependencies_are_optional(extra: str) -> None:
-    """The core declares only orjson and jsonschema-rs; HTTP and Redis live in extras."""
+    """The core declares only orjson, jsonschema-rs and PyYAML; HTTP and Redis live in extras."""
     import tomllib
     from pathlib import Path
 

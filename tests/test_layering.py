@@ -17,7 +17,8 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "mcpkit"
 
 #: top-level modules (and the ``mcpkit dev`` command's package) that belong to a layer rather than
 #: standing alone
-_GROUPS = {"commands": "cli", "cli_auth": "cli", "cli_serving": "cli", "__main__": "cli", "publish": "cli", "dev": "cli"}
+_GROUPS = {"commands": "cli", "cli_auth": "cli", "cli_serving": "cli", "cli_target": "cli", "skills_cli": "cli",
+           "__main__": "cli", "publish": "cli", "dev": "cli"}
 #: modules of a package that belong to the command line (``mcpkit proxy``'s argument handling)
 _MODULE_GROUPS = {"mcpkit.proxy.cli": "cli"}
 

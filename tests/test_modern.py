@@ -50,7 +50,8 @@ def test_discover_needs_no_handshake_and_says_what_is_served(wire) -> None:
         # changes reach subscriptions/listen streams (SB-07)
         "tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True},
         "prompts": {"listChanged": True}, "logging": {}, "completions": {},
-        "extensions": {"io.modelcontextprotocol/tasks": {}},  # TX-01; no v1 "tasks" capability
+        "extensions": {"io.modelcontextprotocol/tasks": {},  # TX-01; no v1 "tasks" capability
+                       "io.modelcontextprotocol/skills": {"directoryRead": True}},  # SEP-2640
     }
     assert result["_meta"][SERVER_INFO]["name"] == "mcpkit-reference"
 

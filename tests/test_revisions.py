@@ -130,13 +130,29 @@ def test_the_modern_row_matches_its_schema():
     methods = {defs[name]["properties"]["method"]["const"] for name in
                (alt["$ref"].rsplit("/", 1)[-1] for alt in defs["ClientRequest"]["anyOf"])}
     # ping, initialize, setLevel and (un)subscribe are gone; tasks/get, tasks/update and
-    # tasks/cancel come from the io.modelcontextprotocol/tasks extension
-    assert row.methods == methods | {"tasks/get", "tasks/update", "tasks/cancel"}
+    # tasks/cancel come from the io.modelcontextprotocol/tasks extension, the skill methods from
+    # io.modelcontextprotocol/skills (SEP-2640)
+    assert row.methods == methods | {"tasks/get", "tasks/update", "tasks/cancel"} | SKILL_METHODS
     assert row.tool_keys == _props(MODERN, "Tool")
     assert row.implementation_keys == _props(MODERN, "Implementation")
     for version in ALL:
         assert not REVISIONS[version].result_type and not REVISIONS[version].cache_hints
         assert "server/discover" not in REVISIONS[version].methods
+
+
+SKILL_METHODS = {"skills/list", "skills/get", "resources/directory/read"}
+
+
+def test_the_skill_methods_exist_in_every_revision_and_only_they_come_from_the_skills_extension():
+    """SEP-2640 declares its extension in ``initialize`` as in ``server/discover``: the methods
+    are in every row, beside each revision's own."""
+    for version, row in REVISIONS.items():
+        assert SKILL_METHODS <= row.methods, version
+    for version in ALL:
+        defs = _defs(version)
+        union = defs["ClientRequest"].get("anyOf") or defs["ClientRequest"].get("oneOf")
+        own = {defs[alt["$ref"].rsplit("/", 1)[-1]]["properties"]["method"]["const"] for alt in union}
+        assert REVISIONS[version].methods - own == SKILL_METHODS, version
 
 
 @pytest.mark.req("BP-13")

@@ -83,7 +83,8 @@ def _ack(result: dict[str, Any]) -> None:
 @pytest.mark.req("TX-01")
 def test_discover_advertises_the_extension_and_no_v1_tasks_capability(client: Client) -> None:
     caps = client.result("server/discover")["capabilities"]
-    assert caps["extensions"] == {EXT: {}}
+    # the reference server serves skills too (SEP-2640): that extension is its own key
+    assert caps["extensions"] == {EXT: {}, "io.modelcontextprotocol/skills": {"directoryRead": True}}
     assert "tasks" not in caps
 
 

@@ -218,6 +218,46 @@ _TASKS_EXTENSION_DEFS: dict[str, Any] = {
 _TASKS_EXTENSION_RESULTS = {"tasks/get": "DetailedTask", "tasks/update": "TaskAckResult", "tasks/cancel": "TaskAckResult"}
 
 
+def _skills_extension_defs(ref: str, modern: bool) -> dict[str, Any]:
+    """The results of the Skills extension (SEP-2640; the stable specification's Skill,
+    SkillResource, ListSkillsResult, GetSkillResult and the directory read's result), for every
+    revision: the extension travels in capabilities.extensions of any of them. ``ref`` is the
+    schema's definitions prefix; from 2026-07-28 on the results are cacheable (SEP-2549)."""
+    base = {"_meta": {"type": "object"}, "resultType": {"const": "complete"},
+            "ttlMs": {"type": "integer", "minimum": 0}, "cacheScope": {"enum": ["public", "private"]}}
+    required = ["resultType", "ttlMs", "cacheScope"] if modern else []
+    skill = {
+        "type": "object",
+        "properties": {
+            "uri": {"type": "string", "minLength": 1},
+            "frontmatter": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1},
+                                                             "description": {"type": "string", "minLength": 1}},
+                            "required": ["name", "description"]},
+            "resources": {"anyOf": [{"const": "dynamic"}, {"type": "array", "items": {
+                "type": "object",
+                "properties": {"uri": {"type": "string"}, "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+                               "size": {"type": "integer", "minimum": 0}},
+                "required": ["uri", "digest", "size"]}}]},
+        },
+        "required": ["uri", "frontmatter", "resources"],
+    }
+    return {
+        "SkillsExtSkill": skill,
+        "SkillsExtListResult": {"type": "object", "properties": {
+            **base, "skills": {"type": "array", "items": {"$ref": ref + "SkillsExtSkill"}},
+            "nextCursor": {"type": "string"}}, "required": ["skills", *required]},
+        "SkillsExtGetResult": {"type": "object", "properties": {**base, "skill": {"$ref": ref + "SkillsExtSkill"}},
+                               "required": ["skill", *required], "not": {"required": ["nextCursor"]}},
+        "SkillsExtDirectoryResult": {"type": "object", "properties": {
+            **base, "resources": {"type": "array", "items": {"$ref": ref + "Resource"}},
+            "nextCursor": {"type": "string"}}, "required": ["resources", *required]},
+    }
+
+
+_SKILLS_EXTENSION_RESULTS = {"skills/list": "SkillsExtListResult", "skills/get": "SkillsExtGetResult",
+                             "resources/directory/read": "SkillsExtDirectoryResult"}
+
+
 @lru_cache(maxsize=None)
 def _schema(revision: str) -> _RevisionSchema:
     if revision not in REVISIONS:
@@ -232,6 +272,7 @@ def _schema(revision: str) -> _RevisionSchema:
     defs = document[defs_key]
     if revision in MODERN_REVISIONS:
         defs.update(_TASKS_EXTENSION_DEFS)
+    defs.update(_skills_extension_defs(f"#/{defs_key}/", revision in MODERN_REVISIONS))
 
     def by_method(union: str) -> dict[str, str]:
         return {_method_of(defs, name): name for name in _union_members(defs, union)}
@@ -493,6 +534,11 @@ def _validate_result(schema: _RevisionSchema, message: dict[str, Any], request_m
     if request_method is None:
         parts = (("", schema.result_envelope), ("result", "ServerResult"))
         _check(rev, parts, message, f"{schema.result_envelope} (result of an unknown request)")
+        return
+    skills = _SKILLS_EXTENSION_RESULTS.get(request_method)
+    if skills is not None:  # the Skills extension, on every revision
+        parts = (("", schema.result_envelope), ("result", skills))
+        _check(rev, parts, message, f"{schema.result_envelope} + {skills} (answer to {request_method}, skills extension)")
         return
     if rev in MODERN_REVISIONS:  # the tasks extension (see _TASKS_EXTENSION_DEFS)
         result_value = message.get("result")

@@ -5,6 +5,7 @@
     mcpkit serve package.module:app   a Server attribute of an importable module
     mcpkit dev TARGET                 HTTP on loopback plus a browser inspector (dev/)
     mcpkit list|call|read|prompt|docs TARGET   talk to any server (commands.py)
+    mcpkit skills TARGET [show NAME | fetch NAME DIR]   a server's skills (skills_cli.py)
     mcpkit install CLIENT TARGET      the MCP client configuration entry for a server (alias: config)
     mcpkit doctor [TARGET]            check this installation and a server's start-up
     mcpkit check TARGET               the compliance checker (check/)
@@ -247,9 +248,11 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         from .dev import register as register_dev
         from .proxy.cli import add_arguments
         from .proxy.pincli import register as register_pin
+        from .skills_cli import register as register_skills
 
         register_dev(sub)
         register(sub)
+        register_skills(sub)
         register_pin(sub)
         proxy = sub.add_parser("proxy", help="serve MCP servers written elsewhere behind mcpkit's guard rails")
         add_arguments(proxy)

@@ -78,16 +78,6 @@ positive_seconds = seconds(zero=False)
 seconds_or_zero = seconds(zero=True)
 
 
-def revision(value: str) -> str:
-    """A protocol revision mcpkit speaks (argparse type): an unknown one would be offered and
-    silently negotiated away, or refused by the server after the connection is made."""
-    from .protocol.revisions import SUPPORTED_VERSIONS
-
-    if value not in SUPPORTED_VERSIONS:
-        raise argparse.ArgumentTypeError(f"unknown revision {value!r}; give one of {', '.join(SUPPORTED_VERSIONS)}")
-    return value
-
-
 def policy_env(args: argparse.Namespace) -> None:
     """Policy switches on the command line are the environment switches the policy reads
     (mcpkit.policy), set before the user's module builds its server; a refusal names the flag."""

@@ -1,7 +1,7 @@
 """The client-side commands of the ``mcpkit`` CLI: list, call, read, prompt, docs and doctor
 (``install``/``config`` live in install.py, ``dev`` in dev/, ``check`` in check/).
 
-TARGET is a server to talk to, in any of the forms targets.py reads: a ``.py`` file or
+TARGET (cli_target.py) is a server to talk to, in any of the forms targets.py reads: a ``.py`` file or
 ``package.module:ATTR`` (launched as ``python -m mcpkit serve``), a command line in quotes (stdio),
 or a URL (Streamable HTTP, or legacy SSE with ``--sse``). Imported only when one of these commands
 runs. Results go to stdout; progress, log messages and errors to stderr.
@@ -20,137 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cli_target import add_target, client_for, print_log, run, target_of
 from .reference_docs import first_line as _first_line
 
 __all__ = ["register"]
-
-
-# ------------------------------------------------------------------------------------------ targets
-
-
-def _target(args: argparse.Namespace) -> tuple[Any, str]:
-    """(target for mcpkit.client.Client, transport) from TARGET (targets.py)."""
-    from .targets import resolve
-
-    if not args.target:
-        raise SystemExit("mcpkit: give a TARGET: server.py, package.module:ATTR, a command line in quotes, or a URL")
-    target = resolve(args.target)
-    if not target.is_url:
-        # options that do not apply to a stdio server are refused, not ignored
-        for flag, given in (("--sse", getattr(args, "sse", False)), ("--header", getattr(args, "header", None))):
-            if given:
-                raise SystemExit(f"mcpkit: {flag} applies to a URL target only; {args.target!r} runs on stdio")
-    return target.client_target(sse=getattr(args, "sse", False))
-
-
-def _headers(args: argparse.Namespace) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in getattr(args, "header", None) or ():
-        name, sep, value = item.partition(":")
-        if not sep:
-            raise SystemExit(f"mcpkit: --header wants 'Name: value', got {item!r}")
-        out[name.strip()] = value.strip()
-    return out
-
-
-def _print_log(params: dict[str, Any]) -> None:
-    """A notifications/message from the server, on stderr."""
-    data = params.get("data")
-    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    logger = f" {params['logger']}" if params.get("logger") else ""
-    print(f"[{params.get('level', 'info')}{logger}] {text}", file=sys.stderr, flush=True)
-
-
-def _client(args: argparse.Namespace, target: Any = None, transport: str | None = None, **options: Any) -> Any:
-    from ._extras import require
-    from .client import Client
-
-    if target is None:
-        target, transport = _target(args)
-    if transport in ("http", "sse"):
-        require(("a URL target", "client"))
-    return _Closing(Client(target, transport=transport or "auto", headers=_headers(args) or None,
-                           protocol_version=getattr(args, "protocol_version", None), timeout=args.timeout,
-                           inherit_env=_inherit_env(args), **options))
-
-
-def _inherit_env(args: argparse.Namespace) -> bool | list[str]:
-    """A command line is a program we may not have written: it sees an allow-list of our
-    environment and what --pass-env names (mcpkit.client.environment); the user's own server
-    (Target.runs_own_code) sees everything, as under ``mcpkit serve``."""
-    from .client.environment import misnamed
-    from .targets import resolve
-
-    names = getattr(args, "pass_env", None) or []
-    if misnamed(names):
-        raise SystemExit(f"mcpkit: {misnamed(names)}")
-    return True if resolve(args.target).runs_own_code() else names
-
-
-class _Closing:
-    """The client as a context manager that says once when closing a stdio server took the
-    5 s EOF grace period because it did not exit when its stdin closed (ST-07)."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    async def __aenter__(self) -> Any:
-        await self.client.__aenter__()
-        return self.client
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.client.__aexit__(*exc)
-        if getattr(self.client.transport, "ignored_eof", False):
-            print("mcpkit: note: the server did not exit when its stdin closed; it was stopped after a "
-                  "5 s wait (a stdio server should exit on EOF, ST-07)", file=sys.stderr)
-
-
-def _add_target(parser: argparse.ArgumentParser, *, sse: bool = True, optional: bool = False) -> None:
-    parser.add_argument("target", nargs="?" if optional else None, metavar="TARGET",
-                        help="server.py, package.module:ATTR, a command line in quotes (\"node build/index.js\"), "
-                        "or a URL")
-    parser.add_argument("--header", action="append", metavar="'NAME: VALUE'", help="an HTTP header (repeatable)")
-    from .cli_serving import revision
-
-    parser.add_argument("--protocol-version", type=revision, metavar="V",
-                        help="the revision to offer (default: the newest)")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each answer")
-    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
-                        help="pass this variable to a command line's server (repeatable; it gets only HOME, PATH, "
-                        "the locale and a few more, docs/cli.md); server.py and module targets get everything")
-    if sse:
-        parser.add_argument("--sse", action="store_true", help="the URL is a legacy HTTP+SSE endpoint")
-
-
-def _run(coro: Any) -> int:
-    from .client import ClientError, RpcError
-
-    try:
-        return int(asyncio.run(coro) or 0)
-    except (ClientError, RpcError, OSError) as exc:
-        if getattr(exc, "status", None) == 401:  # no credentials, or the wrong ones: a mistake in the asking
-            print(f"mcpkit: {_unauthorized(exc)}", file=sys.stderr)
-            return 2
-        print(f"mcpkit: {exc}", file=sys.stderr)
-        # a command line that cannot be started is a mistake in the TARGET, as a missing file is
-        return 2 if isinstance(exc, ClientError) and isinstance(exc.__cause__, OSError) else 1
-
-
-def _unauthorized(exc: Any) -> str:
-    """A 401, with the --header that would carry what the server's challenge asks for."""
-    import re
-
-    message = getattr(exc, "message", None) or str(exc)
-    text = message if message.startswith("HTTP 401") else f"HTTP 401: {message}"
-    headers = {str(k).lower(): str(v) for k, v in (getattr(exc, "headers", None) or {}).items()}
-    challenge = headers.get("www-authenticate", "")
-    params = dict(re.findall(r'([A-Za-z_]+)="([^"]*)"', challenge))
-    if challenge.split(" ", 1)[0].lower() == "apikey" and params.get("header"):
-        return f"{text.rstrip('.')}; pass the key with --header '{params['header']}: KEY'"
-    fix = "pass a valid token" if params.get("error") == "invalid_token" else "pass a token"
-    where = f" (the server's authorization metadata: {params['resource_metadata']})" \
-        if params.get("resource_metadata") else ""
-    return f"{text.rstrip('.')}; {fix} with --header 'Authorization: Bearer TOKEN'{where}"
 
 
 # ------------------------------------------------------------------------------------------ list
@@ -202,7 +75,7 @@ def _report_failures(failures: dict[str, str]) -> None:
 
 
 async def _list(args: argparse.Namespace) -> int:
-    async with _client(args) as client:
+    async with client_for(args) as client:
         found, failures = await _listing(client)
     _report_failures(failures)
     if args.json:
@@ -338,7 +211,7 @@ async def _call(args: argparse.Namespace) -> int:
     from .client import RpcError
 
     progress = _Progress()
-    async with _client(args, on_log=_print_log) as client:
+    async with client_for(args, on_log=print_log) as client:
         schema = None
         with contextlib.suppress(RpcError):
             for tool in await client.list_tools():
@@ -365,7 +238,7 @@ async def _call(args: argparse.Namespace) -> int:
 
 
 async def _read(args: argparse.Namespace) -> int:
-    async with _client(args, on_log=_print_log) as client:
+    async with client_for(args, on_log=print_log) as client:
         result = await client.read_resource(args.uri)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -394,7 +267,7 @@ async def _prompt(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise SystemExit(f"mcpkit: prompt arguments are key=value, got {pair!r}")
         arguments[key] = value  # prompt arguments are strings by the spec
-    async with _client(args, on_log=_print_log) as client:
+    async with client_for(args, on_log=print_log) as client:
         result = await client.get_prompt(args.name, arguments)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -421,7 +294,7 @@ async def _docs(args: argparse.Namespace) -> int:
         info, found = server_listing(loadable.load())
         text = markdown(info, found)
     else:
-        async with _client(args) as client:
+        async with client_for(args) as client:
             found, failures = await _listing(client)
             text = markdown(client.server_info, found, failures)
         _report_failures(failures)
@@ -454,13 +327,13 @@ def _version(module: str) -> str | None:
 
 
 async def _doctor_server(args: argparse.Namespace, problems: list[str]) -> None:
-    target, transport = _target(args)
+    target, transport = target_of(args)
     print(f"\nserver: {target if isinstance(target, str) else shlex.join(target)}")
     if transport in ("http", "sse") and _version("httpx") is None:
         print("  not reached: httpx is not installed (listed above)")
         return
     started = time.perf_counter()
-    client = _client(args, target, transport)
+    client = client_for(args, target, transport)
     try:
         async with client as connected:
             print(f"  answered initialize in {(time.perf_counter() - started) * 1000:.0f} ms, "
@@ -555,39 +428,39 @@ def register(sub: Any) -> None:
     """Add list, call, read, prompt, docs, install (config), check and doctor to the ``mcpkit``
     subparsers."""
     p = sub.add_parser("list", help="list a server's tools, resources, templates and prompts")
-    _add_target(p)
+    add_target(p)
     p.add_argument("--json", action="store_true", help="print the raw lists as JSON")
-    p.set_defaults(func=lambda a: _run(_list(a)))
+    p.set_defaults(func=lambda a: run(_list(a)))
 
     p = sub.add_parser("call", help="call a tool: mcpkit call TARGET TOOL key=value ...")
-    _add_target(p)
+    add_target(p)
     p.add_argument("tool", help="the tool's name")
     p.add_argument("arguments", nargs="*", metavar="KEY=VALUE",
                    help="an argument, read by the tool's schema: a string parameter keeps the text, others are JSON")
     p.add_argument("--json", dest="json_args", metavar="OBJECT",
                    help="the arguments as one JSON object ('-' reads it from stdin); key=value pairs add to it")
     p.add_argument("--raw", action="store_true", help="print the whole CallToolResult as JSON")
-    p.set_defaults(func=lambda a: _run(_call(a)))
+    p.set_defaults(func=lambda a: run(_call(a)))
 
     p = sub.add_parser("read", help="read a resource: mcpkit read TARGET URI")
-    _add_target(p)
+    add_target(p)
     p.add_argument("uri", help="the resource's URI")
     p.add_argument("--json", action="store_true", help="print the whole ReadResourceResult as JSON")
     p.add_argument("--output", metavar="FILE", help="write the resource (text, or a binary resource's bytes) to FILE")
-    p.set_defaults(func=lambda a: _run(_read(a)))
+    p.set_defaults(func=lambda a: run(_read(a)))
 
     p = sub.add_parser("prompt", help="get a prompt: mcpkit prompt TARGET NAME key=value ...")
-    _add_target(p)
+    add_target(p)
     p.add_argument("name", help="the prompt's name")
     p.add_argument("arguments", nargs="*", metavar="KEY=VALUE", help="a prompt argument (a string)")
     p.add_argument("--json", action="store_true", help="print the whole GetPromptResult as JSON")
-    p.set_defaults(func=lambda a: _run(_prompt(a)))
+    p.set_defaults(func=lambda a: run(_prompt(a)))
 
     p = sub.add_parser("docs", help="write a Markdown reference of a server's tools, resources and prompts")
-    _add_target(p)
+    add_target(p)
     p.add_argument("--output", metavar="FILE", help="write here instead of stdout")
     p.add_argument("--check", metavar="FILE", help="exit 1 when FILE differs from what would be written")
-    p.set_defaults(func=lambda a: _run(_docs(a)))
+    p.set_defaults(func=lambda a: run(_docs(a)))
 
     from .install import add_parser as add_install
 
@@ -604,5 +477,5 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run_check)
 
     p = sub.add_parser("doctor", help="check this installation, and a server's start-up and stdout")
-    _add_target(p, optional=True)
+    add_target(p, optional=True)
     p.set_defaults(func=_doctor)

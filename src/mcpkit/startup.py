@@ -62,6 +62,8 @@ def startup_line(server: Any, transport: str, url: str | None = None) -> str:
     tool_text = _count(tools, "tool") + (f" ({tools - visible} gated)" if visible != tools else "")
     resources = len(server._resources) + len(server._templates)
     counts = f"{tool_text}, {_count(resources, 'resource')}, {_count(len(server._prompts), 'prompt')}"
+    if server._skills:  # their files are among the resources counted
+        counts += f", {_count(len(server._skills), 'skill')}"
     return (f"mcpkit: serving {server.name} {server.version} on {where} | revisions {_revisions()} | "
             f"{counts} | {policy_summary(server)}")
 

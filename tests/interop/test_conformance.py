@@ -76,3 +76,29 @@ def test_both_suites_pass_against_the_app_on_uvicorn_standard(version: str, scen
     assert summary, f"no summary line; output:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert tuple(map(int, summary[-1])) == (scenarios, 0), done.stdout[-4000:]
     assert done.returncode == 0
+
+
+SKILL_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
+
+
+@pytest.mark.usefixtures("serving_loop")
+def test_every_check_of_the_skills_scenarios_succeeds(tmp_path: Path) -> None:
+    """SEP-2640 (suite 0.2.0-alpha.12): a scenario passes with SKIPPED checks (an undeclared
+    extension skips them all), so each check of the three is read: every one SUCCESS."""
+    import json
+
+    args = [a for s in SKILL_SCENARIOS for a in ("--scenario", s)]
+    done = _run(*args, "--output-dir", str(tmp_path), env={"CONFORMANCE_VERSION": "0.2.0-alpha.12"})
+    assert done.returncode == 0, done.stdout[-4000:]
+    statuses: dict[str, dict[str, str]] = {}
+    for checks in tmp_path.glob("*/checks.json"):
+        scenario = next(s for s in SKILL_SCENARIOS if checks.parent.name.startswith(f"server-{s}-"))
+        statuses[scenario] = {c["id"]: c["status"] for c in json.loads(checks.read_text())}
+    assert set(statuses) == set(SKILL_SCENARIOS)
+    assert {s: len(c) for s, c in statuses.items()} == {
+        "sep-2640-skills-enumeration": 32, "sep-2640-skills-manifest": 6, "sep-2640-skills-directory": 7}
+    failed = {s: {i: v for i, v in c.items() if v != "SUCCESS"} for s, c in statuses.items()}
+    assert failed == {s: {} for s in SKILL_SCENARIOS}
+    # the checks that need the 2026-07-28 cache hints ran (they are SKIPPED on older revisions)
+    assert statuses["sep-2640-skills-enumeration"]["sep-2640-skills-list-cache-attributes"] == "SUCCESS"
+    assert statuses["sep-2640-skills-enumeration"]["sep-2640-skills-get-cache-attributes"] == "SUCCESS"

@@ -123,3 +123,21 @@ def test_plain_responses_are_written_at_once(writes):
     out._write([Outgoing(b'{"id":1}', related=1, answers=(1,)), Outgoing(b'{"id":2}', related=2, answers=(2,))])
     assert writes == [b'{"id":1}\n{"id":2}\n']
     assert out._notified is None
+
+
+SKILLS_PROBE = Path(__file__).parent / "ts" / "skills_client.cjs"
+
+
+def test_the_typescript_client_reads_the_skills_and_their_files_match_the_digests(sdk: str) -> None:
+    """The SDK has no skill helpers (SEP-2640): generic requests for skills/list and skills/get,
+    readResource for the files; every file it reads is what the entry's size and digest say."""
+    env = {**os.environ, "NODE_PATH": sdk}
+    done = subprocess.run(["node", str(SKILLS_PROBE), "--", sys.executable, "-m", "mcpkit", "serve"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["extensions"] == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+    assert [s["uri"] for s in report["skills"]] == ["skill://pdf-processing/SKILL.md",
+                                                     "skill://acme/billing/refunds/SKILL.md"]
+    listed = {r["uri"]: {"size": r["size"], "digest": r["digest"]} for s in report["skills"] for r in s["resources"]}
+    assert report["read"] == listed and len(listed) == 6

@@ -14,8 +14,10 @@ from .errors import (ClientError, ClientTimeout, HttpRpcError, MessageTooLarge, 
                      UnsupportedVersion)
 from .listening import Backoff, StreamState
 from .proxies import ToolProxies, ToolProxy
+from .skills import SkillVerificationError
 
 __all__ = [
     "Client", "RpcError", "ClientError", "ClientTimeout", "HttpRpcError", "ToolCallError", "ToolProxies", "ToolProxy",
     "UnsupportedVersion", "Backoff", "StreamState", "MessageTooLarge",
+    "SkillVerificationError",
 ]

@@ -592,3 +592,73 @@ class Client:
     async def roots_changed(self) -> None:
         """Tell the server the roots changed (notifications/roots/list_changed)."""
         await self.notify("notifications/roots/list_changed")
+
+    # ------------------------------------------------------------------ skills (SEP-2640)
+
+    def _skills_declared(self, method: str) -> dict[str, Any]:
+        """Clients issue the skill methods only after seeing the server declare the extension."""
+        from ..protocol.skills import SKILLS_EXTENSION
+
+        settings = (self.server_capabilities.get("extensions") or {}).get(SKILLS_EXTENSION)
+        if not isinstance(settings, dict):
+            raise ClientError(f"{method}: the server does not declare the {SKILLS_EXTENSION} extension")
+        return settings
+
+    async def list_skills(self) -> list[dict[str, Any]]:
+        """Every skill entry of skills/list, all pages: uri, frontmatter and resources. An
+        empty list does not prove the server has no skills (SEP-2640 "Enumeration")."""
+        self._skills_declared("skills/list")
+        return await self._paginate("skills/list", "skills")
+
+    async def get_skill(self, uri: str) -> dict[str, Any]:
+        """The entry of the skill whose SKILL.md is at ``uri`` (skills/get), listed or not."""
+        self._skills_declared("skills/get")
+        from .skills import check_entry
+
+        return check_entry((await self.request("skills/get", {"uri": uri})).get("skill"))
+
+    async def read_directory(self, uri: str) -> list[dict[str, Any]]:
+        """The direct children of a directory resource (resources/directory/read, all pages);
+        subdirectories have ``mimeType`` ``inode/directory``."""
+        if self._skills_declared("resources/directory/read").get("directoryRead") is not True:
+            raise ClientError("resources/directory/read: the server does not declare directoryRead")
+        items: list[dict[str, Any]] = []
+        cursor: Any = None
+        while True:
+            params: dict[str, Any] = {"uri": uri} if cursor is None else {"uri": uri, "cursor": cursor}
+            result = await self.request("resources/directory/read", params)
+            items.extend(result.get("resources") or [])
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                return items
+
+    async def read_skill_file(self, entry: dict[str, Any], uri: str | None = None, *,
+                              allow_dynamic: bool = False) -> bytes:
+        """The bytes of one file of a skill (its SKILL.md when ``uri`` is not given), verified
+        against ``entry`` (from :meth:`list_skills` or :meth:`get_skill`): listed, of the listed
+        size and digest, and for SKILL.md with the entry's frontmatter. Anything else raises
+        :class:`mcpkit.client.skills.SkillVerificationError` and the content is not returned."""
+        from .skills import check_entry, listed, verified_bytes
+
+        entry = check_entry(entry)
+        uri = entry["uri"] if uri is None else uri
+        if entry["resources"] != "dynamic":
+            listed(entry, uri)  # an unlisted file is not even asked for
+        return verified_bytes(entry, uri, await self.read_resource(uri), allow_dynamic=allow_dynamic)
+
+    async def fetch_skill(self, entry: dict[str, Any], directory: str | Any) -> list[Any]:
+        """Every file of the skill, verified, written under ``directory`` at its path in the
+        skill; nothing is written unless every file verifies. Returns the paths written."""
+        from pathlib import Path
+
+        from .skills import check_entry, file_path_of, write_file
+
+        entry = check_entry(entry)
+        if entry["resources"] == "dynamic":
+            from .skills import SkillVerificationError
+
+            raise SkillVerificationError(f"{entry['uri']}: the skill's resources are \"dynamic\": no manifest "
+                                         "to fetch and verify", entry["uri"])
+        files = [(file_path_of(entry, item["uri"]), await self.read_skill_file(entry, item["uri"]))
+                 for item in entry["resources"]]
+        return [write_file(Path(directory), rel, data) for rel, data in files]

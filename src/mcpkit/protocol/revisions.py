@@ -28,11 +28,16 @@ CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 
+#: SEP-2640 defines its methods for every revision (the extension travels in capabilities.extensions
+#: of ``initialize`` and of ``server/discover``); only its results' cache hints are 2026-07-28's
+_SKILLS_METHODS = ("skills/list", "skills/get", "resources/directory/read")
 _HANDSHAKE_METHODS = frozenset(
     {
         "initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list",
         "resources/read", "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get",
         "logging/setLevel", "completion/complete",
+        # the io.modelcontextprotocol/skills extension (SEP-2640): answered only by a server that serves skills
+        *_SKILLS_METHODS,
     }
 )
 #: §14: 2026-07-28 removes the handshake, ping, setLevel and resources/(un)subscribe.
@@ -42,6 +47,7 @@ _MODERN_METHODS = frozenset(
         "resources/read", "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen",
         # the io.modelcontextprotocol/tasks extension (TX-04)
         "tasks/get", "tasks/update", "tasks/cancel",
+        *_SKILLS_METHODS,
     }
 )
 

@@ -27,7 +27,7 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..cli_serving import positive_seconds as _seconds  # 0 or less would fail every connection
-    from ..cli_serving import revision
+    from ..cli_target import revision
 
     parser.add_argument("targets", nargs="*", metavar="TARGET",
                         help="[NAME=]URL or [NAME=]\"command line\"; or give one command after --")

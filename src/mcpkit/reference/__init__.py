@@ -492,3 +492,6 @@ async def test_input_required_result_prompt(ctx: Context) -> str:
 
 
 from . import tasks as _tasks  # noqa: E402,F401  the tasks fixtures (CONTRACT-2026 §2.5)
+from . import skills as _skills  # noqa: E402  the skills (SEP-2640 scenarios)
+
+_skills.register(server)

@@ -20,6 +20,7 @@ from ..protocol.errors import (
     E_UNSUPPORTED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     McpError,
     PromptNotFound,
     ResourceNotFound,
@@ -38,6 +39,7 @@ from .listen import listen
 from .pipeline import CORRELATION_ID, ERROR_META_KEY, CallContext, CallNext, Pipe, any_async, chain, in_worker, steps_for
 from .rounds import InputRequired
 from .session import SyncCall, new_correlation_id
+from .skills import missing_scopes
 from .tasks import TASK_METHODS, missing_extension, wants_tasks
 from .validation import format_errors
 
@@ -673,6 +675,45 @@ def _lists(kind: str) -> Callable[[CallContext, str], Any]:
     return terminal
 
 
+# ---------------------------------------------------------------------- the Skills extension (SEP-2640)
+
+
+def _skills_served(session: ServerSession, method: str) -> None:
+    """The methods exist only where the extension is declared: a server without skills has none."""
+    if session.server.skills_capability() is None:
+        raise McpError(METHOD_NOT_FOUND, f"Method not found: {method} (this server serves no skills)")
+
+
+def _skill_method(kind: str, method: str, directory: bool = False) -> Handler:
+    def handler(session: ServerSession, req: RequestReceived) -> Any:
+        _skills_served(session, method)
+        if directory and not session.server.directory_read:
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method} (this server does not declare "
+                                             "directoryRead)")
+        params = req.params or {}
+        return _run_kind(session, req, kind, None, params.get("uri"), params)
+
+    handler.__name__ = kind
+    return handler
+
+
+def _skills_terminal(cc: CallContext, mode: str) -> Any:
+    server, rev = cc.session.server, cc.request.revision
+    params = cc.arguments or {}
+    missing = missing_scopes(cc)
+    if cc.kind == "list_skills":
+        result = server.skills_page(params.get("cursor"), missing, server.page_size)
+    elif cc.kind == "get_skill":
+        result = server.skill_entry(params.get("uri"), missing)
+    else:
+        result = server.directory_page(params.get("uri"), params.get("cursor"), missing, server.page_size)
+    # SEP-2640: skills/list carries ttlMs and cacheScope from 2026-07-28 on; for skills/get the
+    # SEP leaves it open, and the stable specification requires them (GetSkillResult is a
+    # CacheableResult), so both carry them, as resources/list does for directory reads
+    result.update(server.cache_hints(rev, None))
+    return _settled(result) if mode == "async" else result
+
+
 TERMINALS: dict[str, Callable[[CallContext, str], Any]] = {
     "read_resource": _read,
     "subscribe": _subscribe,
@@ -682,6 +723,9 @@ TERMINALS: dict[str, Callable[[CallContext, str], Any]] = {
     "list_resources": _lists("resources"),
     "list_resource_templates": _lists("resourceTemplates"),
     "list_prompts": _lists("prompts"),
+    "list_skills": _skills_terminal,
+    "get_skill": _skills_terminal,
+    "read_directory": _skills_terminal,
 }
 
 
@@ -794,4 +838,7 @@ METHODS: dict[str, Handler] = {
     "completion/complete": complete,
     "logging/setLevel": set_level,
     **TASK_METHODS,  # the io.modelcontextprotocol/tasks extension, 2026-07-28 only
+    "skills/list": _skill_method("list_skills", "skills/list"),
+    "skills/get": _skill_method("get_skill", "skills/get"),
+    "resources/directory/read": _skill_method("read_directory", "resources/directory/read", directory=True),
 }

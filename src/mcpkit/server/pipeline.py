@@ -8,7 +8,8 @@ passes through an ordered list of steps and then the handler::
 
 Each step is an object with optional hooks, ``on_request`` (every kind) and one per kind
 (``on_call_tool``, ``on_read_resource``, ``on_get_prompt``, ``on_complete``, ``on_list_tools``,
-``on_list_resources``, ``on_list_resource_templates``, ``on_list_prompts``); a hook takes
+``on_list_resources``, ``on_list_resource_templates``, ``on_list_prompts``, and the Skills
+extension's ``on_list_skills``, ``on_get_skill``, ``on_read_directory``); a hook takes
 ``(ctx, call_next)`` and returns what ``call_next(ctx)`` returned, or something else. User
 middleware (:class:`Middleware`) and the policy's own steps (mcpkit.policy) share that shape.
 
@@ -51,6 +52,10 @@ HOOKS: dict[str, tuple[str, str]] = {
     "list_resources": ("on_list_resources", "resources/list"),
     "list_resource_templates": ("on_list_resource_templates", "resources/templates/list"),
     "list_prompts": ("on_list_prompts", "prompts/list"),
+    # the Skills extension (server/skills.py)
+    "list_skills": ("on_list_skills", "skills/list"),
+    "get_skill": ("on_get_skill", "skills/get"),
+    "read_directory": ("on_read_directory", "resources/directory/read"),
 }
 
 #: the correlation id of the tool call running in this thread or task, for log lines about it

@@ -74,7 +74,7 @@ class _Readable:
 
 
 class Resource(_Readable):
-    __slots__ = ("uri", "size")
+    __slots__ = ("uri", "size", "skill")
 
     def __init__(
         self,
@@ -93,6 +93,8 @@ class Resource(_Readable):
     ) -> None:
         self.uri = check_uri_scheme(uri, "resource")
         self.size = size
+        #: the SKILL.md URI of the skill this file belongs to (server/skills.py), or None
+        self.skill: str | None = None
         self._init(f"resource {uri!r}", handler, name, title, description, mime_type, annotations, icons, meta,
                    context_param)
 

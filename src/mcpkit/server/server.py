@@ -39,6 +39,7 @@ from .registration import (  # noqa: F401 - HostCompatibilityWarning and ToolPol
 )
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
+from .skills import SkillRegistrations
 from .tools import Tool
 
 __all__ = ["HostCompatibilityWarning", "Server", "ToolPolicyOptions"]
@@ -69,7 +70,7 @@ def _pick_annotated(item: dict[str, Any], keys: frozenset[str], rev: Revision) -
     return out
 
 
-class Server(Registrations):
+class Server(Registrations, SkillRegistrations):
     """An MCP server. Register tools, resources and prompts, then :meth:`run` it."""
 
     def __init__(
@@ -126,6 +127,7 @@ class Server(Registrations):
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
         self._apps: set[str] = set()  # URIs of the MCP App views (server/apps.py)
+        self._skills: dict[str, Any] = {}  # SKILL.md URI -> Skill (server/skills.py)
         #: what watches every request and notification (mcpkit.observe: traces, metrics); None: nothing
         self.observer: Any = None
         self._templates: list[ResourceTemplate] = []
@@ -407,6 +409,13 @@ class Server(Registrations):
             # ext-apps "Capability Negotiation": the extension travels in capabilities.extensions,
             # which every revision's ServerCapabilities leaves open to
             caps.setdefault("extensions", {})[UI_EXTENSION] = {}
+        skills = self.skills_capability()
+        if skills is not None:
+            # SEP-2640 "Capability Declaration"; its files are resources, so "resources" is
+            # declared with it, as the extension requires
+            from .skills import SKILLS_EXTENSION
+
+            caps.setdefault("extensions", {})[SKILLS_EXTENSION] = skills
         return caps
 
     def features(self) -> frozenset[str]:

@@ -46,7 +46,7 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
         uris = asked.get("resourceSubscriptions") if type(asked) is dict else None
         needed: dict[str, None] = {}
         for uri in uris if type(uris) is list else ():
-            needed.update(dict.fromkeys(getattr(_resource(server, uri), "scopes", ()) or ()))
+            needed.update(dict.fromkeys(_scopes_of(_resource(server, uri))))
         return tuple(needed)
     elif method == "completion/complete":  # CP-05: completing an item needs what using it needs
         ref = params.get("ref")
@@ -55,6 +55,16 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
         except McpError:
             item = None  # an unknown ref: the session answers -32602 (CP-03)
     else:
+        return ()
+    return _scopes_of(item)
+
+
+def _scopes_of(item: Any) -> tuple[str, ...]:
+    """The scopes a request naming ``item`` needs before anything runs. A file of a skill needs
+    none here: a skill hidden by its scopes is invisible on every route (server/skills.py), so
+    the pipeline answers it as a resource that does not exist, where a 403 would name the scope
+    and say that it does."""
+    if getattr(item, "skill", None) is not None:
         return ()
     return tuple(getattr(item, "scopes", ()) or ())
 

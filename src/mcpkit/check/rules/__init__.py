@@ -13,6 +13,7 @@ from . import (  # noqa: F401 - each module registers its rules
     resources,
     schema,
     security,
+    skills,
     stdio,
     tools,
 )
