@@ -103,7 +103,7 @@ class _Rpc:
                 message = await self.channel.receive()
                 if message is None:
                     break
-                for one in message if isinstance(message, list) else [message]:
+                for one in message if isinstance(message, list) and getattr(self.codec, "batches", False) else [message]:
                     self._dispatch(one)
         except asyncio.CancelledError:
             reason = "the connection was closed"

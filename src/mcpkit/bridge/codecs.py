@@ -84,6 +84,9 @@ class Reply:
 class Codec(Protocol):
     """What :class:`~mcpkit.bridge.RpcBridge` asks of a message shape."""
 
+    #: a received JSON array is a batch of messages (JSON-RPC's); else it is one message
+    batches: bool
+
     def request(self, call: Call) -> Any:
         """The message that carries ``call``."""
         ...
@@ -106,6 +109,8 @@ class JsonRpc:
     ``{"id": n, "result": ...}`` or ``{"id": n, "error": {"code", "message", "data"}}``;
     notifications both ways, ``notifications/cancelled`` when a call is given up, and a
     plugin's own requests refused with -32601 (a bridge serves nothing)."""
+
+    batches = True
 
     def request(self, call: Call) -> dict[str, Any]:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": call.id, "method": call.method}
@@ -151,12 +156,18 @@ class Fields:
     ``result`` field is the result (``result=None``: the whole message but the id). With
     ``event`` named, a message without an id that has that field is a notification. The plugin
     is told nothing of a call given up (there is no cancel message in such protocols).
-    ``string_ids`` sends ids as strings ("1", "2", ...).
+    ``events`` renames the plugin's event names to the methods the kit listens for, e.g.
+    ``{"commandsChanged": "notifications/tools/list_changed"}`` has a mirror re-read the list.
+    ``constant`` fields go in every message sent (``{"type": "request"}``). ``string_ids``
+    sends ids as strings ("1", "2", ...).
     """
+
+    batches = False
 
     def __init__(self, *, method: str = "method", params: str = "params", id: str = "id",  # noqa: A002
                  result: str | None = "result", error: str = "error", event: str | None = None,
-                 constant: Mapping[str, Any] | None = None, string_ids: bool = False) -> None:
+                 events: Mapping[str, str] | None = None, constant: Mapping[str, Any] | None = None,
+                 string_ids: bool = False) -> None:
         names = [method, params, id, error, *([result] if result is not None else []), *([event] if event else [])]
         if any(not isinstance(n, str) or not n for n in names):
             raise ValueError("Fields: every field name must be a non-empty string")
@@ -164,6 +175,7 @@ class Fields:
             raise ValueError("Fields: method, params and id must be three different fields")
         self.method, self.params, self.id = method, params, id
         self.result, self.error, self.event = result, error, event
+        self.events = dict(events or {})
         self.constant = dict(constant or {})
         self.string_ids = string_ids
 
@@ -190,7 +202,8 @@ class Fields:
                 return Answer(rid, result={k: v for k, v in message.items() if k not in (self.id, self.error)})
             return Answer(rid, result=message.get(self.result))
         if self.event is not None and isinstance(message.get(self.event), str):
-            return Event(message[self.event], message.get(self.params))
+            name = message[self.event]
+            return Event(self.events.get(name, name), message.get(self.params))
         return None
 
     def __repr__(self) -> str:
@@ -200,7 +213,10 @@ class Fields:
 class Custom:
     """A message shape given as functions: ``encode(call) -> message`` (a JSON-able value the
     framing sends), ``decode(message) -> Answer | Event | None``; optionally ``notify(method,
-    params) -> message`` and ``cancel(request_id, reason) -> message``."""
+    params) -> message`` and ``cancel(request_id, reason) -> message``. A received JSON array
+    is one message, given to ``decode`` whole."""
+
+    batches = False
 
     def __init__(self, encode: Callable[[Call], Any], decode: Callable[[Any], Answer | Event | None], *,
                  notify: Callable[[str, Any], Any] | None = None,
