@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,12 +22,14 @@ from mcpkit.bridge import (
     Custom,
     Event,
     Fields,
+    JsonRpc,
     LengthPrefixed,
     NdJson,
     RpcBridge,
     Tcp,
     WebSocket,
 )
+from mcpkit.bridge.codecs import Reply
 from mcpkit.protocol.errors import E_INTERNAL, E_NOT_CONNECTED, E_PERMISSION_DENIED, ToolError
 from tests.harness import connect
 
@@ -351,3 +356,87 @@ async def test_an_answer_to_an_unknown_id_is_ignored_with_a_log_line(
     assert "bridge editor: dropped an answer to unknown request id 99999" in lines
     assert "bridge editor: dropped an answer to unknown request id 'req-x'" in lines
     assert await bridge.request("work", {}) == "yours"  # the link is fine
+
+
+# ------------------------------------------------------------------ the codecs alone
+
+
+def test_json_rpc_reads_answers_events_and_refuses_a_plugins_requests() -> None:
+    codec = JsonRpc()
+    assert codec.request(Call(3, "tools/call", {"name": "a", "arguments": {}})) == {
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "a", "arguments": {}}}
+    assert codec.request(Call(4, "ping")) == {"jsonrpc": "2.0", "id": 4, "method": "ping"}  # no params field
+    assert codec.decode({"jsonrpc": "2.0", "id": 3, "result": [1]}) == Answer(3, result=[1])
+    assert codec.decode({"jsonrpc": "2.0", "id": 3, "error": {"code": -1, "message": "m"}}) == Answer(
+        3, error={"code": -1, "message": "m"})
+    assert codec.decode({"jsonrpc": "2.0", "method": CHANGED}) == Event(CHANGED, None)
+    refused = codec.decode({"jsonrpc": "2.0", "id": "p1", "method": "editor/ask"})
+    assert isinstance(refused, Reply) and refused.message["id"] == "p1" and refused.message["error"]["code"] == -32601
+    assert codec.decode("text") is None
+    assert codec.cancel(3, "timed out") == {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                            "params": {"requestId": 3, "reason": "timed out"}}
+
+
+def test_fields_reads_errors_results_and_events_by_name() -> None:
+    codec = Fields(method="op", params="data", id="seq", result="out", error="fault", event="signal")
+    assert codec.request(Call(1, "tools/call", {"name": "jump", "arguments": {"h": 2}})) == {
+        "op": "jump", "data": {"h": 2}, "seq": 1}
+    assert codec.request(Call(2, "tools/call", {"name": "jump"})) == {"op": "jump", "data": {}, "seq": 2}
+    assert codec.decode({"seq": 1, "out": 5, "fault": None}) == Answer(1, result=5)
+    assert codec.decode({"seq": 1, "out": 5, "fault": False}) == Answer(1, result=5)
+    assert codec.decode({"seq": 1, "fault": "broke"}) == Answer(1, error="broke")
+    assert codec.decode({"seq": 1, "fault": {"message": "broke", "code": 7}}) == Answer(
+        1, error={"message": "broke", "code": 7})
+    assert codec.decode({"signal": "saved", "data": {"path": "a"}}) == Event("saved", {"path": "a"})
+    assert codec.decode({"noise": 1}) is None and codec.decode([1]) is None
+    assert codec.cancel(1, "timed out") is None  # such protocols have no cancel message
+    with pytest.raises(ValueError, match="three different fields"):
+        Fields(method="x", params="x")
+
+
+@pytest.mark.asyncio
+async def test_a_decoder_that_fails_drops_one_message_not_the_link(
+        plugins: list[Plugin], bridges: list[RpcBridge], caplog: pytest.LogCaptureFixture) -> None:
+    plugin = Plugin(lambda m: [{"bad": True}, {"n": m["n"], "r": m["n"] * 2}]).start()
+    plugins.append(plugin)
+
+    def decode(message: Any) -> Answer | None:
+        if message.get("bad"):
+            raise KeyError("the decoder's own bug")
+        return Answer(message["n"], result=message["r"])
+
+    codec = Custom(lambda call: {"n": call.id}, decode)
+    bridge = await up(bridges, RpcBridge("editor", Tcp("127.0.0.1", plugin.port), codec=codec, hello=None,
+                                         probe_method=None, **FAST))
+    with caplog.at_level(logging.WARNING, logger="mcpkit.bridge"):
+        assert await bridge.request("double") == 2
+        assert await bridge.request("double") == 4
+    assert bridge.up
+    assert sum("decode failed" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_a_missing_websocket_library_is_one_line_and_exit_2(tmp_path: Any) -> None:
+    server = tmp_path / "server.py"
+    server.write_text(textwrap.dedent("""
+        import sys
+        sys.modules["websockets"] = None  # as if mcpkit[websocket] were not installed
+        from mcpkit import Server
+        from mcpkit.bridge import RpcBridge, WebSocket
+        editor = RpcBridge("editor", WebSocket("ws://127.0.0.1:9/plugin"))
+        server = Server("s")
+    """))
+    run = subprocess.run([sys.executable, "-m", "mcpkit", "serve", str(server)], capture_output=True, text=True,
+                         timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip().splitlines() == [
+        "mcpkit: mcpkit.bridge.WebSocket needs websockets, which is not installed: pip install 'mcpkit[websocket]'"
+        "  (run with -v for the traceback)"]
+    assert run.stdout == ""
+
+
+def test_a_websocket_bridge_imports_the_library_only_to_connect() -> None:
+    code = ("import sys\nfrom mcpkit.bridge import RpcBridge, WebSocket\n"
+            "RpcBridge('x', WebSocket('ws://127.0.0.1:9/'))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('websockets.asyncio')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"

@@ -40,6 +40,10 @@ class WebSocket:
             raise ValueError(f"WebSocket({self.url!r}): the URL must start with ws:// or wss://")
         if self.max_bytes < 2:
             raise ValueError("max_bytes must be at least 2")
+        # a missing library is the user's set-up, said in one line where the server is declared
+        # (mcpkit serve exits 2 with it), not a connect failure retried forever in the background
+        with needs("websocket", "mcpkit.bridge.WebSocket"):
+            import websockets  # noqa: F401 - its package only: the protocol modules load on connect
 
     async def connect(self) -> _WebSocketChannel:
         with needs("websocket", "a bridge over a WebSocket"):
