@@ -8,49 +8,41 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Self
 
 from mcpkit import _json
 from mcpkit.bridge.framing import NdJson
 
 #: what a plugin does with one message: the messages it sends back (none, one, several)
-Serve = Callable[[Any], "list[Any] | Awaitable[list[Any]]"]
+Serve = Callable[[Any], list[Any] | Awaitable[list[Any]]]
 
 
 class Hangup(Exception):
     """Raised by a ``serve`` function: the plugin drops the connection there and then (a crash)."""
 
 
-class Plugin:
-    def __init__(self, serve: Serve, *, framing: Any = None, websocket: bool = False, port: int = 0) -> None:
-        self.serve = serve
-        self.framing = framing or NdJson()
-        self.websocket = websocket
+class Listener:
+    """A server on a thread and an event loop of its own, as an editor is to the bridge;
+    subclasses say how it listens (``_listen``) and keep their connections in ``_peers``."""
+
+    def __init__(self, port: int = 0) -> None:
         self.port = port
-        self.received: list[Any] = []  # every message, in order
-        self.connections = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: Any = None
         self._peers: set[Any] = set()  # StreamWriters, or websockets' ServerConnections
         self._thread: threading.Thread | None = None
 
-    @property
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/plugin"
+    async def _listen(self) -> Any:
+        raise NotImplementedError
 
-    def start(self) -> Plugin:
+    def start(self) -> Self:
         ready = threading.Event()
 
         def run() -> None:
             loop = self._loop = asyncio.new_event_loop()
 
             async def main() -> None:
-                if self.websocket:
-                    from websockets.asyncio.server import serve
-
-                    self._server = await serve(self._serve_ws, "127.0.0.1", self.port)
-                else:
-                    self._server = await asyncio.start_server(self._serve_stream, "127.0.0.1", self.port)
+                self._server = await self._listen()
                 self.port = next(iter(self._server.sockets)).getsockname()[1]
                 ready.set()
 
@@ -60,7 +52,7 @@ class Plugin:
 
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
-        assert ready.wait(10), "the fake plugin did not start"
+        assert ready.wait(10), f"the fake {type(self).__name__} did not start"
         return self
 
     def stop(self) -> None:
@@ -80,6 +72,27 @@ class Plugin:
         assert self._thread is not None
         self._thread.join(10)
         self._loop = None
+
+
+class Plugin(Listener):
+    def __init__(self, serve: Serve, *, framing: Any = None, websocket: bool = False, port: int = 0) -> None:
+        super().__init__(port)
+        self.serve = serve
+        self.framing = framing or NdJson()
+        self.websocket = websocket
+        self.received: list[Any] = []  # every message, in order
+        self.connections = 0
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/plugin"
+
+    async def _listen(self) -> Any:
+        if self.websocket:
+            from websockets.asyncio.server import serve
+
+            return await serve(self._serve_ws, "127.0.0.1", self.port)
+        return await asyncio.start_server(self._serve_stream, "127.0.0.1", self.port)
 
     def send(self, message: Any) -> None:
         """Send ``message`` to every connection now (an event the plugin raises on its own)."""
