@@ -52,7 +52,7 @@ class WebSocket:
         # no open_timeout of its own: the bridge's connect_timeout bounds the whole connect;
         # keepalive pings stay on (a dead peer behind a live TCP socket is found by them too)
         conn = await connect(self.url, additional_headers=dict(self.headers) if self.headers else None,
-                             subprotocols=list(self.subprotocols) if self.subprotocols else None,  # type: ignore[misc]
+                             subprotocols=list(self.subprotocols) if self.subprotocols else None,
                              max_size=self.max_bytes, proxy=None, open_timeout=None, close_timeout=2)
         return _WebSocketChannel(conn, ConnectionClosed, ConnectionClosedOK)
 
