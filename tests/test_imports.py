@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 HEAVY = ("uvicorn", "starlette", "redis", "pydantic", "httpx", "rich", "mcp", "jsonschema", "ssl", "asyncio",
-         "cryptography", "jwt", "yaml")
+         "cryptography", "jwt", "yaml", "websockets")
 
 
 def _modules_after(code: str) -> set[str]:

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from mcpkit.bridge.framing import LengthPrefixed, NdJson
 
+from .plugins import Listener
 
-class Backend:
+
+class Backend(Listener):
     def __init__(self, *, token: str | None = "s3cret-token", version: str = "1", framing: Any = None,
                  port: int = 0) -> None:
+        super().__init__(port)
         self.token = token
         self.version = version
         self.framing = framing or NdJson()
-        self.port = port
         self.schema_version = 1
         self.tools: list[dict[str, Any]] = []
         self.resources: list[dict[str, Any]] = []
@@ -27,58 +28,16 @@ class Backend:
         self.cancelled: list[Any] = []
         self.hellos = 0
         self.silent: set[str] = set()  # methods never answered (a hung editor)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.base_events.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._thread: threading.Thread | None = None
 
-    # ------------------------------------------------------------------ lifecycle
-
-    def start(self) -> Backend:
-        ready = threading.Event()
-
-        def run() -> None:
-            loop = self._loop = asyncio.new_event_loop()
-
-            async def main() -> None:
-                self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-                self.port = self._server.sockets[0].getsockname()[1]
-                ready.set()
-
-            loop.run_until_complete(main())
-            loop.run_forever()
-            loop.close()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        assert ready.wait(10), "the fake backend did not start"
-        return self
-
-    def stop(self) -> None:
-        """Close the listening socket and every connection (what a crashed editor looks like)."""
-        loop = self._loop
-        if loop is None:
-            return
-
-        async def shut() -> None:
-            assert self._server is not None
-            self._server.close()
-            for writer in list(self._writers):
-                writer.transport.abort()
-            self._writers.clear()
-
-        asyncio.run_coroutine_threadsafe(shut(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        assert self._thread is not None
-        self._thread.join(10)
-        self._loop = None
+    async def _listen(self) -> Any:
+        return await asyncio.start_server(self._serve, "127.0.0.1", self.port)
 
     def notify(self, method: str, params: Any = None) -> None:
         assert self._loop is not None
         message = {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
 
         def send() -> None:
-            for writer in self._writers:
+            for writer in self._peers:
                 writer.write(self.framing.encode(message))
 
         self._loop.call_soon_threadsafe(send)
@@ -86,7 +45,7 @@ class Backend:
     # ------------------------------------------------------------------ serving
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
+        self._peers.add(writer)
         authed = self.token is None
         try:
             while True:
@@ -116,7 +75,7 @@ class Backend:
         except (ConnectionError, OSError):
             return
         finally:
-            self._writers.discard(writer)
+            self._peers.discard(writer)
             writer.close()
 
     async def _call(self, writer: asyncio.StreamWriter, rid: Any, method: str, params: dict[str, Any]) -> None:

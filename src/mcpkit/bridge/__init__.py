@@ -1,7 +1,9 @@
 """The bridge kit: MCP servers in front of something else (an editor plugin, an engine, an API).
 
-- :class:`RpcBridge` — a supervised JSON-RPC link over :class:`Tcp`, :class:`Unix` or a
-  :class:`Subprocess`' stdio, framed as :class:`NdJson` or :class:`LengthPrefixed`: handshake
+- :class:`RpcBridge` — a supervised link over :class:`Tcp`, :class:`Unix`, a
+  :class:`Subprocess`' stdio (framed as :class:`NdJson` or :class:`LengthPrefixed`) or a
+  :class:`WebSocket`, speaking JSON-RPC or the plugin's own shape (:class:`Fields`,
+  :class:`Custom`): handshake
   with a token, request ids, timeouts, cancellation, errors mapped to contract codes, reconnects
   and a breaker (supervision is :class:`mcpkit.policy.Bridge`'s).
 - :class:`Mirror` (``server.mirror(bridge)``) — the server's tools and resources kept equal to
@@ -23,7 +25,13 @@ from typing import TYPE_CHECKING
 from .._lazy import exports
 
 __all__ = [
+    "Answer",
+    "Call",
+    "Custom",
     "EnginePaths",
+    "Event",
+    "Fields",
+    "JsonRpc",
     "LengthPrefixed",
     "Mirror",
     "NdJson",
@@ -36,12 +44,20 @@ __all__ = [
     "Tcp",
     "Unix",
     "Upstream",
+    "WebSocket",
     "run_tool",
 ]
 
 _LAZY = {
     "NdJson": (".framing", "NdJson"),
     "LengthPrefixed": (".framing", "LengthPrefixed"),
+    "Answer": (".codecs", "Answer"),
+    "Call": (".codecs", "Call"),
+    "Custom": (".codecs", "Custom"),
+    "Event": (".codecs", "Event"),
+    "Fields": (".codecs", "Fields"),
+    "JsonRpc": (".codecs", "JsonRpc"),
+    "WebSocket": (".websocket", "WebSocket"),
     "Tcp": (".transports", "Tcp"),
     "Unix": (".transports", "Unix"),
     "Subprocess": (".transports", "Subprocess"),
@@ -59,12 +75,14 @@ _LAZY = {
 if TYPE_CHECKING:
     from .audit import ProjectAudit
     from .client import RpcBridge
+    from .codecs import Answer, Call, Custom, Event, Fields, JsonRpc
     from .framing import LengthPrefixed, NdJson
     from .headless import RunResult, run_tool
     from .mirror import Mirror
     from .paths import EnginePaths, Project, Projects
     from .transports import Subprocess, Tcp, Unix
     from .upstream import Upstream
+    from .websocket import WebSocket
 
 
 __getattr__ = exports(__name__, _LAZY, globals())

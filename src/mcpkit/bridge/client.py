@@ -1,4 +1,5 @@
-"""An RPC bridge: JSON-RPC 2.0 to a backend (editor plugin, engine script, helper process).
+"""An RPC bridge: requests to a backend (editor plugin, engine script, helper process), in
+JSON-RPC 2.0 unless a codec (:mod:`.codecs`) gives the plugin's own message shape.
 
     godot = RpcBridge("Godot", Tcp("127.0.0.1", 6505), token=os.environ["GODOT_BRIDGE_TOKEN"],
                       errors={-32004: E_NOT_FOUND, "locked": E_PERMISSION_DENIED})
@@ -22,6 +23,8 @@ supervises:
   (``errors``): keyed by the JSON-RPC error code, or by ``error.data.kind`` when it is a string.
 * **Liveness**: the probe is a ``ping`` request; end of stream or a broken frame marks the
   bridge down at once (pending calls fail with E_NOT_CONNECTED), and the supervisor reconnects.
+* **Shapes**: the codec turns each request into the plugin's message and reads answers by the
+  id it carries; an answer to an id never sent is dropped with a warning, a late one quietly.
 
 The link lives on a private event loop in a daemon thread, so it works the same under stdio,
 HTTP or a test's loop, and sync tools can call :meth:`request_sync` from worker threads.
@@ -47,8 +50,11 @@ from ..protocol.errors import (
     TOOL_ERROR_CODES,
     ToolError,
 )
-from .framing import Framing, NdJson
-from .transports import Endpoint, Link
+from .. import _json
+from .codecs import Answer, Codec, Event, JsonRpc, Reply
+from .codecs import Call as Outgoing
+from .framing import Channel, Framed, Framing, NdJson
+from .transports import Endpoint
 
 __all__ = ["DEFAULT_ERRORS", "PROTOCOL_VERSION", "RpcBridge"]
 
@@ -76,14 +82,16 @@ class BackendTimeout(TimeoutError):
 class _Rpc:
     """One open link: ids, pending calls, the reader task. Lives on the bridge's loop."""
 
-    def __init__(self, link: Link, framing: Framing, on_message: Callable[[str, Any], None],
-                 on_lost: Callable[[_Rpc, str], None]) -> None:
-        self.link = link
-        self.framing = framing
-        self.pending: dict[int, asyncio.Future[Any]] = {}
+    def __init__(self, channel: Channel, codec: Codec, on_message: Callable[[str, Any], None],
+                 on_lost: Callable[[_Rpc, str], None], name: str = "") -> None:
+        self.channel = channel
+        self.codec = codec
+        self.name = name
+        self.pending: dict[Any, asyncio.Future[Any]] = {}
         self.closed = False
         self.lost_reason = "the connection is closed"
         self._ids = itertools.count(1)
+        self._last_id = 0
         self._on_message = on_message
         self._on_lost = on_lost
         self._reader = asyncio.get_running_loop().create_task(self._read())
@@ -92,10 +100,10 @@ class _Rpc:
         reason = "the backend closed the connection"
         try:
             while True:
-                message = await self.framing.read(self.link.reader)
+                message = await self.channel.receive()
                 if message is None:
                     break
-                for one in message if isinstance(message, list) else [message]:
+                for one in message if isinstance(message, list) and getattr(self.codec, "batches", False) else [message]:
                     self._dispatch(one)
         except asyncio.CancelledError:
             reason = "the connection was closed"
@@ -107,34 +115,35 @@ class _Rpc:
             self._on_lost(self, reason)
 
     def _dispatch(self, message: Any) -> None:
-        if not isinstance(message, dict):
-            log.warning("bridge: dropped a message that is not an object")
-            return
-        method = message.get("method")
-        if isinstance(method, str):
-            if "id" in message:  # the backend asked us something: we serve nothing
-                self._send_nowait({"jsonrpc": "2.0", "id": message["id"],
-                                   "error": {"code": -32601, "message": f"Method not found: {method}"}})
-            else:
-                self._on_message(method, message.get("params"))
-            return
-        future = self.pending.pop(message.get("id"), None)  # type: ignore[arg-type]
-        if future is None:
-            log.debug("bridge: dropped an answer to request %r, which is no longer waited for", message.get("id"))
-        elif not future.done():
-            future.set_result(message)
+        decoded = self.codec.decode(message)
+        if decoded is None:
+            log.warning("bridge %s: dropped a message its codec does not read: %.200s", self.name, _json.dumps_str(message))
+        elif isinstance(decoded, Event):
+            self._on_message(decoded.method, decoded.params)
+        elif isinstance(decoded, Reply):
+            self._send_nowait(decoded.message)
+        else:
+            rid = decoded.id
+            if isinstance(rid, str) and rid.isdigit():  # a plugin that echoes ids as strings
+                rid = int(rid)
+            future = self.pending.pop(rid, None)
+            if future is None:
+                if isinstance(rid, int) and not isinstance(rid, bool) and 0 < rid <= self._last_id:
+                    log.debug("bridge %s: dropped an answer to request %r, which is no longer waited for",
+                              self.name, rid)
+                else:  # never asked: a plugin's bug, or a message meant for someone else
+                    log.warning("bridge %s: dropped an answer to unknown request id %r", self.name, decoded.id)
+            elif not future.done():
+                future.set_result(decoded)
 
-    async def call(self, method: str, params: Any, timeout: float) -> dict[str, Any]:
+    async def call(self, method: str, params: Any, timeout: float) -> Answer:
         if self.closed:
             raise ConnectionError(self.lost_reason)
-        rid = next(self._ids)
+        rid = self._last_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[rid] = future
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
         try:
-            await self.link.write(self.framing.encode(message))
+            await self.channel.send(self.codec.request(Outgoing(rid, method, params)))
             return await asyncio.wait_for(future, timeout)  # type: ignore[no-any-return]
         except TimeoutError:
             self._forget(rid, "timed out")
@@ -146,24 +155,24 @@ class _Rpc:
             self.pending.pop(rid, None)
 
     def _forget(self, rid: int, reason: str) -> None:
-        """The caller stopped waiting: tell the backend, so it can stop working on it too."""
+        """The caller stopped waiting: tell the backend (if its protocol can), so it stops too."""
         self.pending.pop(rid, None)
-        self._send_nowait({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                           "params": {"requestId": rid, "reason": reason}})
+        message = self.codec.cancel(rid, reason)
+        if message is not None:
+            self._send_nowait(message)
 
     def notify(self, method: str, params: Any = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        self._send_nowait(message)
+        message = self.codec.notification(method, params)
+        if message is not None:
+            self._send_nowait(message)
 
-    def _send_nowait(self, message: dict[str, Any]) -> None:
+    def _send_nowait(self, message: Any) -> None:
         if self.closed:
             return
         try:
-            self.link.writer.write(self.framing.encode(message))
+            self.channel.send_nowait(message)
         except Exception as exc:  # noqa: BLE001 - the reader notices a dead link and reports it
-            log.debug("bridge: could not send %s: %s", message.get("method"), exc)
+            log.debug("bridge %s: could not send a message: %s", self.name, exc)
 
     def _shut(self, reason: str) -> None:
         if not self.closed:
@@ -173,7 +182,7 @@ class _Rpc:
             if not future.done():
                 future.set_exception(ConnectionError(reason))
         self.pending.clear()
-        self.link.close()
+        self.channel.close()
 
     def close(self) -> None:
         """Close from the loop thread (idempotent)."""
@@ -186,11 +195,15 @@ class _Rpc:
 class RpcBridge(Bridge):
     """A supervised JSON-RPC link to a backend; see the module docstring.
 
-    ``endpoint``: :class:`~mcpkit.bridge.Tcp`, :class:`~mcpkit.bridge.Unix` or
-    :class:`~mcpkit.bridge.Subprocess`. ``framing``: :class:`NdJson` (default) or
-    :class:`LengthPrefixed`. ``token``: sent in ``hello`` (None: no handshake token);
-    ``hello=None`` skips the handshake for backends that have none; ``probe_timeout`` bounds
-    the ``ping`` that tells a hung backend from a busy one. ``errors``: backend error
+    ``endpoint``: :class:`~mcpkit.bridge.Tcp`, :class:`~mcpkit.bridge.Unix`,
+    :class:`~mcpkit.bridge.Subprocess` or :class:`~mcpkit.bridge.WebSocket`. ``framing``:
+    :class:`NdJson` (default) or :class:`LengthPrefixed` (not with a WebSocket, which frames
+    its own). ``codec``: the message shape, :class:`~mcpkit.bridge.JsonRpc` (default),
+    :class:`~mcpkit.bridge.Fields` or :class:`~mcpkit.bridge.Custom`. ``token``: sent in
+    ``hello`` (None: no handshake token); ``hello=None`` skips the handshake for backends
+    that have none, or names the plugin's own; ``protocol_version=None`` neither sends nor
+    checks one. ``probe_method`` is the ping (None: none, the link's end alone tells it is
+    down); ``probe_timeout`` bounds it, which tells a hung backend from a busy one. ``errors``: backend error
     code (int) or ``data.kind`` (str) -> contract code, merged over :data:`DEFAULT_ERRORS`.
     The remaining keyword arguments are :class:`mcpkit.policy.Bridge`'s (probe interval,
     backoff, breaker).
@@ -202,10 +215,11 @@ class RpcBridge(Bridge):
         endpoint: Endpoint,
         *,
         framing: Framing | None = None,
+        codec: Codec | None = None,
         token: str | None = None,
-        protocol_version: str = PROTOCOL_VERSION,
+        protocol_version: str | None = PROTOCOL_VERSION,
         hello: str | None = "hello",
-        probe_method: str = "ping",
+        probe_method: str | None = "ping",
         call_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         probe_timeout: float = 10.0,
@@ -220,8 +234,12 @@ class RpcBridge(Bridge):
             raise ValueError(f"errors: {unknown} map to unknown codes; use one of {sorted(TOOL_ERROR_CODES)}")
         super().__init__(name, self._connect_sync, probe=self._probe_sync, close=self._close_sync,
                          call_errors=(ConnectionError, OSError), **supervision)
+        if framing is not None and hasattr(endpoint, "connect"):
+            raise ValueError(f"{endpoint.describe()} frames its own messages; drop framing=")
         self.endpoint = endpoint
         self.framing: Framing = framing if framing is not None else NdJson()
+        #: the message shape: JSON-RPC unless told otherwise
+        self.codec: Codec = codec if codec is not None else JsonRpc()
         self.protocol_version = protocol_version
         self.call_timeout = float(call_timeout)
         self.connect_timeout = float(connect_timeout)
@@ -307,12 +325,12 @@ class RpcBridge(Bridge):
         if self.up and conn is not None and loop is not None:
             loop.call_soon_threadsafe(conn.notify, method, params)
 
-    def _outcome(self, message: dict[str, Any], method: str) -> Any:
+    def _outcome(self, answer: Answer, method: str) -> Any:
         if self._consecutive:
             self._reset_count()
-        if "error" in message:
-            raise self.backend_error(message["error"], method)
-        return message.get("result")
+        if answer.error is not None:
+            raise self.backend_error(answer.error, method)
+        return answer.result
 
     def backend_error(self, error: Any, method: str) -> ToolError:
         """The ToolError for a backend's error object, by the declared table (else E_INTERNAL)."""
@@ -381,12 +399,17 @@ class RpcBridge(Bridge):
         return self._await(self._open(), self.connect_timeout)  # type: ignore[no-any-return]
 
     async def _open(self) -> _Rpc:
-        link = await self.endpoint.open(self.framing.max_bytes + 1)
-        rpc = _Rpc(link, self.framing, self._deliver, self._lost)
+        connect = getattr(self.endpoint, "connect", None)
+        if connect is not None:  # a message endpoint (a WebSocket): its framing is its own
+            channel: Channel = await connect()
+        else:
+            channel = Framed(await self.endpoint.open(self.framing.max_bytes + 1), self.framing)
+        rpc = _Rpc(channel, self.codec, self._deliver, self._lost, self.name)
         try:
             if self._hello is not None:
-                params: dict[str, Any] = {"protocolVersion": self.protocol_version,
-                                          "client": {"name": "mcpkit"}}
+                params: dict[str, Any] = {"client": {"name": "mcpkit"}}
+                if self.protocol_version is not None:
+                    params["protocolVersion"] = self.protocol_version
                 if self._token is not None:
                     params["token"] = self._token
                 answer = await self._call_on(rpc, self._hello, params)
@@ -400,18 +423,20 @@ class RpcBridge(Bridge):
 
     async def _call_on(self, rpc: _Rpc, method: str, params: Any = None) -> Any:
         try:
-            message = await rpc.call(method, params, self.call_timeout)
+            answer = await rpc.call(method, params, self.call_timeout)
         except BackendTimeout:
             raise self._timeout_error(method, self.call_timeout) from None
-        if "error" in message:
-            raise self.backend_error(message["error"], method)
-        return message.get("result")
+        if answer.error is not None:
+            raise self.backend_error(answer.error, method)
+        return answer.result
 
     def _check_hello(self, answer: Any) -> None:
         if not isinstance(answer, dict):
+            if self.protocol_version is None:
+                return  # nothing to check: any answer is a welcome
             raise ConnectionError(f"the backend answered hello with {type(answer).__name__}, not an object")
         theirs = answer.get("protocolVersion")
-        if theirs != self.protocol_version:
+        if self.protocol_version is not None and theirs != self.protocol_version:
             raise ConnectionError(f"protocol version mismatch: the backend speaks {theirs!r}, "
                                   f"this server {self.protocol_version!r}; update one of them")
         self.peer = answer
@@ -419,8 +444,10 @@ class RpcBridge(Bridge):
 
     def _probe_sync(self, conn: _Rpc) -> bool:
         # the inner timeout decides; the outer one is a backstop for a starved loop thread
+        if self._probe_method is None:  # no ping in the plugin's protocol: the link's own end tells
+            return not conn.closed
         answer = self._await(conn.call(self._probe_method, None, self.probe_timeout), self.probe_timeout * 2 + 5.0)
-        result = answer.get("result") if isinstance(answer, dict) else None
+        result = answer.result  # an error answer is an answer too: the backend is alive
         version = result.get("schemaVersion") if isinstance(result, dict) else None
         if version is not None and version != self.schema_version:
             self.schema_version = version

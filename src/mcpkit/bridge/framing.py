@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from .. import _json
 
-__all__ = ["FrameError", "Framing", "LengthPrefixed", "NdJson"]
+__all__ = ["Channel", "FrameError", "Framed", "Framing", "LengthPrefixed", "NdJson"]
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
@@ -60,26 +60,40 @@ class NdJson:
                 return _decode(line)
 
 
-class LengthPrefixed:
-    """A 4-byte big-endian length, then that many bytes of UTF-8 JSON."""
+#: the headers a length may be written in: an unsigned integer, with its byte order spelled out
+#: (a plugin written in C# with BinaryWriter sends "<I", a Java or Go one usually ">I")
+_HEADERS = {f"{order}{size}" for order in "<>!" for size in "HIQ"}
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+
+class LengthPrefixed:
+    """A length, then that many bytes of UTF-8 JSON. ``header`` is the length's layout as a
+    :mod:`struct` format: ``">I"`` (the default: 4 bytes, big-endian), ``"<I"`` (little-endian),
+    ``">H"``/``"<H"`` (2 bytes) or ``">Q"``/``"<Q"`` (8 bytes)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, *, header: str = ">I") -> None:
         if max_bytes < 2:
             raise ValueError("max_bytes must be at least 2")
-        self.max_bytes = max_bytes
+        if header not in _HEADERS:
+            raise ValueError(f"header {header!r}: use one of {sorted(_HEADERS)} (byte order, then H, I or Q)")
+        self.header = header
+        self._size = struct.calcsize(header)
+        self._largest = 2 ** (8 * self._size) - 1  # what the header can say
+        self.max_bytes = min(max_bytes, self._largest)
 
     def encode(self, message: Any) -> bytes:
         body = _json.dumps(message)
-        return struct.pack(">I", len(body)) + body
+        if len(body) > self._largest:
+            raise ValueError(f"a message of {len(body)} bytes does not fit a {self.header!r} frame")
+        return struct.pack(self.header, len(body)) + body
 
     async def read(self, reader: asyncio.StreamReader) -> Any:
         try:
-            head = await reader.readexactly(4)
+            head = await reader.readexactly(self._size)
         except asyncio.IncompleteReadError as exc:
             if exc.partial:
                 raise FrameError("the peer closed the connection in the middle of a frame header") from None
             return None
-        (size,) = struct.unpack(">I", head)
+        (size,) = struct.unpack(self.header, head)
         if size > self.max_bytes:
             raise FrameError(f"the peer announced a frame of {size} bytes (limit {self.max_bytes})")
         try:
@@ -87,6 +101,45 @@ class LengthPrefixed:
         except asyncio.IncompleteReadError:
             raise FrameError("the peer closed the connection in the middle of a frame") from None
         return _decode(body)
+
+
+class Channel(Protocol):
+    """One open link as messages: what the RPC layer reads and writes. A byte stream and a
+    framing make one (:class:`Framed`); a WebSocket is one by itself."""
+
+    async def send(self, message: Any) -> None: ...
+
+    def send_nowait(self, message: Any) -> None:
+        """Queue ``message`` from the loop thread without waiting (a failure shows as a lost link)."""
+        ...
+
+    async def receive(self) -> Any:
+        """The next message, None at a clean end; an exception when the link broke."""
+        ...
+
+    def close(self) -> None:
+        """Close at once (idempotent, never raises)."""
+        ...
+
+
+class Framed:
+    """A :class:`~mcpkit.bridge.transports.Link` (byte stream) cut into messages by a framing."""
+
+    def __init__(self, link: Any, framing: Framing) -> None:
+        self.link = link
+        self.framing = framing
+
+    async def send(self, message: Any) -> None:
+        await self.link.write(self.framing.encode(message))
+
+    def send_nowait(self, message: Any) -> None:
+        self.link.writer.write(self.framing.encode(message))
+
+    async def receive(self) -> Any:
+        return await self.framing.read(self.link.reader)
+
+    def close(self) -> None:
+        self.link.close()
 
 
 def _decode(data: bytes) -> Any:
