@@ -94,3 +94,15 @@ async def test_readyz_is_503_once_the_graceful_shutdown_began_while_healthz_stay
         assert (await _get(app, "/healthz")).status_code == 200
     finally:
         app.close_all()
+
+
+@pytest.mark.parametrize("options", [{}, {"cors_origins": ["https://app.example"]}])
+def test_a_setting_written_on_the_app_reaches_the_mcp_app_through_its_wrappers(options: dict[str, Any]) -> None:
+    # the health and CORS wrappers forwarded reads only: a write landed on the wrapper, unread
+    app = _server().http_app(**options)
+    app.session_idle_timeout = 42.0
+    inner = app
+    while type(inner).__name__ != "McpHttpApp":
+        inner = inner.app
+    assert inner is not app and inner.session_idle_timeout == 42.0
+    assert app.session_idle_timeout == 42.0

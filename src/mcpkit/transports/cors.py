@@ -39,6 +39,12 @@ class CorsMiddleware:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.app, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("app", "origins", "any_origin"):  # its own; the rest is the MCP app's (as read)
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.app, name, value)
+
     def _listed(self, origin: str) -> bool:
         return self.any_origin or origin in self.origins
 

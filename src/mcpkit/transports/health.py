@@ -41,8 +41,18 @@ class HealthRoutes:
         self.guard = guard
         self.readiness = readiness
 
+    _OWN = frozenset({"app", "guard", "readiness"})
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.app, name)  # as CorsMiddleware: the MCP app's sessions, path, ... stay reachable
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ... and settable: a setting written on the app (its timeouts, say) reaches the MCP app,
+        # not a shadow copy on this wrapper that nothing reads
+        if name in self._OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.app, name, value)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or route_path(scope) not in PATHS:
