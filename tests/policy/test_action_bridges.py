@@ -174,3 +174,28 @@ async def test_an_included_manager_follows_its_action_bridges_in_the_parent(wire
         assert await names(c) == []
         assert_not_connected(await call(c, "godot_scene", {"action": "save"}))
 
+
+@pytest.mark.req("TL-13")
+@pytest.mark.asyncio
+@pytest.mark.parametrize("per_action", [False, True])
+async def test_a_mounted_server_hides_and_restores_what_needs_its_bridge(wire, per_action):
+    editor, peer, clock = editor_bridge()
+    child = Server("child", policy=Policy(gates=Gates(), audit=MemoryAudit()))
+    if per_action:
+        scene_manager(child, editor)
+    else:
+        @child.tool(read_only=True, open_world=False, requires=editor)
+        def scene() -> str:
+            return "saved"
+    parent = Server("parent")
+    parent.mount(child, prefix="godot")
+    arguments = {"action": "save"} if per_action else {}
+    async with connect(parent, wire, LATEST_HANDSHAKE) as c:
+        assert await names(c) == []
+        editor.step()
+        await c.wait_notification(CHANGED, 1)
+        assert await names(c) == ["godot_scene"]
+        assert (await call(c, "godot_scene", arguments))["content"][0]["text"] == "saved"
+        go_down(editor, peer, clock)
+        await c.wait_notification(CHANGED, 2)
+        assert await names(c) == []

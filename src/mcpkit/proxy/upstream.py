@@ -259,6 +259,12 @@ class Upstream:
             # everything comes here; each downstream session's own level filters it (LG-02)
             with contextlib.suppress(RpcError):
                 await client.set_log_level("debug")
+        # what the upstream declares is served here even while it lists none of it (all its
+        # tools may wait for a bridge of its own): a session opened meanwhile is held to the
+        # capabilities it was told (LC-06) and would never list them once they come
+        declared = frozenset(k for k in ("tools", "resources", "prompts") if k in client.server_capabilities)
+        if not declared <= self.server._advertise:
+            self.server._advertise = self.server._advertise | declared
         self._client = client
         self._subscribed.clear()
         for kind in ("tools", "resources", "prompts"):
