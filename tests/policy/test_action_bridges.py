@@ -199,3 +199,27 @@ async def test_a_mounted_server_hides_and_restores_what_needs_its_bridge(wire, p
         go_down(editor, peer, clock)
         await c.wait_notification(CHANGED, 2)
         assert await names(c) == []
+
+
+@pytest.mark.req("TL-13")
+@pytest.mark.asyncio
+async def test_actions_of_an_editor_whose_token_is_refused_say_why_and_stay_retryable(wire):
+    from mcpkit.bridge import RpcBridge, Tcp
+    from tests.bridge.backend import Backend
+
+    backend = Backend().start()
+    editor = RpcBridge("editor", Tcp("127.0.0.1", backend.port), token="wrong", probe_interval=0.2,
+                       backoff_initial=0.05, backoff_max=0.2)
+    server = Server("godot", policy=Policy(gates=Gates(), audit=MemoryAudit()))
+    scene_manager(server, editor)
+    editor.start()
+    try:
+        async with connect(server, wire, LATEST_HANDSHAKE) as c:
+            await c.eventually(lambda: editor.last_error is not None)
+            assert await names(c) == []
+            result = await call(c, "scene", {"action": "save"})
+            assert_not_connected(result)
+            assert "bad token" in error_of(result)["details"]["lastError"]
+    finally:
+        editor.stop()
+        backend.stop()
