@@ -9,12 +9,11 @@ from typing import Any
 import pytest
 
 from mcpkit import Server
-from mcpkit.bridge import RpcBridge, Tcp
 from mcpkit.bridge.mirror import adapt_legacy
 from tests.harness import RpcError, connect
 
 from .backend import Backend
-from .test_mirror import FAST
+from .test_mirror import mirrored
 
 LOGS = "unity://logs/{count}"
 RESOURCES_CHANGED = "notifications/resources/list_changed"
@@ -28,10 +27,6 @@ def backend() -> Iterator[Backend]:
                                                                "text": f"read {p['uri']}"}]}
     yield peer
     peer.stop()
-
-
-def bridge_for(peer: Backend) -> RpcBridge:
-    return RpcBridge("Unity editor", Tcp("127.0.0.1", peer.port), token="s3cret-token", **FAST)
 
 
 def complete(count: str) -> dict[str, Any]:
@@ -50,24 +45,17 @@ async def test_a_backends_template_is_listed_read_and_completed_as_a_template(ba
     backend.handlers["completion/complete"] = lambda p: {"completion": {
         "values": [v for v in ("10", "20", "200") if v.startswith(p["argument"]["value"])], "hasMore": False}}
     server = Server("unity")
-    bridge = bridge_for(backend)
-    server.mirror(bridge)
-    bridge.start()
-    try:
-        assert await bridge.wait_up(20)
-        async with connect(server, wire) as h:
-            (template,) = (await h.request("resources/templates/list"))["resourceTemplates"]
-            assert template == {"uriTemplate": LOGS, "name": "console log", "description": "The last count lines.",
-                                "mimeType": "text/plain"}
-            assert [r["uri"] for r in (await h.request("resources/list"))["resources"]] == ["unity://scene/active"]
-            read = await h.request("resources/read", {"uri": "unity://logs/20"})
-            assert read["contents"] == [{"uri": "unity://logs/20", "mimeType": "text/plain",
-                                         "text": "read unity://logs/20"}]
-            assert reads(backend) == ["unity://logs/20"]  # the backend is asked for the concrete URI
-            completion = (await h.request("completion/complete", complete("2")))["completion"]
-            assert completion["values"] == ["20", "200"]
-    finally:
-        bridge.stop()
+    async with mirrored(server, backend), connect(server, wire) as h:
+        (template,) = (await h.request("resources/templates/list"))["resourceTemplates"]
+        assert template == {"uriTemplate": LOGS, "name": "console log", "description": "The last count lines.",
+                            "mimeType": "text/plain"}
+        assert [r["uri"] for r in (await h.request("resources/list"))["resources"]] == ["unity://scene/active"]
+        read = await h.request("resources/read", {"uri": "unity://logs/20"})
+        assert read["contents"] == [{"uri": "unity://logs/20", "mimeType": "text/plain",
+                                     "text": "read unity://logs/20"}]
+        assert reads(backend) == ["unity://logs/20"]  # the backend is asked for the concrete URI
+        completion = (await h.request("completion/complete", complete("2")))["completion"]
+        assert completion["values"] == ["20", "200"]
 
 
 @pytest.mark.asyncio
@@ -75,21 +63,14 @@ async def test_a_template_an_older_plugin_lists_among_its_resources_is_a_templat
     # no resources/templates/list at all (-32601), and the template in resources/list, braces included
     backend.resources = [*backend.resources, {"uri": LOGS, "name": "console log"}]
     server = Server("unity")
-    bridge = bridge_for(backend)
-    server.mirror(bridge)
-    bridge.start()
-    try:
-        assert await bridge.wait_up(20)
-        async with connect(server, wire) as h:
-            templates = (await h.request("resources/templates/list"))["resourceTemplates"]
-            assert templates == [{"uriTemplate": LOGS, "name": "console log"}]
-            assert [r["uri"] for r in (await h.request("resources/list"))["resources"]] == ["unity://scene/active"]
-            read = await h.request("resources/read", {"uri": "unity://logs/5"})
-            assert read["contents"][0]["text"] == "read unity://logs/5"
-            # the plugin completes nothing (no completion/complete): no values, no error
-            assert (await h.request("completion/complete", complete("1")))["completion"]["values"] == []
-    finally:
-        bridge.stop()
+    async with mirrored(server, backend), connect(server, wire) as h:
+        templates = (await h.request("resources/templates/list"))["resourceTemplates"]
+        assert templates == [{"uriTemplate": LOGS, "name": "console log"}]
+        assert [r["uri"] for r in (await h.request("resources/list"))["resources"]] == ["unity://scene/active"]
+        read = await h.request("resources/read", {"uri": "unity://logs/5"})
+        assert read["contents"][0]["text"] == "read unity://logs/5"
+        # the plugin completes nothing (no completion/complete): no values, no error
+        assert (await h.request("completion/complete", complete("1")))["completion"]["values"] == []
 
 
 @pytest.mark.req("TL-13")
@@ -97,27 +78,20 @@ async def test_a_template_an_older_plugin_lists_among_its_resources_is_a_templat
 async def test_templates_follow_the_backend_with_one_notification(backend: Backend, wire: Any) -> None:
     backend.templates = [{"uriTemplate": LOGS, "name": "console log"}]
     server = Server("unity")
-    bridge = bridge_for(backend)
-    mirror = server.mirror(bridge)
-    bridge.start()
-    try:
-        assert await bridge.wait_up(20)
-        async with connect(server, wire) as h:
-            assert len((await h.request("resources/templates/list"))["resourceTemplates"]) == 1
-            before = mirror.changes
-            backend.templates = [{"uriTemplate": "unity://prefabs/{+path}", "name": "prefab"}]
-            backend.notify("notifications/resources/list_changed")
-            await h.eventually(lambda: mirror.changes > before)
-            await h.request("ping")
-            assert len(h.notifications_of(RESOURCES_CHANGED)) == 1  # one for the removal and the addition
-            templates = (await h.request("resources/templates/list"))["resourceTemplates"]
-            assert [t["uriTemplate"] for t in templates] == ["unity://prefabs/{+path}"]
-            read = await h.request("resources/read", {"uri": "unity://prefabs/Enemies/Orc.prefab"})
-            assert read["contents"][0]["text"] == "read unity://prefabs/Enemies/Orc.prefab"
-            with pytest.raises(RpcError):
-                await h.request("resources/read", {"uri": "unity://logs/20"})
-    finally:
-        bridge.stop()
+    async with mirrored(server, backend) as mirror, connect(server, wire) as h:
+        assert len((await h.request("resources/templates/list"))["resourceTemplates"]) == 1
+        before = mirror.changes
+        backend.templates = [{"uriTemplate": "unity://prefabs/{+path}", "name": "prefab"}]
+        backend.notify("notifications/resources/list_changed")
+        await h.eventually(lambda: mirror.changes > before)
+        await h.request("ping")
+        assert len(h.notifications_of(RESOURCES_CHANGED)) == 1  # one for the removal and the addition
+        templates = (await h.request("resources/templates/list"))["resourceTemplates"]
+        assert [t["uriTemplate"] for t in templates] == ["unity://prefabs/{+path}"]
+        read = await h.request("resources/read", {"uri": "unity://prefabs/Enemies/Orc.prefab"})
+        assert read["contents"][0]["text"] == "read unity://prefabs/Enemies/Orc.prefab"
+        with pytest.raises(RpcError):
+            await h.request("resources/read", {"uri": "unity://logs/20"})
 
 
 @pytest.mark.asyncio
@@ -129,16 +103,9 @@ async def test_the_servers_own_template_is_kept(backend: Backend, wire: Any) -> 
     def own_logs(count: str) -> str:
         return f"own {count}"
 
-    bridge = bridge_for(backend)
-    server.mirror(bridge)
-    bridge.start()
-    try:
-        assert await bridge.wait_up(20)
-        async with connect(server, wire) as h:
-            read = await h.request("resources/read", {"uri": "unity://logs/3"})
-            assert read["contents"][0]["text"] == "own 3" and reads(backend) == []
-    finally:
-        bridge.stop()
+    async with mirrored(server, backend), connect(server, wire) as h:
+        read = await h.request("resources/read", {"uri": "unity://logs/3"})
+        assert read["contents"][0]["text"] == "own 3" and reads(backend) == []
 
 
 def test_draft3_required_flags_become_the_objects_required_list() -> None:
@@ -177,18 +144,11 @@ async def test_a_draft3_tool_is_mirrored_and_its_required_parameter_enforced(bac
                                          "count": {"type": "integer", "required": False}}}}]
     backend.handlers["spawn"] = lambda a: f"spawned {a.get('count', 1)} {a['prefab']}"
     server = Server("unity")
-    bridge = bridge_for(backend)
-    server.mirror(bridge)
-    bridge.start()
-    try:
-        assert await bridge.wait_up(20)
-        async with connect(server, wire) as h:
-            (tool,) = (await h.request("tools/list"))["tools"]
-            assert tool["inputSchema"]["required"] == ["prefab"]
-            missing = await h.request("tools/call", {"name": "spawn", "arguments": {"count": 2}})
-            assert missing["isError"] is True and "prefab" in missing["content"][0]["text"]
-            assert not [m for m in backend.received if m.get("method") == "tools/call"]
-            done = await h.request("tools/call", {"name": "spawn", "arguments": {"prefab": "Orc", "count": 2}})
-            assert done["content"][0]["text"] == "spawned 2 Orc"
-    finally:
-        bridge.stop()
+    async with mirrored(server, backend), connect(server, wire) as h:
+        (tool,) = (await h.request("tools/list"))["tools"]
+        assert tool["inputSchema"]["required"] == ["prefab"]
+        missing = await h.request("tools/call", {"name": "spawn", "arguments": {"count": 2}})
+        assert missing["isError"] is True and "prefab" in missing["content"][0]["text"]
+        assert not [m for m in backend.received if m.get("method") == "tools/call"]
+        done = await h.request("tools/call", {"name": "spawn", "arguments": {"prefab": "Orc", "count": 2}})
+        assert done["content"][0]["text"] == "spawned 2 Orc"
