@@ -125,9 +125,9 @@ class Mirror:
     """See the module docstring; made by :meth:`Server.mirror`.
 
     ``prefix`` is put before each backend tool's name (the call goes out with the backend's
-    name); ``resources=False`` mirrors tools only. ``list_method``/``call_method`` and
-    ``resources_method``/``read_method``/``templates_method``/``complete_method`` name the
-    backend's methods. Further keyword
+    name); ``resources=False`` mirrors tools only (no resources, no templates).
+    ``list_method``/``call_method``, ``resources_method``/``read_method`` and
+    ``templates_method``/``complete_method`` name the backend's methods. Further keyword
     arguments are tool policy options (``timeout``, ``rate_limit``, ``contract``...) applied to
     every mirrored tool.
     """
