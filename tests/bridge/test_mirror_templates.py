@@ -37,7 +37,7 @@ def reads(peer: Backend) -> list[str]:
     return [m["params"]["uri"] for m in peer.received if m.get("method") == "resources/read"]
 
 
-@pytest.mark.req("RS-05")
+@pytest.mark.req("RS-03")
 @pytest.mark.asyncio
 async def test_a_backends_template_is_listed_read_and_completed_as_a_template(backend: Backend, wire: Any) -> None:
     backend.templates = [{"uriTemplate": LOGS, "name": "console log", "description": "The last count lines.",
