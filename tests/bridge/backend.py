@@ -23,6 +23,8 @@ class Backend(Listener):
         self.schema_version = 1
         self.tools: list[dict[str, Any]] = []
         self.resources: list[dict[str, Any]] = []
+        #: None: resources/templates/list is no method of this backend (-32601), as in older plugins
+        self.templates: list[dict[str, Any]] | None = None
         self.handlers: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self.received: list[dict[str, Any]] = []  # every message, in order
         self.cancelled: list[Any] = []
@@ -88,6 +90,8 @@ class Backend(Listener):
                 result = {"tools": self.tools, "schemaVersion": self.schema_version}
             elif method == "resources/list":
                 result = {"resources": self.resources}
+            elif method == "resources/templates/list" and self.templates is not None:
+                result = {"resourceTemplates": self.templates}
             elif method in self.handlers:
                 result = self.handlers[method](params)
                 if asyncio.iscoroutine(result):

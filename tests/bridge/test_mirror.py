@@ -194,7 +194,8 @@ async def test_legacy_descriptors_are_adapted_and_resources_mirrored(backend: Ba
     backend.tools = [{"name": "old_style", "params": {"n": {"type": "integer"}}},
                      {"name": "openai_style", "parameters": {"type": "object", "properties": {}}},
                      {"nameless": True}]
-    # a URI with braces is no URI (RFC 3986): skipped with a warning, the rest mirrored
+    # a URI with braces is no URI (RFC 3986): not a resource, but a template
+    # (test_mirror_templates.py), the rest mirrored
     backend.resources = [{"uri": "unity://scene/active", "name": "active scene", "mimeType": "application/json"},
                          {"uri": "unity://scene/{name}", "name": "a template listed as a resource"}]
     backend.handlers["resources/read"] = lambda p: {"contents": [{"uri": p["uri"], "text": '{"name": "Main"}',

@@ -134,3 +134,23 @@ def test_under_auth_the_metrics_page_needs_the_same_token(tmp_path):
     finally:
         stderr = stop_server(proc)
         assert "Traceback" not in stderr and token not in stderr
+
+
+def test_a_bridge_only_manager_actions_require_is_on_the_page():
+    from mcpkit import Server
+    from mcpkit.observe import PrometheusMetrics
+    from mcpkit.policy import Bridge
+
+    def refused() -> None:
+        raise ConnectionRefusedError("no editor")
+
+    editor = Bridge("editor", refused)
+    server = Server("s")
+    scene = server.manager("scene")
+
+    @scene.action(read_only=True, open_world=False, requires=editor)
+    def save() -> str:
+        return "saved"
+
+    text = PrometheusMetrics().attach(server).render().decode()
+    assert 'mcp_server_bridge_up{bridge="editor"} 0.0' in text

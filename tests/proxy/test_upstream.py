@@ -272,3 +272,20 @@ async def test_a_stdio_upstreams_sampling_is_never_guessed_across_clients(tmp_pa
             assert logs["b"] == [] and logs["a"] == []
     finally:
         close_all(proxy)
+
+
+@aio
+async def test_a_template_an_upstream_lists_among_its_resources_is_mirrored_as_a_template() -> None:
+    from pathlib import Path
+
+    parent = Server("parent")
+    parent.mount([sys.executable, str(Path(__file__).parent / "servers" / "bracedresource.py")], prefix="old")
+    try:
+        async with Client(parent) as client:
+            assert [r["uri"] for r in await client.list_resources()] == ["log://old/console/latest"]
+            templates = await client.list_resource_templates()
+            assert [(t["uriTemplate"], t["name"]) for t in templates] == [("log://old/console/{count}", "console log")]
+            read = await client.read_resource("log://old/console/20")
+            assert read["contents"][0]["text"] == "lines of log://console/20"
+    finally:
+        close_all(parent)

@@ -96,8 +96,7 @@ class PrometheusMetrics:
             return []
         seen: dict[int, Any] = {}
         for tool in list(server._tools.values()):
-            opts = getattr(tool, "options", None)
-            for bridge in getattr(opts, "requires", ()) or ():
+            for bridge in tool.bridges:  # a manager's actions' bridges too
                 seen.setdefault(id(bridge), bridge)
         return list(seen.values())
 

@@ -433,11 +433,17 @@ class ActionStep:
 
     def check(self, cc: CallContext) -> None:
         tool = cc.item
-        if not tool.visible:
+        if not tool.permitted:
             raise ToolError(f"Tool {tool.name!r} is not available: none of its actions is permitted.",
                             code=E_PERMISSION_DENIED, details={"tool": tool.name},
                             suggested_fix="Ask the operator to enable the actions this tool needs.")
         act = tool.target(cc.arguments) if isinstance(cc.arguments, dict) else None
+        if act is None and not tool.visible:
+            # TL-13: nothing is offered because bridges are down, not because anything is
+            # refused: the bridge's retryable error, as requires= on the whole tool gives
+            down = tool.down_bridge()
+            if down is not None:
+                raise down.not_connected_error()
         if act is not None:
             cc.action = act.name
             cc.target = act

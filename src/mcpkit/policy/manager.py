@@ -19,8 +19,12 @@ with E_SCHEMA_VALIDATION naming the action and the field.
 
 Each action carries its own read-only/destructive/open-world declaration, bridges
 (``requires=``), timeout and rate limit: actions the server's gates do not permit, or whose
-bridge is down, are left out of the schema and refused by name, and the tool's annotations
-summarise the actions that remain (TL-14). The action that ran is reported in the envelope's
+bridge is down, are left out of the schema, and the tool's annotations summarise the actions
+that remain (TL-14). A call of an action the gates refuse is E_PERMISSION_DENIED; one whose
+bridge is down gets the bridge's retryable E_NOT_CONNECTED, as with ``requires=`` on the whole
+tool, even when no action is left to offer. The server watches each bridge its tools and
+actions need once (Server._watch_bridges): a transition rebuilds every manager that needs the
+bridge, then sends one ``list_changed``. The action that ran is reported in the envelope's
 ``meta.action``.
 """
 
@@ -131,7 +135,8 @@ class Action:
 class ManagerTool(Tool):
     """A Tool whose inputSchema is generated from its actions."""
 
-    __slots__ = ("actions", "visible", "style", "_server", "_gates", "_defs", "_base_annotations", "_owners")
+    __slots__ = ("actions", "permitted", "visible", "style", "_server", "_gates", "_defs", "_base_annotations",
+                 "_owners")
 
     def __init__(self, server: Any, name: str, *, description: str | None = None, title: str | None = None,
                  annotations: dict[str, Any] | None = None, icons: list[dict[str, Any]] | None = None,
@@ -141,6 +146,9 @@ class ManagerTool(Tool):
         super().__init__(name, self._not_called, input_schema=_PLACEHOLDER, description=description,
                          title=title, icons=icons, meta=meta, trusted_schemas=True)
         self.actions: dict[str, Action] = {}
+        #: the actions the gates permit; a call of any other is refused for good
+        self.permitted: dict[str, Action] = {}
+        #: the permitted actions whose bridges are up: what the schema offers now
         self.visible: dict[str, Action] = {}
         #: "flat" (the default: every host takes it) or "oneOf" (closed branches at the root)
         self.style = schema
@@ -183,11 +191,10 @@ class ManagerTool(Tool):
                 raise ValueError(f"manager tool {self.name!r} already has an action {act_name!r}")
             ann = annotations_from_hints(None, read_only=read_only, destructive=destructive,
                                          idempotent=idempotent, open_world=open_world)
-            act = self.actions[act_name] = Action(act_name, func, description, ann, options)
-            for bridge in act.requires:
-                bridge.on_change(self._bridge_changed)
+            self.actions[act_name] = Action(act_name, func, description, ann, options)
             self.rebuild(self._gates)
             if self._server is not None:
+                self._server._watch_bridges(self)
                 self._server._changed("tools")
             return func
 
@@ -195,17 +202,31 @@ class ManagerTool(Tool):
             return deco(fn)
         return deco
 
-    def _bridge_changed(self, up: bool) -> None:
-        # TL-13: an action whose bridge went down leaves the schema, and comes back with it
+    @property
+    def bridges(self) -> tuple[Any, ...]:
+        """The tool's own bridges and every action's, each once."""
+        own = self.options.requires if self.options is not None else ()
+        return tuple({id(b): b for b in (*own, *(b for a in self.actions.values() for b in a.requires))}.values())
+
+    def refresh(self) -> None:
+        """Rebuild after a bridge changed, under the gates of the last rebuild."""
         self.rebuild(self._gates)
-        if self._server is not None:
-            self._server._changed("tools")
+
+    def down_bridge(self) -> Any:
+        """A bridge that is down and that a permitted action needs (None if none): why the
+        schema offers nothing while the gates permit something."""
+        for act in self.permitted.values():
+            for bridge in act.requires:
+                if not bridge.up:
+                    return bridge
+        return None
 
     def rebuild(self, gates: Gates | None) -> None:
         """Regenerate the advertised schema from the actions ``gates`` permit and whose bridges are up."""
         self._gates = gates
-        self.visible = {n: a for n, a in self.actions.items()
-                        if (gates is None or gates.permits(a.annotations)) and all(b.up for b in a.requires)}
+        self.permitted = {n: a for n, a in self.actions.items() if gates is None or gates.permits(a.annotations)}
+        # TL-13: an action whose bridge went down leaves the schema, and comes back with it
+        self.visible = {n: a for n, a in self.permitted.items() if all(b.up for b in a.requires)}
         defs: dict[str, Any] = {}
         for act in self.visible.values():
             for key, value in act.defs.items():

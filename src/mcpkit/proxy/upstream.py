@@ -269,6 +269,12 @@ class Upstream:
             # everything comes here; each downstream session's own level filters it (LG-02)
             with contextlib.suppress(RpcError):
                 await client.set_log_level("debug")
+        # what the upstream declares is served here even while it lists none of it (all its
+        # tools may wait for a bridge of its own): a session opened meanwhile is held to the
+        # capabilities it was told (LC-06) and would never list them once they come
+        declared = frozenset(k for k in ("tools", "resources", "prompts") if k in client.server_capabilities)
+        if not declared <= self.server._advertise:
+            self.server._advertise = self.server._advertise | declared
         self._client = client
         self._subscribed.clear()
         for kind in ("tools", "resources", "prompts"):
@@ -392,11 +398,21 @@ class Upstream:
             self._apply_tools(await client.list_tools() if "tools" in caps else [])
         elif kind == "resources":
             resources = await client.list_resources() if "resources" in caps else []
-            templates = await client.list_resource_templates() if "resources" in caps else []
+            templates = await self._list_templates(client) if "resources" in caps else []
             with batched(self.server):
                 self._apply_resources(resources, templates)
         else:
             self._apply_prompts(await client.list_prompts() if "prompts" in caps else [])
+
+    async def _list_templates(self, client: Client) -> list[dict[str, Any]]:
+        try:
+            return await client.list_resource_templates()
+        except RpcError as exc:
+            if exc.code != -32601:
+                raise
+            # a server older than templates has none: its resources are still served (an error
+            # here left the whole upstream unreachable)
+            return []
 
     def _taken(self, name: str, mine: dict[str, Any], theirs: Any) -> bool:
         if name in mine or name not in theirs:
@@ -516,6 +532,14 @@ class Upstream:
 
     def _apply_resources(self, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> None:
         server = self.server
+        # a {variable} URI listed as a resource is a template in the wrong list (servers written
+        # before templates do it): served as the template it is, where add_resource refuses it
+        braced = [d for d in resources if isinstance(d, dict) and isinstance(d.get("uri"), str)
+                  and "{" in d["uri"] and "}" in d["uri"]]
+        if braced:
+            resources = [d for d in resources if not any(d is b for b in braced)]
+            templates = [*templates, *({"uriTemplate": d["uri"], **{k: v for k, v in d.items() if k != "uri"}}
+                                       for d in braced)]
         if self.pin is not None:  # a drifted template is not mirrored (pin.py)
             templates = self.pin.screen("resourceTemplates", [d for d in templates if isinstance(d, dict)])[0]
         wanted = {self.names.uri(d["uri"]): d for d in resources if isinstance(d, dict) and isinstance(d.get("uri"), str)}

@@ -269,13 +269,21 @@ class Server(Registrations, SkillRegistrations):
         return policy_layer().visible(self, tool)
 
     def _watch_bridges(self, tool: Tool) -> None:
-        if tool.options is None:
-            return
-        for bridge in tool.options.requires:
+        """Follow each bridge ``tool`` needs, the tool's own and its actions' alike, once per
+        server: however many tools and actions need a bridge, its transition is one change."""
+        for bridge in tool.bridges:
             if id(bridge) not in self._bridges:
                 self._bridges[id(bridge)] = bridge
-                # TL-13: tools that need the bridge leave and rejoin tools/list with it
-                bridge.on_change(lambda up: self._changed("tools"))
+                bridge.on_change(lambda up, bridge=bridge: self._bridge_changed(bridge))
+
+    def _bridge_changed(self, bridge: Any) -> None:
+        # TL-13: what needs the bridge leaves and rejoins tools/list with it, announced once.
+        # The managers offering actions that need it are rebuilt first, so a client that
+        # re-lists on the notification sees the new schema.
+        for tool in list(self._tools.values()):
+            if tool.actions is not None and any(b is bridge for a in tool.actions.values() for b in a.requires):
+                tool.refresh()
+        self._changed("tools")
 
     # ------------------------------------------------------------------ runtime plumbing
 

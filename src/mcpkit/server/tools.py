@@ -190,6 +190,12 @@ class Tool:
             # signature is valid by construction and compiles on first use (start-up time).
             self.compile()
 
+    @property
+    def bridges(self) -> tuple[Any, ...]:
+        """Every bridge the tool needs to be listed and called (``requires=``); a manager tool
+        adds its actions' own (TL-13): one set, watched once per server, however many need it."""
+        return self.options.requires if self.options is not None else ()
+
     def set_output_schema(self, schema: dict[str, Any] | None) -> None:
         """Advertise (and enforce) another outputSchema, e.g. the tool contract's envelope."""
         self.output_schema = schema

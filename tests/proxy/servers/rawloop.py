@@ -1,5 +1,5 @@
-"""The stdin loop of the raw stdio test servers (hostile.py, rugpull.py, escape.py): one JSON message a
-line, anything else skipped; imported from the script's own folder."""
+"""The stdin loop of the raw stdio test servers (hostile.py, rugpull.py, escape.py, bracedresource.py):
+one JSON message a line, anything else skipped; imported from the script's own folder."""
 
 import json
 import sys
@@ -13,3 +13,9 @@ def serve(handle):
             continue
         if isinstance(message, dict):
             handle(message)
+
+
+def send(msg):
+    """One message on stdout, flushed at once (the client waits for it)."""
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
