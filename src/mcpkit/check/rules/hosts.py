@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ...hosts import HOSTS, server_problems
+from ...hosts import HOSTS, Host, server_problems
 from ..context import CheckContext
 from ..model import Finding
 from ..registry import rule
@@ -88,11 +88,19 @@ _FIXES = {
           "[a-zA-Z0-9_-]",
 }
 
+
+
+def _sources(host: Host) -> str:
+    """Where this host's limits were learned, each once, as docs/rules.md shows them."""
+    seen = dict.fromkeys(f"{li.feature}: {li.source}" for li in host.limits)
+    return f"mcpkit/hosts.py, each finding names its source; {'; '.join(seen)}"
+
+
 for _host_id, _host in HOSTS.items():
     rule(
         # SHOULD gives the warning severity these rules have by default; _QUOTE says they are not spec
         # text. The requirements cited are the nearest ones: the inputSchema (TL-05) and the name (TL-06).
         f"hosts.{_host_id}", keyword="SHOULD", requirements=("TL-05", "TL-06"),
         title=f"every tool is one {_host.name} accepts as listed",
-        fix=_FIX, quote=_QUOTE, source="mcpkit/hosts.py (each finding names its public source)", fixes=_FIXES,
+        fix=_FIX, quote=_QUOTE, source=_sources(_host), fixes=_FIXES,
     )(_host_rule(_host_id))
