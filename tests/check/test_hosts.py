@@ -16,6 +16,7 @@ from mcpkit.check import all_rules
 from mcpkit.check.cli import main as check_main
 from mcpkit.check.runner import run_checks
 from mcpkit.hosts import DEFAULT_HOSTS, HOSTS, parse_hosts, server_problems, tool_problems
+from tests.policy.conftest import _restore_log_filters  # noqa: F401 - the examples' policies filter the logs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -176,11 +177,11 @@ def test_an_unknown_host_is_a_usage_error(capsys) -> None:  # type: ignore[no-un
 # ------------------------------------------------------------------ every schema the repo generates
 
 
-def _example_servers(tmp_path: Path) -> list[Server]:
-    from mcpkit.reference import server as reference
+def _example_servers(tmp_path: Path, reference: bool = True) -> list[Server]:
+    from mcpkit.reference import server as reference_server
 
     os.environ.setdefault("MCPKIT_ROOT", str(tmp_path))
-    servers = [reference]
+    servers = [reference_server] if reference else []
     for path in [*sorted((ROOT / "examples").glob("*.py")), ROOT / "examples" / "godot" / "server.py"]:
         spec = importlib.util.spec_from_file_location(f"_example_{path.parent.name}_{path.stem}", path)
         assert spec is not None and spec.loader is not None
@@ -188,26 +189,59 @@ def _example_servers(tmp_path: Path) -> list[Server]:
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
         servers.append(module.server)
+    for server in servers:
+        for manager in [t for t in server._tools.values() if t.actions is not None]:
+            manager.rebuild(None)  # every action, whatever the environment's gates
     return servers
 
 
-def test_every_tool_and_manager_in_the_repo_passes_claude_openai_and_gemini(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def _host_findings(server: Server, hosts: set[str]) -> list[str]:
+    """What `mcpkit check --hosts ...` reports against ``server`` (its hosts.* rules, in memory)."""
+    report = await run_checks(server, revisions=["2025-11-25"], progress=False, hosts=sorted(hosts),
+                              rules={f"hosts.{h}" for h in hosts})
+    assert {r for r in report.rules if r.startswith("hosts.")} == {f"hosts.{h}" for h in hosts}
+    return [f"{server.name}: {f.message}" for f in report.findings if f.status == "fail"]
+
+
+@pytest.mark.asyncio
+async def test_every_example_passes_claude_openai_and_gemini_and_strict_with_host_schemas(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     for name, value in (("MCPKIT_ROOT", tmp_path), ("GODOT_PROJECT", tmp_path), ("GODOT_BRIDGE_TOKEN", "t" * 16)):
         monkeypatch.setenv(name, str(value))
     checked = 0
-    # what the rules find in schemas written elsewhere: the conformance suite's tools, as the reference
-    # server lists them (a name 65 characters long in Claude Code, a schema that declares 2020-12), and
-    # that schema again as examples/proxy.py mirrors it
-    expected = {"mcpkit-reference": {("claude", "test_input_required_result_multiple_inputs"),
-                                     ("gemini", "json_schema_2020_12_tool")},
-                "guarded-reference": {("gemini", "json_schema_2020_12_tool")}}
+    for server in _example_servers(tmp_path, reference=False):
+        assert await _host_findings(server, set(DEFAULT_HOSTS)) == []
+        server.host_schemas = "openai-strict"
+        try:
+            assert await _host_findings(server, {"openai-strict"}) == []
+        finally:
+            server.host_schemas = None
+        checked += len(server._tools)
+    assert checked > 25
+
+
+def test_every_tool_in_the_repo_as_each_host_is_served_it_passes_that_host(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every tool, gated or not, the reference server's too: as registered it passes claude, openai and
+    gemini; and each host of host_schemas passes with the copy it is served (openai-strict, gemini-openapi
+    included, which refuse what mcpkit generates: optional properties, additionalProperties, default)."""
+    from mcpkit.hostschemas import TARGETS, served_tool, target_for
+
+    for name, value in (("MCPKIT_ROOT", tmp_path), ("GODOT_PROJECT", tmp_path), ("GODOT_BRIDGE_TOKEN", "t" * 16)):
+        monkeypatch.setenv(name, str(value))
+    checked = 0
     for server in _example_servers(tmp_path):
-        managers = [t for t in server._tools.values() if t.actions is not None]
-        for manager in managers:
-            manager.rebuild(None)  # every action, whatever the environment's gates
         tools = [t.describe() for t in server._tools.values()]
-        found = {(p.host, p.tool) for p in server_problems(tools, DEFAULT_HOSTS, server_name=server.name)}
-        assert found == expected.get(server.name, set()), (server.name, found)
+        for host in TARGETS:
+            served = [served_tool(t, host, server.name) for t in tools]
+            hosts = DEFAULT_HOSTS if host == "portable" else [host]
+            for problem in server_problems(served, hosts, server_name=server.name):
+                pytest.fail(f"{server.name} as {host} is served it: {problem}")
+        if server.host_schemas is not None:  # examples/proxy.py: the copies it lists a client not known
+            tools = [served_tool(t, target_for(server.host_schemas, None) or "", server.name) for t in tools]
+        raw = {(p.host, p.tool) for p in server_problems(tools, DEFAULT_HOSTS, server_name=server.name)}
+        # the reference server lists the conformance suite's tools as the suite names and writes them: a
+        # name 65 characters long in Claude Code, and a schema that declares 2020-12 on purpose
+        expected = {("claude", "test_input_required_result_multiple_inputs"), ("gemini", "json_schema_2020_12_tool")}
+        assert raw == (expected if server.name == "mcpkit-reference" else set()), raw
         checked += len(tools)
     assert checked > 40
 
