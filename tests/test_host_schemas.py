@@ -4,6 +4,7 @@ calls are mapped back and validated against the tools' own schemas."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -151,3 +152,37 @@ def test_names_are_made_valid_for_the_host_and_stay_distinct() -> None:
 def test_an_unknown_setting_is_refused_naming_the_choices() -> None:
     with pytest.raises(ValueError, match="host_schemas takes auto, portable, claude, openai, openai-strict, gemini"):
         Server("x", host_schemas="bard")
+
+
+@pytest.mark.asyncio
+async def test_a_mirrored_tool_a_default_host_refuses_is_warned_once_unless_host_schemas_serves_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from mcpkit.client import Client
+    from mcpkit.proxy.upstream import upstreams_of
+    from tests.proxy.test_compose import until
+
+    child = Server("child")
+    child.add_tool("files.read", lambda a: "ok", description="Read.", input_schema=RAW, read_only=True,
+                   open_world=False)
+    caplog.set_level(logging.WARNING, logger="mcpkit")
+    for host_schemas, warned in ((None, 1), ("auto", 0)):
+        caplog.clear()
+        parent = Server("parent", host_schemas=host_schemas)
+        try:
+            parent.mount(child)
+            async with Client(parent) as client:
+                assert len(await client.list_tools()) == 1
+                # a change upstream: the mirror registers every tool again, and is not warned again
+                child.add_tool("other", lambda a: "ok", description="Other.", input_schema={"type": "object"},
+                               read_only=True, open_world=False)
+                await until(lambda: len(parent.tools) == 2)  # the mirror's sync runs on the upstream's loop
+            lines = [r.getMessage() for r in caplog.records if "'files.read'" in r.getMessage()]
+            assert len(lines) == warned, lines
+            if warned:
+                assert "the hosts claude, openai, gemini would refuse it" in lines[0]
+                assert 'host_schemas="auto"' in lines[0] and "--host-schemas auto" in lines[0]
+        finally:
+            for upstream in upstreams_of(parent):
+                upstream.close()
+            if "other" in child.tools:
+                child.remove_tool("other")

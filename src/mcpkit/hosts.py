@@ -37,6 +37,7 @@ __all__ = [
     "flatten",
     "hosts_rejecting_root",
     "parse_hosts",
+    "registration_problems",
     "root_combinators",
     "server_problems",
     "tool_problems",
@@ -538,6 +539,20 @@ def server_problems(tools: Sequence[Mapping[str, Any]], hosts: Sequence[str] = D
             out.append(Problem(host_id, None, "tool-count", limit.effect,
                                f"{len(tools)} tools listed (at most {most}, counting every server the user has on): "
                                f"{limit.detail}", limit.source, limit.confirmed))
+    return out
+
+
+def registration_problems(name: str, schema: Any) -> list[Problem]:
+    """The default hosts' refusals of a tool's name and $refs: cheap enough to run at every raw
+    registration (no schema compiled), for the warning a mirrored schema would otherwise not get."""
+    tool = {"name": name, "inputSchema": schema}
+    out: list[Problem] = []
+    for host_id in DEFAULT_HOSTS:
+        for limit in HOSTS[host_id].limits:
+            if limit.feature in ("name", "ref") and limit.effect == REJECTS and limit.test is not None:
+                why = limit.test(tool, _Ctx())
+                if why is not None:
+                    out.append(Problem(host_id, name, limit.feature, limit.effect, why, limit.source, limit.confirmed))
     return out
 
 
