@@ -6,7 +6,9 @@
 The upstream here is mcpkit's own reference server started as a command (any command line or
 URL works the same: ``npx -y @modelcontextprotocol/server-filesystem /srv``, an https URL ...).
 Its tools are mirrored; the tool policy says what to believe about them (``add`` is made a
-writer, so the read-only gates hide and refuse it; ``test_*`` tools are left out).
+writer, so the read-only gates hide and refuse it; ``test_*`` tools are left out). Schemas
+written elsewhere may use what some hosts refuse (a ``$ref``, a 2020-12 ``$schema``, a dotted
+name): ``host_schemas="auto"`` lists each client a copy its host accepts (docs/hosts.md).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ server = Server.proxy(
     name="guarded-reference",
     policy=Policy(gates=Gates(read_only=True, allow_open_world=True)),
     tool_policy=TOOL_POLICY,
+    host_schemas="auto",
 )
 
 if __name__ == "__main__":

@@ -26,13 +26,18 @@ from typing import Any
 __all__ = [
     "HOSTS",
     "DEFAULT_HOSTS",
+    "GEMINI_OPENAPI_KEYWORDS",
     "Host",
     "Limit",
+    "OPENAI_STRICT_FORMATS",
+    "OPENAI_STRICT_KEYWORDS",
+    "OPENAI_STRICT_SIZES",
     "Problem",
     "ROOT_COMBINATORS",
     "flatten",
     "hosts_rejecting_root",
     "parse_hosts",
+    "registration_problems",
     "root_combinators",
     "server_problems",
     "tool_problems",
@@ -55,7 +60,7 @@ class Limit:
     """One thing a host refuses (the request fails) or ignores (the host drops it silently)."""
 
     #: root-combinator, ref, format, pattern, numeric-bounds, additional-properties, dialect,
-    #: name, description-length, tool-count, type-array, strict-required
+    #: name, description-length, tool-count, type-array, strict-required, keyword, size
     feature: str
     effect: str
     #: what the host does, in one sentence
@@ -185,12 +190,17 @@ def _description(most: int | None, least: int = 0) -> _Test:
     return test
 
 
-def _ref_in_union(tool: Mapping[str, Any], ctx: _Ctx) -> str | None:
+def _gemini_ref(tool: Mapping[str, Any], ctx: _Ctx) -> str | None:
+    """The two forms of $ref the Gemini API refuses in parametersJsonSchema."""
     for path, node in _nodes(_schema(tool)):
         for key in ("anyOf", "oneOf"):
             for i, branch in enumerate(node.get(key) or ()):
                 if isinstance(branch, dict) and "$ref" in branch:
-                    return f"{path or '/'}{'/' if path else ''}{key}/{i} is a $ref inside {key}"
+                    return f"{path or ''}/{key}/{i} is a $ref inside {key}"
+        if "$ref" in node:
+            extra = sorted(set(node) - {"$ref", "description", "default"})
+            if extra:
+                return f"{path or '(root)'} has $ref next to {', '.join(extra)}"
     return None
 
 
@@ -253,7 +263,75 @@ def _dialect(tool: Mapping[str, Any], ctx: _Ctx) -> str | None:
     return None
 
 
-_OPENAI_STRICT_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
+OPENAI_STRICT_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
+
+#: the keywords OpenAI's strict mode takes (structured-outputs#supported-schemas); any other one is refused
+#: ("In context=('properties', 'x'), 'default' is not permitted")
+OPENAI_STRICT_KEYWORDS = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const", "description",
+    "title", "$defs", "definitions", "$ref", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "minItems", "maxItems"})
+#: strict mode's size limits: nesting levels, object properties in all, enum values in all
+OPENAI_STRICT_SIZES = (10, 5000, 1000)
+
+#: the fields of the Schema object of Gemini's legacy ``parameters`` (an OpenAPI 3.0 subset) that every API
+#: version reads; any other keyword fails the request ("Unknown name ...: Cannot find field"). Later versions
+#: added some (default, title, anyOf...), older ones refuse them: a schema for every client keeps to these.
+GEMINI_OPENAPI_KEYWORDS = frozenset({
+    "type", "format", "description", "nullable", "enum", "properties", "required", "items", "minItems",
+    "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern", "propertyOrdering",
+    # reported by their own rules below (refs, combinators, additionalProperties), not twice
+    "$ref", "$defs", "definitions", "anyOf", "oneOf", "allOf", "additionalProperties"})
+
+
+def _unknown_keywords(known: frozenset[str], what: str) -> _Test:
+    def test(tool: Mapping[str, Any], ctx: _Ctx) -> str | None:
+        for path, node in _nodes(_schema(tool)):
+            extra = sorted(k for k in node if k not in known)
+            if extra:
+                return f"{path or '(root)'} uses {', '.join(extra)} ({what})"
+        return None
+
+    return test
+
+
+def _depth(schema: Any) -> int:
+    """How many objects deep ``schema`` nests (the root object is 1), through properties and items."""
+    if not isinstance(schema, dict):
+        return 0
+    below = [_depth(v) for v in (schema.get("properties") or {}).values()]
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            below.append(_depth(schema[key]))
+    for key in ("anyOf", "oneOf", "allOf"):
+        below.extend(_depth(b) for b in schema.get(key) or () if isinstance(b, dict))
+    for defs in ("$defs", "definitions"):
+        below.extend(_depth(b) - 1 for b in (schema.get(defs) or {}).values())
+    own = 1 if schema.get("type") == "object" or "properties" in schema else 0
+    return own + max(below, default=0)
+
+
+def _strict_size(tool: Mapping[str, Any], ctx: _Ctx) -> str | None:
+    levels, most_props, most_enum = OPENAI_STRICT_SIZES
+    schema = _schema(tool)
+    depth = _depth(schema)
+    if depth > levels:
+        return f"inputSchema nests {depth} objects deep (at most {levels})"
+    nodes = [node for _, node in _nodes(schema)]
+    props = sum(len(n.get("properties") or {}) for n in nodes)
+    if props > most_props:
+        return f"inputSchema has {props} properties in all (at most {most_props})"
+    enums = sum(len(n.get("enum") or ()) for n in nodes)
+    if enums > most_enum:
+        return f"inputSchema has {enums} enum values in all (at most {most_enum})"
+    return None
+
+
+def _dialect_uri(tool: Mapping[str, Any], ctx: _Ctx) -> str | None:
+    uri = _schema(tool).get("$schema")
+    if uri is not None and "draft-07" not in str(uri):
+        return f"inputSchema declares $schema {uri!r}"
+    return None
 
 # ------------------------------------------------------------------ the table
 
@@ -264,8 +342,10 @@ _ANTHROPIC_ROOT = Limit(
     "https://github.com/anthropics/claude-code/issues/657", test=_root(("oneOf", "anyOf", "allOf")))
 _ANTHROPIC_NAME = Limit(
     "name", REJECTS,
-    "tool names must match ^[a-zA-Z0-9_-]{1,128}$ (no dots, spaces or slashes); the whole request fails",
-    "https://github.com/home-assistant/core/issues/147760", test=_name(r"[a-zA-Z0-9_-]{1,128}", 128))
+    "tool names must match ^[a-zA-Z0-9_-]{1,64}$ (no dots, spaces or slashes), as the Messages API's tool "
+    "definition documents; the whole request fails ('tools.15.custom.name: String should match pattern', "
+    "anthropics/claude-code#985; Claude Desktop checks the same pattern before any request, evoila/meho#2745)",
+    "https://docs.anthropic.com/en/docs/build-with-claude/tool-use/overview", test=_name(r"[a-zA-Z0-9_-]{1,64}", 64))
 _ANTHROPIC_DIALECT = Limit(
     "dialect", REJECTS,
     "input_schema must be valid JSON Schema draft 2020-12, whatever its $schema says; the whole request fails",
@@ -278,9 +358,9 @@ HOSTS: dict[str, Host] = {
             _ANTHROPIC_ROOT, _ANTHROPIC_NAME, _ANTHROPIC_DIALECT,
             Limit("name", REJECTS,
                   "Claude Code shows an MCP tool to the model as mcp__<server>__<tool>, and that whole name must "
-                  "fit the API's 128 characters (the server's name is the user's, assumed here to be serverInfo's)",
+                  "fit the API's 64 characters (the server's name is the user's, assumed here to be serverInfo's)",
                   "https://github.com/anthropics/claude-code/issues/96152", confirmed=False,
-                  test=_name(r"[a-zA-Z0-9_-]{1,128}", 128, prefixed=True)),
+                  test=_name(r"[a-zA-Z0-9_-]{1,64}", 64, prefixed=True)),
         )),
         Host("bedrock", "Claude on Amazon Bedrock", (
             Limit("root-combinator", REJECTS,
@@ -334,13 +414,23 @@ HOSTS: dict[str, Host] = {
                   "pattern, format and bounds broke requests for some models",
                   "https://github.com/openai/openai-python/pull/2734", confirmed=False,
                   test=_keyword(("format",), "a format outside the strict subset",
-                                lambda v: v in _OPENAI_STRICT_FORMATS)),
+                                lambda v: v in OPENAI_STRICT_FORMATS)),
             Limit("name", REJECTS, "function names must match ^[a-zA-Z0-9_-]{1,64}$",
                   "https://github.com/packit/ai-workflows/pull/619", test=_name(r"[a-zA-Z0-9_-]{1,64}", 64)),
+            Limit("keyword", REJECTS,
+                  "strict mode takes only the keywords its supported-schemas list names; any other one fails the "
+                  "request, e.g. \"In context=('properties', 'location'), 'default' is not permitted\" "
+                  "(livekit/agents#1987, and MCP tools through dotnet/extensions#6266)",
+                  "https://platform.openai.com/docs/guides/structured-outputs#supported-schemas",
+                  test=_unknown_keywords(OPENAI_STRICT_KEYWORDS, "not a keyword strict mode supports")),
+            Limit("size", REJECTS,
+                  "at most 10 levels of nesting, 5000 object properties and 1000 enum values in all (earlier models "
+                  "refused a sixth level: '6 levels of nesting exceeds limit of 5', tidyverse/ellmer#671)",
+                  "https://platform.openai.com/docs/guides/structured-outputs#supported-schemas", test=_strict_size),
         )),
-        Host("gemini", "Google Gemini (function declarations with parametersJsonSchema)", (
+        Host("gemini", "Google Gemini (Gemini CLI and the google-genai SDKs: parametersJsonSchema)", (
             Limit("root-combinator", REJECTS,
-                  "parameters must describe an object whose properties are the function's parameters",
+                  "parametersJsonSchema must describe an object whose properties are the function's parameters",
                   "https://cloud.google.com/vertex-ai/docs/reference/rest/v1beta1/FunctionDeclaration",
                   test=_root(ROOT_COMBINATORS)),
             Limit("name", REJECTS,
@@ -349,10 +439,17 @@ HOSTS: dict[str, Host] = {
                   "https://cloud.google.com/vertex-ai/docs/reference/rest/v1beta1/FunctionDeclaration",
                   test=_name(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", 64)),
             Limit("ref", REJECTS,
-                  "a $ref inside anyOf/oneOf fails with 'reference to undefined schema' (400 INVALID_ARGUMENT)",
-                  "https://github.com/google-gemini/gemini-cli/issues/13326", confirmed=False, test=_ref_in_union),
+                  "a $ref inside anyOf/oneOf fails with 'reference to undefined schema' (400 INVALID_ARGUMENT), "
+                  "and a $ref next to any keyword but description and default with 'was set alongside unsupported "
+                  "fields' (anomalyco/opencode#12295); Gemini CLI 0.15 also skipped tools whose $defs it could not "
+                  "resolve (gemini-cli#13142, #13201): host_schemas=\"gemini\" lists them with every $ref inlined",
+                  "https://github.com/google-gemini/gemini-cli/issues/13326", test=_gemini_ref),
+            Limit("dialect", REJECTS,
+                  "Gemini CLI validates calls with a draft-07 validator: a tool whose $schema names another "
+                  "dialect fails its call (\"no schema with key or ref https://json-schema.org/draft/2020-12/schema\")",
+                  "https://github.com/google-gemini/gemini-cli/issues/17235", confirmed=False, test=_dialect_uri),
         )),
-        Host("gemini-openapi", "Google Gemini, OpenAPI-subset 'parameters' field (older clients)", (
+        Host("gemini-openapi", "Google Gemini, legacy OpenAPI-subset 'parameters' (older clients, gateways)", (
             Limit("root-combinator", REJECTS, "the OpenAPI 3.0 subset has no root combinators",
                   "https://cloud.google.com/vertex-ai/docs/reference/rest/v1beta1/FunctionDeclaration",
                   test=_root(ROOT_COMBINATORS)),
@@ -362,9 +459,17 @@ HOSTS: dict[str, Host] = {
                   "https://github.com/zed-industries/zed/issues/44875", test=_type_array),
             Limit("root-combinator", REJECTS, "anyOf/oneOf/allOf inside properties are refused or mis-read",
                   "https://github.com/agno-agi/agno/issues/3298", confirmed=False, test=_nested_combinator),
-            Limit("additional-properties", IGNORES, "additionalProperties is not part of the subset; clients strip it",
-                  "https://github.com/google-gemini/gemini-cli/pull/22210", confirmed=False,
+            Limit("additional-properties", REJECTS,
+                  "additionalProperties is not a field of the subset's Schema: the request fails with 400 unless the "
+                  "client strips it first (as gemini-cli#22210 and karthink/gptel#827 do)",
+                  "https://github.com/karthink/gptel/pull/827",
                   test=_keyword(("additionalProperties",), "not in the OpenAPI subset")),
+            Limit("keyword", REJECTS,
+                  "a keyword that is not a field of the subset's Schema ($schema, default, title, const, examples, "
+                  "uniqueItems...) fails the request: 'Invalid JSON payload received. Unknown name \"uniqueItems\": "
+                  "Cannot find field' (default and title are fields of the newer API versions only)",
+                  "https://github.com/decolua/9router/pull/3018",
+                  test=_unknown_keywords(GEMINI_OPENAPI_KEYWORDS, "not a field of the OpenAPI subset")),
             Limit("format", IGNORES, "format, pattern and numeric/length bounds are dropped, not enforced",
                   "https://typia.io/api/types/_samchon_openapi.IGeminiSchema-1.html", confirmed=False,
                   test=_keyword(("pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
@@ -434,6 +539,20 @@ def server_problems(tools: Sequence[Mapping[str, Any]], hosts: Sequence[str] = D
             out.append(Problem(host_id, None, "tool-count", limit.effect,
                                f"{len(tools)} tools listed (at most {most}, counting every server the user has on): "
                                f"{limit.detail}", limit.source, limit.confirmed))
+    return out
+
+
+def registration_problems(name: str, schema: Any) -> list[Problem]:
+    """The default hosts' refusals of a tool's name and $refs: cheap enough to run at every raw
+    registration (no schema compiled), for the warning a mirrored schema would otherwise not get."""
+    tool = {"name": name, "inputSchema": schema}
+    out: list[Problem] = []
+    for host_id in DEFAULT_HOSTS:
+        for limit in HOSTS[host_id].limits:
+            if limit.feature in ("name", "ref") and limit.effect == REJECTS and limit.test is not None:
+                why = limit.test(tool, _Ctx())
+                if why is not None:
+                    out.append(Problem(host_id, name, limit.feature, limit.effect, why, limit.source, limit.confirmed))
     return out
 
 

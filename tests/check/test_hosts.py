@@ -16,6 +16,7 @@ from mcpkit.check import all_rules
 from mcpkit.check.cli import main as check_main
 from mcpkit.check.runner import run_checks
 from mcpkit.hosts import DEFAULT_HOSTS, HOSTS, parse_hosts, server_problems, tool_problems
+from tests.policy.conftest import _restore_log_filters  # noqa: F401 - the examples' policies filter the logs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,6 +62,49 @@ def test_each_host_refuses_what_its_sources_show() -> None:
     assert tool_problems(optional, ["openai-strict"])[0].feature == "strict-required"
     assert [p.feature for p in tool_problems(tool(schema={"type": "object", "properties": {
         "n": {"type": ["integer", "null"]}}}), ["gemini-openapi"])] == ["type-array"]
+
+
+def test_claude_names_are_64_characters_at_most_as_the_api_documents() -> None:
+    assert tool_problems(tool("t" * 64), ["claude"]) == []
+    (problem,) = tool_problems(tool("t" * 65), ["claude"])
+    assert problem.feature == "name" and "^[a-zA-Z0-9_-]{1,64}$" in problem.message
+    assert problem.source == "https://docs.anthropic.com/en/docs/build-with-claude/tool-use/overview"
+
+
+def test_gemini_refuses_refs_and_another_dialect_and_its_legacy_subset_refuses_more() -> None:
+    ref = tool(schema={"type": "object", "properties": {"p": {"$ref": "#/$defs/P", "title": "P"}},
+                       "$defs": {"P": {"type": "object", "properties": {"x": {"type": "string"}}}}})
+    (problem,) = tool_problems(ref)
+    assert (problem.host, problem.feature) == ("gemini", "ref")
+    assert "/properties/p has $ref next to title" in problem.message
+    described = tool(schema={**ref["inputSchema"], "properties": {"p": {"$ref": "#/$defs/P", "description": "A P."}}})
+    assert tool_problems(described, ["gemini"]) == []  # description and default may stand next to it
+    dialect = tool(schema={"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+                           "properties": {"a": {"type": "string"}}})
+    assert [(p.host, p.feature) for p in tool_problems(dialect)] == [("gemini", "dialect")]
+    # what mcpkit generates for def f(a: str, n: int = 3): fine for the JSON Schema form, not the subset
+    generated = tool(schema={"type": "object", "properties": {"a": {"type": "string"},
+                                                              "n": {"type": "integer", "default": 3}},
+                             "required": ["a"], "additionalProperties": False})
+    assert tool_problems(generated, ["gemini"]) == []
+    assert {(p.feature, p.effect) for p in tool_problems(generated, ["gemini-openapi"])} == {
+        ("additional-properties", "rejects"), ("keyword", "rejects")}
+    assert "uses default" in next(p.message for p in tool_problems(generated, ["gemini-openapi"])
+                                  if p.feature == "keyword")
+    for schema in (ref, described, dialect):
+        assert "gemini-openapi" in {p.host for p in tool_problems(schema, ["gemini-openapi"])}
+
+
+def test_openai_strict_refuses_default_other_keywords_and_deep_nesting() -> None:
+    closed = {"type": "object", "properties": {"a": {"type": "string", "default": "x"}}, "required": ["a"],
+              "additionalProperties": False}
+    (problem,) = tool_problems(tool(schema=closed), ["openai-strict"])
+    assert problem.feature == "keyword" and "/properties/a uses default" in problem.message
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(11):
+        deep = {"type": "object", "properties": {"x": deep}, "required": ["x"], "additionalProperties": False}
+    (problem,) = tool_problems(tool(schema=deep), ["openai-strict"])
+    assert problem.feature == "size" and "nests 11 objects deep (at most 10)" in problem.message
 
 
 def test_tool_counts_are_a_server_wide_problem_and_the_claude_code_prefix_counts() -> None:
@@ -133,38 +177,78 @@ def test_an_unknown_host_is_a_usage_error(capsys) -> None:  # type: ignore[no-un
 # ------------------------------------------------------------------ every schema the repo generates
 
 
-def _example_servers(tmp_path: Path) -> list[Server]:
-    from mcpkit.reference import server as reference
+def _example_servers(tmp_path: Path, reference: bool = True) -> list[Server]:
+    from mcpkit.reference import server as reference_server
 
     os.environ.setdefault("MCPKIT_ROOT", str(tmp_path))
-    servers = [reference]
-    for path in sorted((ROOT / "examples").glob("*.py")):
-        spec = importlib.util.spec_from_file_location(f"_example_{path.stem}", path)
+    servers = [reference_server] if reference else []
+    for path in [*sorted((ROOT / "examples").glob("*.py")), ROOT / "examples" / "godot" / "server.py"]:
+        spec = importlib.util.spec_from_file_location(f"_example_{path.parent.name}_{path.stem}", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
         servers.append(module.server)
+    for server in servers:
+        for manager in [t for t in server._tools.values() if t.actions is not None]:
+            manager.rebuild(None)  # every action, whatever the environment's gates
     return servers
 
 
-def test_every_tool_and_manager_in_the_repo_passes_claude_openai_and_gemini(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("MCPKIT_ROOT", str(tmp_path))
+async def _host_findings(server: Server, hosts: set[str]) -> list[str]:
+    """What `mcpkit check --hosts ...` reports against ``server`` (its hosts.* rules, in memory)."""
+    report = await run_checks(server, revisions=["2025-11-25"], progress=False, hosts=sorted(hosts),
+                              rules={f"hosts.{h}" for h in hosts})
+    assert {r for r in report.rules if r.startswith("hosts.")} == {f"hosts.{h}" for h in hosts}
+    return [f"{server.name}: {f.message}" for f in report.findings if f.status == "fail"]
+
+
+@pytest.mark.asyncio
+async def test_every_example_passes_claude_openai_and_gemini_and_strict_with_host_schemas(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    for name, value in (("MCPKIT_ROOT", tmp_path), ("GODOT_PROJECT", tmp_path), ("GODOT_BRIDGE_TOKEN", "t" * 16)):
+        monkeypatch.setenv(name, str(value))
+    checked = 0
+    for server in _example_servers(tmp_path, reference=False):
+        assert await _host_findings(server, set(DEFAULT_HOSTS)) == []
+        server.host_schemas = "openai-strict"
+        try:
+            assert await _host_findings(server, {"openai-strict"}) == []
+        finally:
+            server.host_schemas = None
+        checked += len(server._tools)
+    assert checked > 25
+
+
+def test_every_tool_in_the_repo_as_each_host_is_served_it_passes_that_host(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every tool, gated or not, the reference server's too: as registered it passes claude, openai and
+    gemini; and each host of host_schemas passes with the copy it is served (openai-strict, gemini-openapi
+    included, which refuse what mcpkit generates: optional properties, additionalProperties, default)."""
+    from mcpkit.hostschemas import TARGETS, served_tool, target_for
+
+    for name, value in (("MCPKIT_ROOT", tmp_path), ("GODOT_PROJECT", tmp_path), ("GODOT_BRIDGE_TOKEN", "t" * 16)):
+        monkeypatch.setenv(name, str(value))
     checked = 0
     for server in _example_servers(tmp_path):
-        managers = [t for t in server._tools.values() if t.actions is not None]
-        for manager in managers:
-            manager.rebuild(None)  # every action, whatever the environment's gates
         tools = [t.describe() for t in server._tools.values()]
-        for problem in server_problems(tools, DEFAULT_HOSTS, server_name=server.name):
-            pytest.fail(f"{server.name}: {problem}")
+        for host in TARGETS:
+            served = [served_tool(t, host, server.name) for t in tools]
+            hosts = DEFAULT_HOSTS if host == "portable" else [host]
+            for problem in server_problems(served, hosts, server_name=server.name):
+                pytest.fail(f"{server.name} as {host} is served it: {problem}")
+        if server.host_schemas is not None:  # examples/proxy.py: the copies it lists a client not known
+            tools = [served_tool(t, target_for(server.host_schemas, None) or "", server.name) for t in tools]
+        raw = {(p.host, p.tool) for p in server_problems(tools, DEFAULT_HOSTS, server_name=server.name)}
+        # the reference server lists the conformance suite's tools as the suite names and writes them: a
+        # name 65 characters long in Claude Code, and a schema that declares 2020-12 on purpose
+        expected = {("claude", "test_input_required_result_multiple_inputs"), ("gemini", "json_schema_2020_12_tool")}
+        assert raw == (expected if server.name == "mcpkit-reference" else set()), raw
         checked += len(tools)
     assert checked > 40
 
 
 def test_claude_code_counts_its_prefix_in_the_name() -> None:
-    name = "t" * 110
+    name = "t" * 50
     assert tool_problems(tool(name), ["claude"]) == []
     (problem,) = tool_problems(tool(name), ["claude"], server_name="a-long-server-name")
     assert problem.feature == "name" and not problem.confirmed
-    assert f"'mcp__a-long-server-name__{name}', is 135 characters (at most 128)" in problem.message
+    assert f"'mcp__a-long-server-name__{name}', is 75 characters (at most 64)" in problem.message

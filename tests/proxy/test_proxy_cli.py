@@ -37,6 +37,24 @@ async def test_proxy_command_serves_an_upstream_over_stdio() -> None:
 
 
 @aio
+async def test_host_schemas_lists_the_strict_variant_and_maps_its_nulls_back(tmp_path: Path) -> None:
+    from mcpkit.hosts import tool_problems
+
+    # PYTHONPATH, when set, names the mcpkit under test (the proxy process must run the same)
+    async with Client([*PROXY, "--host-schemas", "openai-strict", "--", *SERVE], inherit_env=["PYTHONPATH"]) as client:
+        tools = {t["name"]: t for t in await client.list_tools()}
+        assert [str(p) for t in tools.values() for p in tool_problems(t, ["openai-strict"])] == []
+        schema = tools["json_schema_2020_12_tool"]["inputSchema"]
+        assert schema["required"] == ["name", "address"] and "$defs" not in schema
+        # the host sends null for the address it leaves out; the upstream's schema (an object, no
+        # extra keys) is what the call is validated against, and it never sees the null
+        result = await client.call_tool("json_schema_2020_12_tool", {"name": "Ada", "address": None})
+        assert not result.get("isError"), result
+        refused = await client.call_tool("json_schema_2020_12_tool", {"name": "Ada", "address": "Paris"})
+        assert refused.get("isError") is True and "address" in refused["content"][0]["text"]
+
+
+@aio
 async def test_read_only_hides_and_refuses_write_tools_and_audits_every_call(tmp_path: Path) -> None:
     audit = tmp_path / "audit.log"
     async with Client([*PROXY, "--read-only", "--audit", str(audit), "--", *SERVE]) as client:
@@ -168,6 +186,7 @@ async def test_a_shared_tool_policy_rule_for_one_upstream_does_not_reach_a_tool_
     (["--auth", "tokens", "--", PY], "--auth is for --http"),
     # the connection limits were never read, so an impossible one was served
     (["--http", "127.0.0.1:0", "--max-connections", "0", "--", PY], "max-connections must be a positive integer"),
+    (["--host-schemas", "bard", "--", PY], "argument --host-schemas: invalid choice: 'bard' (choose from 'auto'"),
 ])
 def test_a_configuration_mistake_is_one_line_without_a_traceback(args: list[str], message: str) -> None:
     done = subprocess.run([*PROXY, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)

@@ -28,6 +28,7 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..cli_serving import positive_seconds as _seconds  # 0 or less would fail every connection
     from ..cli_target import revision
+    from ..hostschemas import SETTINGS as HOST_SCHEMAS
 
     parser.add_argument("targets", nargs="*", metavar="TARGET",
                         help="[NAME=]URL or [NAME=]\"command line\"; or give one command after --")
@@ -68,6 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     upstream.add_argument("--flatten-schemas", action="store_true",
                           help="list tools whose schema has a root oneOf/anyOf/allOf (refused by the Anthropic, "
                           "OpenAI and Gemini APIs) as a flat copy; calls are still validated against the original")
+    upstream.add_argument("--host-schemas", choices=HOST_SCHEMAS, metavar="HOST",
+                          help="list each client the tools as its host accepts them (names, refs inlined, "
+                          "unsupported keywords dropped, a strict variant for openai-strict); calls are still "
+                          "validated against the upstream's schema. auto: from the client's clientInfo; or one of "
+                          f"{', '.join(HOST_SCHEMAS[1:])} (docs/hosts.md)")
     upstream.add_argument("--protocol-version", type=revision, metavar="V",
                           help="the revision to speak upstream (default: the newest handshake revision)")
     upstream.add_argument("--timeout", type=_seconds, default=300.0, metavar="SECONDS",
@@ -285,7 +291,8 @@ def run(args: argparse.Namespace) -> int:
     from ..server.server import Server
     from ..startup import announce
 
-    server = cli.observed(Server(args.name or "mcpkit-proxy", policy=build_policy(args)), args)
+    server = cli.observed(Server(args.name or "mcpkit-proxy", policy=build_policy(args),
+                                 host_schemas=args.host_schemas), args)
     sock = None
     if args.http is not None:
         from ..transports.serve import bind

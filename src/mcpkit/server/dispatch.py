@@ -119,6 +119,8 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     if type(name) is not str:
         name = _str_param(params, "name", "tools/call")  # a str subclass passes; anything else is refused
     tool = server._tools.get(name)
+    if server._host_schemas is not None:  # the host's name and nulls, read back (mcpkit/hostschemas.py)
+        tool, name, params = server.host_call(req.client_info, tool, name, params)
     if tool is None:
         if server._policy is None and not server._middleware:
             name = clipped(name)
@@ -669,7 +671,8 @@ def _complete(cc: CallContext, mode: str) -> Any:
 
 def _lists(kind: str) -> Callable[[CallContext, str], Any]:
     def terminal(cc: CallContext, mode: str) -> Any:
-        result = cc.session.server.list_page(kind, cc.request.revision, (cc.arguments or {}).get("cursor"))
+        result = cc.session.server.list_page(kind, cc.request.revision, (cc.arguments or {}).get("cursor"),
+                                             cc.request.client_info)
         return _settled(result) if mode == "async" else result
 
     return terminal

@@ -174,6 +174,8 @@ class Registrations:
             advertised = flat_copy(input_schema)
         else:
             _warn_root_combinators(name, input_schema)
+        if getattr(self, "_host_schemas", None) is None:
+            _warn_host_problems(self, name, input_schema)
         takes_ctx = _positional_count(handler) >= 2
         if options is not None and options.isolation is not None:
             policy_layer().check_isolated(handler, name, "ctx" if takes_ctx else None)
@@ -687,6 +689,25 @@ def _warn_root_combinators(tool: str, schema: Any) -> None:
                f"schema), or express the alternatives inside properties.")
     log.warning("%s", message)
     warnings.warn(message, HostCompatibilityWarning, stacklevel=3)
+
+
+def _warn_host_problems(server: Any, tool: str, schema: Any) -> None:
+    """A raw tool (a proxy's upstream, a bridge's mirror, add_tool) whose name or $ref a default host
+    refuses, said once per tool and problem: nothing else tells the user before the host fails."""
+    from ..hosts import registration_problems
+
+    problems = registration_problems(tool, schema)
+    if not problems:
+        return
+    warned: set[tuple[str, str]] = server.__dict__.setdefault("_host_warned", set())
+    key = (tool, "; ".join(sorted({p.message for p in problems})))
+    if key in warned:
+        return  # a mirror registers its tools again at every change
+    warned.add(key)
+    hosts = ", ".join(dict.fromkeys(p.host for p in problems))
+    log.warning("tool %r: the hosts %s would refuse it (%s). Fix: Server(..., host_schemas=\"auto\") or mcpkit proxy "
+                "--host-schemas auto lists each host a copy it accepts (docs/hosts.md)",
+                tool, hosts, "; ".join(dict.fromkeys(p.message.split(": ")[0] for p in problems)))
 
 
 def _is_template(uri: str) -> bool:

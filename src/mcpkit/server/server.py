@@ -96,6 +96,7 @@ class Server(Registrations, SkillRegistrations):
         stores: Any = None,
         advertise: Sequence[str] = (),
         middleware: Sequence[Any] = (),
+        host_schemas: str | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -135,7 +136,7 @@ class Server(Registrations, SkillRegistrations):
         self._completer: Completer | None = None
         self._notification_handlers: dict[str, Callable[..., Any]] = {}
         self._methods = dict(METHODS)
-        self._cache: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._cache: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         # bumped on every registry change: a list built while another thread changed the
         # registries (a bridge's mirror) is answered but not cached
         self._cache_gen = 0
@@ -168,6 +169,7 @@ class Server(Registrations, SkillRegistrations):
         #: features declared even while nothing of them is registered (LC-06): a server that adds
         #: tools, resources or prompts at run time names them here so early sessions know of them
         self._advertise = frozenset(advertise)
+        self.host_schemas = host_schemas
         for mw in middleware:
             self.add_middleware(mw)
 
@@ -245,6 +247,19 @@ class Server(Registrations, SkillRegistrations):
             policy_layer().started(self)
         self._rebuild()
         self._changed("tools")
+
+    @property
+    def host_schemas(self) -> str | None:
+        """Which host's schemas tools/list shows (mcpkit/hostschemas.py): a host id, ``"auto"``
+        (each client's own, from its clientInfo), or None: the tools as registered."""
+        return self._host_schemas
+
+    @host_schemas.setter
+    def host_schemas(self, value: str | None) -> None:
+        if value is not None:  # only a server that asks for it imports hostschemas (found by name: above us)
+            value = _entry("mcpkit.hostschemas", "parse_setting")(value)
+        self._host_schemas = value
+        self._deliver_changed("tools")  # the listings of every host are made again
 
     @property
     def gates(self) -> Any:
@@ -642,8 +657,8 @@ class Server(Registrations, SkillRegistrations):
 
     # ------------------------------------------------------------------ listing
 
-    def _items(self, kind: str, rev: Revision) -> list[dict[str, Any]]:
-        key = (kind, rev.version)
+    def _items(self, kind: str, rev: Revision, host: str | None = None) -> list[dict[str, Any]]:
+        key = (kind, rev.version, host) if host is not None else (kind, rev.version)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
@@ -658,6 +673,9 @@ class Server(Registrations, SkillRegistrations):
                     # 2025-03-26 has no Tool.title; the annotations carry the display name (TL-14)
                     d["annotations"] = {"title": tool.title, **(d.get("annotations") or {})}
                 items.append(d)
+            if host is not None:  # host_schemas: this host's names and schemas (mcpkit/hostschemas.py)
+                served_tool = _entry("mcpkit.hostschemas", "served_tool")
+                items = [served_tool(d, host, self.name) for d in items]
         elif kind == "resources":
             items = [_pick_annotated(r.describe(), rev.resource_keys, rev) for r in list(self._resources.values())]
         elif kind == "resourceTemplates":
@@ -673,9 +691,12 @@ class Server(Registrations, SkillRegistrations):
             self._cache[key] = items
         return items
 
-    def list_page(self, kind: str, rev: Revision, cursor: Any) -> dict[str, Any]:
-        """PA-01..PA-03: one page, opaque cursors, nextCursor only when more exist."""
-        items = self._items(kind, rev)
+    def list_page(self, kind: str, rev: Revision, cursor: Any, client_info: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+        """PA-01..PA-03: one page, opaque cursors, nextCursor only when more exist. ``client_info``
+        picks the host whose schemas tools are listed with, under ``host_schemas="auto"``."""
+        host = self.schema_host(client_info) if kind == "tools" else None
+        items = self._items(kind, rev, host)
         start = 0 if cursor is None else _decode_cursor(kind, cursor)
         if start > len(items):
             raise McpError(INVALID_PARAMS, "Invalid or expired cursor.", {"cursor": cursor})
@@ -691,6 +712,17 @@ class Server(Registrations, SkillRegistrations):
         if rev.cache_hints:
             out.update(self.cache_hints(rev, None))  # PA-04: the same cacheScope on every page
         return out
+
+    def schema_host(self, client_info: dict[str, Any] | None) -> str | None:
+        """The host whose names and schemas a client is shown (host_schemas), or None: as registered."""
+        if self._host_schemas is None:
+            return None
+        target_for = _entry("mcpkit.hostschemas", "target_for")
+        return target_for(self._host_schemas, client_info)  # type: ignore[no-any-return]
+
+    def host_call(self, client_info: dict[str, Any] | None, tool: Any, name: str, params: dict[str, Any]) -> Any:
+        """A tools/call under host_schemas as a call of the registered tool (mcpkit/hostschemas.py)."""
+        return _entry("mcpkit.hostschemas", "served_call")(self, client_info, tool, name, params)
 
     # ------------------------------------------------------------------ composition
 
@@ -713,12 +745,16 @@ class Server(Registrations, SkillRegistrations):
         include(self, child, prefix, separator=separator, prefix_uris=prefix_uris)
 
     @classmethod
-    def proxy(cls, target: Any, *, name: str | None = None, policy: Any = None, **options: Any) -> Server:
+    def proxy(cls, target: Any, *, name: str | None = None, policy: Any = None, host_schemas: str | None = None,
+              **options: Any) -> Server:
         """A server that mirrors ``target`` (a command line, a URL, a Server or an unconnected
         :class:`mcpkit.Client`) and forwards everything to it: mcpkit's guard rails in front of a
-        server written elsewhere. The options are :class:`mcpkit.proxy.Upstream`'s."""
+        server written elsewhere. ``host_schemas`` is the Server's; the other options are
+        :class:`mcpkit.proxy.Upstream`'s."""
         proxy_server = _entry("mcpkit.proxy.upstream", "proxy_server")
-        return proxy_server(cls, target, name=name, policy=policy, **options)  # type: ignore[no-any-return]
+        server: Server = proxy_server(cls, target, name=name, policy=policy, **options)
+        server.host_schemas = host_schemas
+        return server
 
     # ------------------------------------------------------------------ running
 
@@ -811,7 +847,8 @@ class Server(Registrations, SkillRegistrations):
 
 def _entry(module: str, name: str) -> Any:
     """A transport's entry point: transports sit above the server (they import it), so the
-    conveniences ``run`` and ``http_app`` find them by name when called."""
+    conveniences ``run`` and ``http_app`` find them by name when called; so are the proxy and
+    mcpkit/hostschemas.py (it reads hosts.py, which compiles schemas with the server's validator)."""
     import importlib
 
     return getattr(importlib.import_module(module), name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ...hosts import HOSTS, server_problems
+from ...hosts import HOSTS, Host, server_problems
 from ..context import CheckContext
 from ..model import Finding
 from ..registry import rule
@@ -71,7 +71,10 @@ def _spec_broken(tools: list[dict[str, Any]], ctx: CheckContext) -> set[tuple[st
 
 _FIX = ("for a manager tool keep the default flat schema; for a raw schema with a root oneOf/anyOf pass "
         "flatten=True to add_tool; keep names to [a-zA-Z0-9_-] (64 at most), descriptions under 1024 "
-        "characters and the tool count under the host's limit")
+        "characters and the tool count under the host's limit; for schemas you do not write (a proxy's "
+        "upstreams, a bridge's mirror) or a host with a subset of its own (openai-strict, gemini-openapi), "
+        "Server(..., host_schemas=\"auto\" or the host) or `mcpkit proxy --host-schemas` lists each host a "
+        "copy it accepts and still validates calls against the original")
 #: not spec text: why these rules exist and where their facts come from
 _QUOTE = ("(Not a requirement of the specification: what the hosts that consume MCP servers accept, learned from "
           "their public documentation and from issues showing their own errors, cited in each finding. A warning, "
@@ -79,7 +82,8 @@ _QUOTE = ("(Not a requirement of the specification: what the hosts that consume 
           "e.g. 'input_schema does not support oneOf, allOf, or anyOf at the top level'.)")
 _FIXES = {
     "mcpkit": "server.manager(...) advertises a flat schema by default; add_tool(..., flatten=True) for a raw "
-              "schema with a root combinator; `mcpkit check --hosts all` lists every host's limits",
+              "schema with a root combinator; Server(..., host_schemas=...) for every host's own copy "
+              "(docs/hosts.md); `mcpkit check --hosts all` lists every host's limits",
     "sdk": "describe parameters with one flat model (no Union of models at the root); keep tool names to "
            "[a-zA-Z0-9_-]",
     "fastmcp": "avoid a Union of models as the only parameter (it becomes a root anyOf); keep tool names to "
@@ -88,11 +92,19 @@ _FIXES = {
           "[a-zA-Z0-9_-]",
 }
 
+
+
+def _sources(host: Host) -> str:
+    """Where this host's limits were learned, each once, as docs/rules.md shows them."""
+    seen = dict.fromkeys(f"{li.feature}: {li.source}" for li in host.limits)
+    return f"mcpkit/hosts.py, each finding names its source; {'; '.join(seen)}"
+
+
 for _host_id, _host in HOSTS.items():
     rule(
         # SHOULD gives the warning severity these rules have by default; _QUOTE says they are not spec
         # text. The requirements cited are the nearest ones: the inputSchema (TL-05) and the name (TL-06).
         f"hosts.{_host_id}", keyword="SHOULD", requirements=("TL-05", "TL-06"),
         title=f"every tool is one {_host.name} accepts as listed",
-        fix=_FIX, quote=_QUOTE, source="mcpkit/hosts.py (each finding names its public source)", fixes=_FIXES,
+        fix=_FIX, quote=_QUOTE, source=_sources(_host), fixes=_FIXES,
     )(_host_rule(_host_id))
