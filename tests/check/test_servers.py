@@ -21,8 +21,17 @@ CHECKED = ("LC-01", "LC-02", "PG-01", "PG-03", "VN-03", "TL-05", "TL-06", "TL-07
            "LC-06", "PA-01")
 
 
-def _no_failures(report) -> None:  # type: ignore[no-untyped-def]
-    assert report.failed() == [], [f.to_dict() for f in report.failed()]
+#: what the conformance suite's contract makes the reference server offer, as host warnings: the
+#: tool name it requires is 65 characters under Claude Code's mcp__<server>__ prefix, and its
+#: 2020-12 $schema tool exists to test that dialect, which Gemini CLI's draft-07 validator refuses
+CONTRACT_WARNINGS = {("hosts.claude", "test_input_required_result_multiple_inputs"),
+                     ("hosts.gemini", "json_schema_2020_12_tool")}
+
+
+def _no_failures(report, allowed: set[tuple[str, str]] = frozenset()) -> None:  # type: ignore[no-untyped-def]
+    failed = [f for f in report.failed()
+              if not (f.severity == "warning" and (f.rule, f.detail.get("tool")) in allowed)]
+    assert failed == [], [f.to_dict() for f in failed]
     assert report.negotiated == EVERY_REVISION
     assert report.exit_code == 0
 
@@ -40,7 +49,7 @@ def http_url() -> Iterator[str]:
 @pytest.mark.req(*CHECKED, "ST-02")
 async def test_the_reference_server_on_stdio_passes() -> None:
     report = await run_checks(mcpkit_command("serve"), call_read_only=True, progress=False)
-    _no_failures(report)
+    _no_failures(report, CONTRACT_WARNINGS)
     # None: the connection offering a made-up revision
     assert by_rule(report, "stdio.stdout-clean") == {**{v: "pass" for v in SUPPORTED_VERSIONS}, None: "pass"}
     assert by_rule(report, "stdio.exit-on-eof") == {None: "pass"}
@@ -53,7 +62,7 @@ async def test_the_reference_server_on_stdio_passes() -> None:
 @pytest.mark.req(*CHECKED, "HS-01", "HS-02", "HL-16", "HL-17", "HL-18")
 async def test_the_reference_server_over_http_passes(http_url: str) -> None:
     report = await run_checks(http_url, call_read_only=True, progress=False)
-    _no_failures(report)
+    _no_failures(report, CONTRACT_WARNINGS)
     for rule_id in ("http.host-guard", "http.origin-guard", "http.session", "http.session-unknown",
                     "http.session-required", "http.notification-accepted", "http.protocol-version-header"):
         assert by_rule(report, rule_id) == {None: "pass"}, rule_id
@@ -75,7 +84,7 @@ async def test_an_in_memory_server_is_checked_without_the_transport_rules() -> N
     from mcpkit.reference import server
 
     report = await run_checks(server, progress=False)
-    _no_failures(report)
+    _no_failures(report, CONTRACT_WARNINGS)
     assert report.transport == "memory"
     assert not any(r.startswith(("stdio.", "http.")) for r in report.rules)
 

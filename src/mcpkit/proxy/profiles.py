@@ -185,6 +185,9 @@ class _View(Upstream):
                 out.append(item)
         return out
 
+    def _declared(self, kinds: frozenset[str]) -> frozenset[str]:
+        return frozenset(k for k in kinds if any(self.profile.select.get(k, {}).values()))
+
     def _apply_tools(self, items: list[dict[str, Any]]) -> None:
         super()._apply_tools(self._keep("tools", items, "name"))
 

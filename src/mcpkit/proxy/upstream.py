@@ -272,7 +272,8 @@ class Upstream:
         # what the upstream declares is served here even while it lists none of it (all its
         # tools may wait for a bridge of its own): a session opened meanwhile is held to the
         # capabilities it was told (LC-06) and would never list them once they come
-        declared = frozenset(k for k in ("tools", "resources", "prompts") if k in client.server_capabilities)
+        declared = self._declared(frozenset(k for k in ("tools", "resources", "prompts")
+                                            if k in client.server_capabilities))
         if not declared <= self.server._advertise:
             self.server._advertise = self.server._advertise | declared
         self._client = client
@@ -738,6 +739,11 @@ class Upstream:
         else:
             item = next((t for t in child._templates if t.uri_template == key), None)
         return tuple(getattr(item, "scopes", ()) or ())
+
+    def _declared(self, kinds: frozenset[str]) -> frozenset[str]:
+        """Of the kinds the upstream declares, those this mount serves (a profile's view: what
+        it selects any of)."""
+        return kinds
 
     # ------------------------------------------------------------------ forwarding
 
