@@ -88,7 +88,7 @@ async def test_a_stdio_caller_is_still_anonymous(wire):
 async def test_a_mounted_childs_rate_limits_and_audit_name_each_address(clients, revision):
     """A mounted Server's own rate limits and audit lines name the parent's caller
     (server/session.caller_of). A child driven over 2026-07-28 saw no parent call at all
-    (proxy/upstream._exchange_modern did not set CURRENT_CALL): every address of the parent was
+    (proxy/forwarding._exchange_modern did not set CURRENT_CALL): every address of the parent was
     the child's one "anonymous", so one client spent every other's budget there (and an
     authenticated caller's ctx.principal was None in the child)."""
     audit = MemoryAudit()
