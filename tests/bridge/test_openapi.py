@@ -203,6 +203,11 @@ def test_a_document_that_is_not_openapi_is_one_line(tmp_path: Path) -> None:
     bad.write_text("swagger: '2.0'\n")
     with pytest.raises(OpenApiError, match=r"not an OpenAPI 3.0 or 3.1 document \(swagger: 2.0\)"):
         Server("x").openapi(bad, base_url="https://x.example")
+    dangling = {"openapi": "3.1.0", "info": {"title": "x", "version": "1"}, "paths": {"/a": {"get": {
+        "operationId": "a", "parameters": [{"$ref": "#/components/parameters/Gone"}],
+        "responses": {"200": {"description": "ok"}}}}}}
+    with pytest.raises(OpenApiError, match=r"cannot resolve \$ref #/components/parameters/Gone$"):
+        Server("x").openapi(dangling, base_url="https://x.example")
     with pytest.raises(OpenApiError, match="give base_url="):
         Server("x").openapi({"openapi": "3.1.0", "info": {"title": "x", "version": "1"}, "paths": {}})
 

@@ -179,13 +179,22 @@ def _validate(doc: dict[str, Any], source: str, label: str) -> None:
     with needs("openapi", "tools from an OpenAPI document"):
         from openapi_spec_validator import validate
         from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+        from referencing.exceptions import Unresolvable
 
     try:
         validate(doc, base_uri=source if "://" in source else "")
+    except Unresolvable as exc:
+        raise OpenApiError(f"openapi: {label}: cannot resolve $ref {_ref_of(exc)}") from None
     except OpenAPIValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "the root"
         said = exc.message.splitlines()[0] if exc.message else "invalid"
         raise OpenApiError(f"openapi: {label} is not valid OpenAPI {version}: {said} (at {where})") from None
+
+
+def _ref_of(exc: Exception) -> str:
+    """The reference an Unresolvable names (its text quotes the whole document: too long for a line)."""
+    ref = str(getattr(exc, "ref", None) or type(exc).__name__)
+    return f"#{ref}" if ref.startswith("/") else ref  # a PointerToNowhere names the bare pointer
 
 
 def _base_url(doc: dict[str, Any], source: str, given: str | None) -> str:
@@ -329,7 +338,11 @@ class _Operation:
     def _deref(self, node: Any, resolver: Any) -> tuple[dict[str, Any], Any]:
         seen = 0
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
-            resolved = resolver.lookup(node["$ref"])
+            try:
+                resolved = resolver.lookup(node["$ref"])
+            except Exception as exc:  # referencing's Unresolvable, or a retrieve failure
+                raise OpenApiError(f"openapi: {self.method} {self.path}: cannot resolve $ref {node['$ref']} "
+                                   f"({type(exc).__name__})") from None
             node, resolver = resolved.contents, resolved.resolver
             seen += 1
             if seen > 32:
@@ -351,17 +364,21 @@ class _Operation:
             try:
                 resolved = resolver.lookup(ref)
             except Exception as exc:  # referencing's Unresolvable, or a retrieve failure
-                raise OpenApiError(f"openapi: {self.method} {self.path}: cannot resolve $ref {ref}: {exc}") from None
+                raise OpenApiError(f"openapi: {self.method} {self.path}: cannot resolve $ref {ref} "
+                                   f"({type(exc).__name__})") from None
             out = self._schema(resolved.contents, resolved.resolver, direction, (*seen, key))
             return {**out, **self._schema(siblings, resolver, direction, seen)} if siblings else out
         out: dict[str, Any] = {}
+        hidden: set[str] = set()
         for k, v in node.items():
             if k in _OPENAPI_ONLY or k.startswith("x-") or k in ("$schema", "$id"):
                 continue
             if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas") \
                     and isinstance(v, dict):
-                out[k] = {name: self._schema(sub, resolver, direction, seen) for name, sub in v.items()
-                          if not (k == "properties" and _hidden(sub, resolver, direction))}
+                kept = {name: sub for name, sub in v.items()
+                        if not (k == "properties" and _hidden(sub, resolver, direction))}
+                hidden.update(set(v) - set(kept))
+                out[k] = {name: self._schema(sub, resolver, direction, seen) for name, sub in kept.items()}
             elif k in ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else",
                        "unevaluatedProperties", "unevaluatedItems", "additionalItems") and isinstance(v, dict):
                 out[k] = self._schema(v, resolver, direction, seen)
@@ -369,9 +386,9 @@ class _Operation:
                 out[k] = [self._schema(s, resolver, direction, seen) for s in v]
             else:
                 out[k] = v
-        if "properties" in out and isinstance(out.get("required"), list):
-            out["required"] = [r for r in out["required"] if r in out["properties"]] or None
-            if out["required"] is None:
+        if hidden and isinstance(out.get("required"), list):  # a readOnly id is required in answers only
+            out["required"] = [r for r in out["required"] if r not in hidden]
+            if not out["required"]:
                 del out["required"]
         if "example" in node and "examples" not in node:
             out["examples"] = [node["example"]]
@@ -442,5 +459,4 @@ def _caller(operation: _Operation, upstream: Upstream, auth: Any) -> Callable[..
         return await upstream.request(operation.method, path, key=key, json=body, params=query or None,
                                       headers=headers or None)
 
-    call.__name__ = operation.path
     return call
