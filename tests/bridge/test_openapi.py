@@ -156,7 +156,8 @@ async def test_selection_renaming_and_annotation_overrides(api: DesignsApi, wire
         Server("x").openapi(doc_url(api), base_url=api.url, annotations={"adminStats": {"readonly": True}})
 
 
-def test_a_yaml_30_document_from_a_file_with_refs_and_nullable(tmp_path: Path) -> None:
+def test_a_yaml_30_document_from_a_file_with_refs_and_nullable(tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
     spec = {
         "openapi": "3.0.3", "info": {"title": "Shop", "version": "1"},
         "servers": [{"url": "https://shop.example/api"}],
@@ -176,13 +177,18 @@ def test_a_yaml_30_document_from_a_file_with_refs_and_nullable(tmp_path: Path) -
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/Item"}}}},
                 "responses": {"200": {"description": "ok", "content": {"application/json": {
-                    "schema": {"$ref": "#/components/schemas/Item"}}}}}}}},
+                    "schema": {"$ref": "#/components/schemas/Item"}}}}}}},
+            "/items/{sku}/photo": {"post": {"operationId": "uploadPhoto", "parameters": [
+                {"$ref": "#/components/parameters/Sku"}], "requestBody": {"required": True, "content": {
+                    "multipart/form-data": {"schema": {"type": "object"}}}},
+                "responses": {"204": {"description": "stored"}}}}},
     }
     (tmp_path / "shop.yaml").write_text(yaml.safe_dump(spec))
     (tmp_path / "extra.yaml").write_text(yaml.safe_dump({"Extra": {"type": "object", "properties": {
         "gift": {"type": "boolean"}}}}))
     server = Server("shop")
-    [tool] = server.openapi(tmp_path / "shop.yaml")
+    [tool] = server.openapi(tmp_path / "shop.yaml")  # the multipart upload cannot be sent: left out, said
+    assert "POST /items/{sku}/photo (uploadPhoto) left out: its request body is multipart/form-data" in caplog.text
     assert tool.name == "put_item_by_sku"
     props = tool.input_schema["properties"]
     assert set(props) == {"sku", "X-Trace", "note", "qty", "extra"}  # id is readOnly; Authorization is auth's

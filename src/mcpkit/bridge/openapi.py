@@ -14,7 +14,8 @@
   one object (the body under ``body`` when it is not an object or a name collides); every
   ``$ref`` is resolved and inlined (``referencing``), recursion cut at its second visit, OpenAPI
   3.0's ``nullable`` and boolean ``exclusiveMinimum`` rewritten as JSON Schema 2020-12 says them,
-  ``readOnly`` properties left out of what is sent. The 2xx ``application/json`` response's
+  ``readOnly`` properties left out of what is sent. An operation whose required body is not JSON
+  (a form, an upload) is left out, with a warning. The 2xx ``application/json`` response's
   object schema is the ``outputSchema``.
 * **Hints** (TL-14). GET and HEAD are read-only; every other method is destructive (PUT and
   DELETE idempotent), so the policy's gates keep them off until allowed (docs/policy.md); every
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,6 +39,8 @@ from urllib.parse import quote, urldefrag, urljoin, urlsplit
 from .._extras import needs
 from ..hostschemas import served_name
 from .upstream import Upstream
+
+log = logging.getLogger("mcpkit.bridge")
 
 __all__ = ["OpenApiError", "tools_from"]
 
@@ -102,6 +106,12 @@ def tools_from(
         op_id = str(op.get("operationId") or f"{method}_{path}")
         if not _selected(op_id, method, path, op, include, exclude):
             continue
+        operation = _Operation(method.upper(), path, item, op, resolver, legacy)
+        if operation.unsendable:
+            matched.update(k for k in (op_id,) if k in rename or k in overrides)
+            log.warning("openapi: %s %s (%s) left out: its request body is %s, and only JSON bodies are sent",
+                        method.upper(), path, op_id, operation.unsendable)
+            continue
         name = rename.get(op_id) or served_name(op_id, "portable", getattr(server, "name", None))
         if prefix:
             name = served_name(f"{prefix}_{name}", "portable", getattr(server, "name", None))
@@ -110,7 +120,6 @@ def tools_from(
                                f"give it another with rename={{{op_id!r}: ...}}")
         taken.add(name)
         matched.update(k for k in (op_id, name) if k in rename or k in overrides)
-        operation = _Operation(method.upper(), path, item, op, resolver, legacy)
         hints: dict[str, Any] = {"read_only": operation.method in _READ, "open_world": True,
                                  "idempotent": operation.method in _IDEMPOTENT}
         if operation.method not in _READ:
@@ -302,6 +311,8 @@ class _Operation:
                 required.append(arg)
         body, base = self._deref(op.get("requestBody") or {}, resolver)
         media = _json_media(body.get("content") or {})
+        #: a required body this client cannot send (form, multipart, binary): the media types, else ""
+        self.unsendable = ", ".join(body.get("content") or {}) if media is None and body.get("required") else ""
         if media is not None:
             schema = self._schema(media.get("schema", {}), base, "in")
             fields = schema.get("properties") if schema.get("type") == "object" else None
