@@ -150,8 +150,13 @@ async def test_selection_renaming_and_annotation_overrides(api: DesignsApi, wire
     # createDesign is destructive by default and the gates hide it; the export, declared not, is listed
     assert sorted(tools) == ["designs", "export_design", "getDesign"]
     assert tools["export_design"]["annotations"]["destructiveHint"] is False
+    mistaken = Server("x")
     with pytest.raises(OpenApiError, match="adminStat, which no selected operation has"):
-        Server("x").openapi(doc_url(api), base_url=api.url, rename={"adminStat": "stats"})
+        mistaken.openapi(doc_url(api), base_url=api.url, rename={"adminStat": "stats"})
+    assert mistaken.tools == {}  # nothing half-registered
+    with pytest.raises(OpenApiError, match=r"GET /designs/\{design_id\} would be tool 'getDesign', a name already taken"):
+        mistaken.openapi(doc_url(api), base_url=api.url, rename={"listDesigns": "getDesign"})
+    assert mistaken.tools == {}
     with pytest.raises(OpenApiError, match="the hints are"):
         Server("x").openapi(doc_url(api), base_url=api.url, annotations={"adminStats": {"readonly": True}})
 

@@ -76,8 +76,8 @@ def tools_from(
 
     ``base_url`` defaults to the document's first ``servers`` entry (resolved against the
     document's URL). The key goes where the document's first header security scheme says (an
-    ``apiKey`` header, or a bearer token). ``upstream`` is an :class:`Upstream` to call through (its auth header,
-    retries and breaker); without it one is made for ``base_url``. ``auth`` is the API key sent
+    ``apiKey`` header, or a bearer token). ``upstream`` is an :class:`Upstream` to call through
+    (its auth header, retries and breaker); without it one is made for ``base_url``. ``auth`` is the API key sent
     with each call: a string, or a function of the call's Context (:func:`mcpkit.auth.api_key`
     passes each caller's own). ``include``/``exclude`` patterns: an operationId glob,
     ``tag:NAME``, a path glob (``/designs/*``) or a method and a path glob (``DELETE /designs/*``).
@@ -100,7 +100,7 @@ def tools_from(
             raise OpenApiError(f"openapi: annotations[{key!r}] has {', '.join(unknown)}; "
                                f"the hints are {', '.join(_HINTS)}")
     matched: set[str] = set()
-    tools = []
+    planned: list[tuple[str, _Operation, dict[str, Any]]] = []
     taken = set(server.tools)
     for method, path, item, op in _operations(doc):
         op_id = str(op.get("operationId") or f"{method}_{path}")
@@ -116,7 +116,7 @@ def tools_from(
         if prefix:
             name = served_name(f"{prefix}_{name}", "portable", getattr(server, "name", None))
         if name in taken:
-            raise OpenApiError(f"openapi: {method.upper()} {path} would be tool {name!r}, which exists; "
+            raise OpenApiError(f"openapi: {method.upper()} {path} would be tool {name!r}, a name already taken; "
                                f"give it another with rename={{{op_id!r}: ...}}")
         taken.add(name)
         matched.update(k for k in (op_id, name) if k in rename or k in overrides)
@@ -125,13 +125,15 @@ def tools_from(
         if operation.method not in _READ:
             hints["destructive"] = True
         hints.update(overrides.get(op_id, overrides.get(name, {})))
-        tools.append(server.add_tool(
-            name, _caller(operation, upstream, auth), input_schema=operation.input_schema,
-            output_schema=operation.output_schema, description=operation.description, **hints, **tool_options))
+        planned.append((name, operation, hints))
     stray = sorted((set(rename) | set(overrides)) - matched)
     if stray:
         raise OpenApiError(f"openapi: rename/annotations name {', '.join(stray)}, which no selected operation has")
-    return tools
+    # registered only once every operation was read: a mistake leaves the server as it was
+    return [server.add_tool(name, _caller(operation, upstream, auth), input_schema=operation.input_schema,
+                            output_schema=operation.output_schema, description=operation.description,
+                            **hints, **tool_options)
+            for name, operation, hints in planned]
 
 
 # ------------------------------------------------------------------ loading
