@@ -35,6 +35,8 @@ EXTRAS: dict[str, Extra] = {
     "fast": Extra((("uvicorn", "uvicorn"), ("uvloop", "uvloop")), "a faster event loop for serve --http"),
     "client": Extra((("httpx", "httpx"),), "URL targets, proxy of a URL"),
     "bridge": Extra((("httpx", "httpx"),), "mcpkit.bridge.Upstream"),
+    "openapi": Extra((("openapi_spec_validator", "openapi-spec-validator"), ("referencing", "referencing"),
+                      ("httpx", "httpx")), "server.openapi (tools from an OpenAPI document)"),
     "websocket": Extra((("websockets", "websockets"),), "mcpkit.bridge.WebSocket"),
     "auth": Extra((("jwt", "PyJWT"), ("cryptography", "cryptography")), "--auth jwt"),
     "redis": Extra((("redis", "redis"),), "MCPKIT_STORE=redis://"),

@@ -13,6 +13,8 @@
 - :class:`ProjectAudit` — the audit trail written inside the project each call works on.
 - :class:`Upstream` — an HTTP API client (httpx) with retries on 429/5xx, Retry-After, a breaker
   and upstream statuses mapped to contract codes.
+- :func:`tools_from` (``server.openapi(document)``) — a tool for each operation of an OpenAPI
+  document, called through an :class:`Upstream`.
 - :func:`run_tool` — run a tool binary headless with a timeout, output limits and JSON lines.
 
 Names are imported lazily: importing this package costs nothing until one is used.
@@ -45,7 +47,9 @@ __all__ = [
     "Unix",
     "Upstream",
     "WebSocket",
+    "OpenApiError",
     "run_tool",
+    "tools_from",
 ]
 
 _LAZY = {
@@ -69,6 +73,8 @@ _LAZY = {
     "ProjectAudit": (".audit", "ProjectAudit"),
     "Upstream": (".upstream", "Upstream"),
     "run_tool": (".headless", "run_tool"),
+    "tools_from": (".openapi", "tools_from"),
+    "OpenApiError": (".openapi", "OpenApiError"),
     "RunResult": (".headless", "RunResult"),
 }
 
@@ -78,6 +84,7 @@ if TYPE_CHECKING:
     from .codecs import Answer, Call, Custom, Event, Fields, JsonRpc
     from .framing import LengthPrefixed, NdJson
     from .headless import RunResult, run_tool
+    from .openapi import OpenApiError, tools_from
     from .mirror import Mirror
     from .paths import EnginePaths, Project, Projects
     from .transports import Subprocess, Tcp, Unix

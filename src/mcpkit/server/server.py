@@ -635,6 +635,12 @@ class Server(Registrations, SkillRegistrations):
         self._advertise = self._advertise | {"tools", "resources"}
         return _entry("mcpkit.bridge.mirror", "Mirror")(self, bridge, **options)
 
+    def openapi(self, document: Any, **options: Any) -> list[Any]:
+        """A tool for each operation of an OpenAPI 3.0/3.1 document (a dict, a path or a URL),
+        called through :class:`mcpkit.bridge.Upstream`; see :func:`mcpkit.bridge.openapi.tools_from`
+        for the options (docs/openapi.md). Returns the Tools."""
+        return _entry("mcpkit.bridge.openapi", "tools_from")(self, document, **options)
+
     def _deliver_changed(self, *kinds: str) -> None:
         kinds = tuple(kind for kind in kinds if kind in _CHANGED)
         if not kinds:
