@@ -32,6 +32,7 @@ project's root as ``project``; :class:`ProjectAudit` writes the line into that p
 from __future__ import annotations
 
 import contextvars
+import inspect
 import pathlib
 import typing
 from typing import Annotated, Any
@@ -149,17 +150,16 @@ async def picking(projects: Projects, cc: Any, call_next: Any) -> Any:
     if project is None:
         # the client's roots (RT-01) are asked only when nothing else decides
         project = await projects.pick(cc.session.context(cc.request), None)
-    CURRENT_PROJECT.set(project)
     bound: list[dict[str, Any]] = []
     cc.state["audit"] = {"project": str(project.root), "paths": bound}
-    token = _BOUND.set(bound)
+    # reset after: a nested ctx.call_tool must not change the project of the call around it
+    tokens = CURRENT_PROJECT.set(project), _BOUND.set(bound)
     try:
         return await _passed(call_next(cc))  # the arguments are bound in there, in this task
     finally:
-        _BOUND.reset(token)
+        CURRENT_PROJECT.reset(tokens[0])
+        _BOUND.reset(tokens[1])
 
 
 async def _passed(out: Any) -> Any:
-    import inspect
-
     return await out if inspect.isawaitable(out) else out
