@@ -147,3 +147,22 @@ def test_engine_path_is_a_string_in_the_schema() -> None:
         return str(path)
 
     assert server._tools["f"].input_schema["properties"]["path"]["type"] == "string"
+
+
+@pytest.mark.asyncio
+async def test_a_nested_call_picks_its_own_project_and_leaves_its_callers(tmp_path: Path, wire: Any) -> None:
+    from mcpkit import Context  # imported here on purpose: hints that do not resolve still declare projectPath
+
+    allowed = games(tmp_path, "one", "two")
+    projects = Projects([allowed], EnginePaths.godot(), argument="projectPath")
+    server = served(projects, [])
+
+    @server.tool
+    async def both(ctx: Context, projectPath: str | None = None) -> list[str]:  # noqa: N803
+        inner = await ctx.call_tool_async("where", {"projectPath": "two"})
+        return [inner["structuredContent"]["result"], str(projects.current().root)]
+
+    async with connect(server, wire) as h:
+        answer = await call(h, "both", projectPath="one")
+    assert answer["structuredContent"]["ok"] is True, answer
+    assert answer["structuredContent"]["result"] == [str(allowed / "two"), str(allowed / "one")]

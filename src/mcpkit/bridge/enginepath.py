@@ -123,16 +123,19 @@ EnginePath = engine_path()
 
 def _declares(target: Any, argument: str) -> bool:
     """Whether a tool or action declares an engine path parameter or the project argument."""
+    handler = getattr(target, "handler", None)
     try:
-        hints = typing.get_type_hints(target.handler, include_extras=True)
-    except Exception:  # noqa: BLE001 - unresolvable annotations declare nothing we can see
-        return False
-    for name, hint in hints.items():
-        if name == argument:
+        if argument in inspect.signature(handler).parameters:  # type: ignore[arg-type]
             return True
-        for meta in getattr(hint, "__metadata__", ()):
-            if isinstance(meta, _EngineHook):
-                return True
+    except (TypeError, ValueError):
+        return False  # not a function (a raw tool's callable object): nothing declared
+    try:
+        hints = typing.get_type_hints(handler, include_extras=True)
+    except Exception:  # noqa: BLE001 - e.g. a name imported inside a function: look at each annotation
+        hints = {}
+    for hint in hints.values():
+        if any(isinstance(meta, _EngineHook) for meta in getattr(hint, "__metadata__", ())):
+            return True
     return False
 
 
