@@ -8,9 +8,12 @@ Tools: ``scene`` (create, open, tree, save, close) and ``node`` (add, move, set,
 tools whose actions declare what they do, so ``MCPKIT_READ_ONLY=1`` keeps ``tree`` only and
 ``node.delete`` needs ``MCPKIT_ALLOW_DESTRUCTIVE=1``; they are listed only while Godot is
 connected. ``engine`` (info, wait); ``run_project`` runs a project headless and returns its
-output and JSON lines (needs ``ALLOW_EXTERNAL_TOOLS=1``). Paths are ``res://`` paths, confined
-to the project; results are contract envelopes; each call is audited in
-``<project>/.godot_mcp/audit.log``.
+output and JSON lines (needs ``ALLOW_EXTERNAL_TOOLS=1``). Paths are declared ``EnginePath``
+parameters: ``res://`` paths resolved and confined to the project (``..``, symlinks out and
+``.godot_mcp`` refused) before a handler runs. The project is the one Godot has open
+(``GODOT_PROJECT``); ``run_project`` may name another with ``projectPath``, one inside
+``GODOT_PROJECT_ROOTS``. Results are contract envelopes; each call is audited in
+``<project>/.godot_mcp/audit.log``, its engine paths beside the real ones.
 """
 
 from __future__ import annotations
@@ -18,17 +21,18 @@ from __future__ import annotations
 import os
 import sys
 
-from mcpkit import Context, Server
-from mcpkit.bridge import EnginePaths, Project, ProjectAudit, Projects, RpcBridge, Tcp, run_tool
+from mcpkit import Server
+from mcpkit.bridge import EnginePaths, Project, ProjectAudit, Projects, RpcBridge, Tcp, engine_path, run_tool
 from mcpkit.policy import Policy
-from mcpkit.protocol.errors import E_NOT_FOUND, E_PERMISSION_DENIED, E_SCHEMA_VALIDATION, ToolError
+from mcpkit.protocol.errors import E_NOT_FOUND, E_PERMISSION_DENIED, E_SCHEMA_VALIDATION
 
 env = os.environ
 if not env.get("GODOT_PROJECT") or len(env.get("GODOT_BRIDGE_TOKEN", "")) < 16:
     sys.exit("godot: set GODOT_PROJECT (the project directory) and GODOT_BRIDGE_TOKEN (16+ characters)")
 
 PROJECT = Project(env["GODOT_PROJECT"], EnginePaths.godot())
-PROJECTS = Projects(env.get("GODOT_PROJECT_ROOTS", str(PROJECT.root)).split(os.pathsep), EnginePaths.godot())
+PROJECTS = Projects(env.get("GODOT_PROJECT_ROOTS", str(PROJECT.root)).split(os.pathsep), EnginePaths.godot(),
+                    argument="projectPath", default=PROJECT)
 GODOT_BIN = env.get("GODOT_BIN", "godot3-server")
 
 godot = RpcBridge(
@@ -38,17 +42,10 @@ godot = RpcBridge(
 )
 server = Server(
     "godot", "1.0.0", instructions="Edit the scenes of a Godot project. Paths are res:// paths.",
-    policy=Policy.secure(contract=True, audit=ProjectAudit(PROJECTS, ".godot_mcp/audit.log", default=PROJECT)),
+    policy=Policy.secure(contract=True, audit=ProjectAudit(PROJECTS, ".godot_mcp/audit.log")), middleware=[PROJECTS],
 )
-
-
-def scene_path(path: str) -> str:
-    uri = PROJECT.normalize(path)  # res:// inside the project, '..' and symlinks out refused
-    if not uri.startswith("res://") or not uri.endswith(".tscn"):
-        raise ToolError(f"{path!r} is not a scene path.", code=E_SCHEMA_VALIDATION,
-                        suggested_fix="Use a path such as 'res://levels/main.tscn'.")
-    return uri
-
+Scene = engine_path(scheme="res://", suffix=".tscn")  # resolved in PROJECT, the one Godot has open
+Script = engine_path(scheme="res://", must_exist=True)  # in the project run_project's projectPath names
 
 scene = server.manager("scene", description="Godot scenes: create, open, inspect, save.", requires=godot)
 node = server.manager("node", description="Nodes of an open scene.", requires=godot)
@@ -56,60 +53,60 @@ engine = server.manager("engine", description="The running Godot.", requires=god
 
 
 @scene.action(destructive=False, open_world=False)
-async def create(path: str, root_type: str = "Node2D") -> dict:
+async def create(path: Scene, root_type: str = "Node2D") -> dict:
     """Create a scene in memory, with a root node of ``root_type``; save it with scene.save."""
-    return await godot.request("scene.create", {"path": scene_path(path), "rootType": root_type})
+    return await godot.request("scene.create", {"path": path.uri, "rootType": root_type})
 
 
 @scene.action(name="open", read_only=True, open_world=False)
-async def open_scene(path: str) -> dict:
+async def open_scene(path: Scene) -> dict:
     """Open a saved scene for editing; returns its node tree."""
-    return await godot.request("scene.open", {"path": scene_path(path)})
+    return await godot.request("scene.open", {"path": path.uri})
 
 
 @scene.action(read_only=True, open_world=False)
-async def tree(path: str) -> dict:
+async def tree(path: Scene) -> dict:
     """The node tree of an open scene."""
-    return await godot.request("scene.tree", {"path": scene_path(path)})
+    return await godot.request("scene.tree", {"path": path.uri})
 
 
 @scene.action(destructive=False, idempotent=True, open_world=False)
-async def save(path: str) -> dict:
+async def save(path: Scene) -> dict:
     """Write an open scene to its .tscn file."""
-    return await godot.request("scene.save", {"path": scene_path(path)})
+    return await godot.request("scene.save", {"path": path.uri})
 
 
 @scene.action(destructive=True, open_world=False)
-async def close(path: str) -> dict:
+async def close(path: Scene) -> dict:
     """Close an open scene, discarding its unsaved changes."""
-    return await godot.request("scene.close", {"path": scene_path(path)})
+    return await godot.request("scene.close", {"path": path.uri})
 
 
 @node.action(destructive=False, open_world=False)
-async def add(scene: str, name: str, type: str = "Node", parent: str = ".") -> dict:  # noqa: A002
+async def add(scene: Scene, name: str, type: str = "Node", parent: str = ".") -> dict:  # noqa: A002
     """Add a node of ``type`` (a Godot class) under ``parent`` (a node path, "." for the root)."""
-    return await godot.request("node.add", {"scene": scene_path(scene), "name": name, "type": type, "parent": parent})
+    return await godot.request("node.add", {"scene": scene.uri, "name": name, "type": type, "parent": parent})
 
 
 @node.action(destructive=False, open_world=False)
-async def move(scene: str, node: str, new_parent: str) -> dict:
+async def move(scene: Scene, node: str, new_parent: str) -> dict:
     """Move a node (with its children) under another node."""
-    return await godot.request("node.move", {"scene": scene_path(scene), "node": node, "newParent": new_parent})
+    return await godot.request("node.move", {"scene": scene.uri, "node": node, "newParent": new_parent})
 
 
 @node.action(name="set", destructive=False, idempotent=True, open_world=False)
-async def set_property(scene: str, node: str, property: str, value: str | float | bool | list | dict) -> dict:
+async def set_property(scene: Scene, node: str, property: str, value: str | float | bool | list | dict) -> dict:
     """Set a property: numbers, strings, [x, y] for Vector2, "#rrggbb" for Color, res:// for resources."""
     if isinstance(value, str) and value.startswith(("res://", "user://")):
         value = PROJECT.normalize(value)
-    return await godot.request("node.set", {"scene": scene_path(scene), "node": node, "property": property,
+    return await godot.request("node.set", {"scene": scene.uri, "node": node, "property": property,
                                             "value": value})
 
 
 @node.action(destructive=True, open_world=False)
-async def delete(scene: str, node: str) -> dict:
+async def delete(scene: Scene, node: str) -> dict:
     """Delete a node and its children."""
-    return await godot.request("node.delete", {"scene": scene_path(scene), "node": node})
+    return await godot.request("node.delete", {"scene": scene.uri, "node": node})
 
 
 @engine.action(read_only=True, open_world=False)
@@ -125,13 +122,12 @@ async def wait(ms: int = 100) -> dict:
 
 
 @server.tool(destructive=False, open_world=False, timeout=320)
-async def run_project(ctx: Context, project: str | None = None, script: str | None = None,
+async def run_project(projectPath: str | None = None, script: Script | None = None,  # noqa: N803 - the contract's name
                       timeout_seconds: float = 60) -> dict:
     """Run a project headless: its main scene for one frame, or ``script`` (a res:// SceneTree
     script), and return the exit code, the output and the JSON lines it printed."""
-    proj = await PROJECTS.pick(ctx, project)
-    argv = [GODOT_BIN, "--path", str(proj.root)]
-    argv += ["-s", proj.normalize(script, must_exist=True)] if script else ["--quit"]
+    argv = [GODOT_BIN, "--path", str(PROJECTS.current().root)]
+    argv += ["-s", script.uri] if script else ["--quit"]
     result = await run_tool(argv, timeout=max(1.0, min(timeout_seconds, 300.0)), max_output=200_000)
     return {"exitCode": result.exit_code, "timedOut": result.timed_out, "jsonLines": result.json_lines,
             "output": result.stdout[-8000:], "errors": result.stderr[-4000:], "truncated": result.truncated}

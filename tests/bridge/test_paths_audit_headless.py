@@ -108,6 +108,19 @@ async def test_projects_are_picked_per_call_from_allowed_roots_or_the_clients_ro
 
 
 @pytest.mark.asyncio
+async def test_a_root_holding_one_project_picks_it_as_the_docs_say(tmp_path: Path) -> None:
+    """docs/bridge.md: "else the only project the roots hold", not only a root that is one."""
+    allowed = tmp_path / "games"
+    only = godot_project(allowed, "only")
+    (allowed / "not-a-project").mkdir()
+    projects = Projects([allowed], EnginePaths.godot())
+    assert projects.default() == Project(only, EnginePaths.godot())
+    assert (await projects.pick(None, None)).root == only
+    godot_project(allowed, "second")
+    assert projects.default() is None
+
+
+@pytest.mark.asyncio
 async def test_each_calls_audit_line_goes_into_its_project(tmp_path: Path, wire: Any) -> None:
     one = godot_project(tmp_path, "one")
     two = godot_project(tmp_path, "two")

@@ -170,7 +170,13 @@ async def test_scenes_built_through_mcp_are_saved_by_godot(monkeypatch: pytest.M
         assert [(e["tool"], e["action"], e["outcome"]) for e in lines[:2]] == [
             ("scene", "create", "ok"), ("node", "add", "ok")]
         assert all(e["durationMs"] >= 0 for e in lines)
-        assert any(e["outcome"] == "error" and e["code"] == E_PERMISSION_DENIED for e in lines)
+        # a refused path never reaches the handler: denied, with the engine path it was sent
+        refused = [e for e in lines if e["outcome"] == "denied" and e["code"] == E_PERMISSION_DENIED]
+        assert [e["paths"] for e in refused] == [[{"engine": "res://../outside.tscn", "resolved": None}],
+                                                 [{"engine": "res://.godot_mcp/x.tscn", "resolved": None}]]
+        # each line carries the engine path beside the real file it named
+        assert lines[0]["paths"] == [{"engine": scene, "resolved": str(godot.project / "levels" / "main.tscn")}]
+        assert lines[0]["project"] == str(godot.project)
     finally:
         example.godot.stop()
 

@@ -9,7 +9,8 @@
 - :class:`Mirror` (``server.mirror(bridge)``) — the server's tools and resources kept equal to
   the backend's.
 - :class:`EnginePaths` / :class:`Projects` — ``res://``, ``user://`` and ``Assets/`` paths
-  mapped into a project root, projects picked per call from allowed roots or the client's roots.
+  mapped into a project root, projects picked per call from allowed roots or the client's roots;
+  :data:`EnginePath` / :func:`engine_path` declare such a parameter, bound to the real path.
 - :class:`ProjectAudit` — the audit trail written inside the project each call works on.
 - :class:`Upstream` — an HTTP API client (httpx) with retries on 429/5xx, Retry-After, a breaker
   and upstream statuses mapped to contract codes.
@@ -30,6 +31,8 @@ __all__ = [
     "Answer",
     "Call",
     "Custom",
+    "EngineFile",
+    "EnginePath",
     "EnginePaths",
     "Event",
     "Fields",
@@ -48,6 +51,7 @@ __all__ = [
     "Upstream",
     "WebSocket",
     "OpenApiError",
+    "engine_path",
     "run_tool",
     "tools_from",
 ]
@@ -67,6 +71,9 @@ _LAZY = {
     "Subprocess": (".transports", "Subprocess"),
     "RpcBridge": (".client", "RpcBridge"),
     "Mirror": (".mirror", "Mirror"),
+    "EngineFile": (".enginepath", "EngineFile"),
+    "EnginePath": (".enginepath", "EnginePath"),
+    "engine_path": (".enginepath", "engine_path"),
     "EnginePaths": (".paths", "EnginePaths"),
     "Project": (".paths", "Project"),
     "Projects": (".paths", "Projects"),
@@ -82,6 +89,7 @@ if TYPE_CHECKING:
     from .audit import ProjectAudit
     from .client import RpcBridge
     from .codecs import Answer, Call, Custom, Event, Fields, JsonRpc
+    from .enginepath import EngineFile, EnginePath, engine_path
     from .framing import LengthPrefixed, NdJson
     from .headless import RunResult, run_tool
     from .openapi import OpenApiError, tools_from

@@ -7,7 +7,9 @@ opens it later sees what was done to it. The policy chain hands every call's ent
 action, arguments, ``outcome``, ``code``, ``durationMs``; secrets redacted by
 :class:`mcpkit.policy.AuditLog`) to :meth:`ProjectAudit.record`, which picks the file:
 
-1. the project named by the call's ``project`` argument (the same lookup tools use);
+1. the project the :class:`Projects` middleware picked for the call (the line's ``project``),
+   else the one named by the call's project argument (``Projects.argument``; the same lookup
+   tools use);
 2. else the project the call picked (:meth:`Projects.pick` remembers it for the call);
 3. else ``default`` (e.g. the project an editor bridge is attached to), else the only project
    of the allowed roots;
@@ -42,14 +44,14 @@ class ProjectAudit:
     """
 
     def __init__(self, projects: Projects, path: str = ".mcpkit/audit.log", *, fallback: AuditLog | None = None,
-                 default: Project | None = None, argument: str = "project", **options: Any) -> None:
+                 default: Project | None = None, argument: str | None = None, **options: Any) -> None:
         if os.path.isabs(path) or ".." in path.replace("\\", "/").split("/"):
             raise ValueError(f"audit path {path!r} must be relative to the project and stay inside it")
         self.projects = projects
         self.path = path
         self.fallback = fallback
         self.default = default
-        self.argument = argument
+        self.argument = argument or projects.argument
         self._options = options
         self._logs: dict[str, AuditLog] = {}
         self._lock = threading.Lock()
@@ -64,6 +66,12 @@ class ProjectAudit:
             return audit
 
     def _project_of(self, entry: Mapping[str, Any]) -> Project | None:
+        picked = entry.get("project")  # the project the Projects middleware picked for the call
+        if isinstance(picked, str) and picked:
+            try:  # set by the middleware, not by the client: already checked when picked
+                return Project(picked, self.projects.paths)
+            except ValueError:
+                return None  # gone since
         arguments = entry.get("arguments")
         named = arguments.get(self.argument) if isinstance(arguments, dict) else None
         if isinstance(named, str) and named:

@@ -1,23 +1,33 @@
 """Engine paths: ``res://``, ``user://`` (Godot) and ``Assets/`` (Unity), inside a project root.
 
-    projects = Projects(["/srv/games"], EnginePaths.godot())
+    projects = Projects(["/srv/games"], EnginePaths.godot(), argument="projectPath")
 
     @server.tool
-    async def open_scene(scene: str, ctx: Context, project: str | None = None) -> dict:
-        proj = await projects.pick(ctx, project)
+    async def open_scene(scene: str, ctx: Context, projectPath: str | None = None) -> dict:
+        proj = await projects.pick(ctx, projectPath)
         path = proj.resolve(scene, must_exist=True)   # a real Path inside the project
         uri = proj.uri(path)                          # "res://levels/one.tscn", normalised
+
+(or, declared: ``scene: EnginePath`` with ``server.add_middleware(projects)``; bridge/enginepath.py).
 
 An engine names files by its own URIs, relative to the project. A model may write
 ``res://../../etc/passwd`` or ``Assets/../../secrets``: every such path is resolved to a real
 path (``..`` and symlinks followed) and must stay under the directory its scheme maps to, or the
 call is refused with E_PERMISSION_DENIED (TL-11, RT-03). The checks are
 :class:`mcpkit.policy.Sandbox`'s, one sandbox per scheme root. Directories the server keeps for
-itself (``hidden``, e.g. ``.godot_mcp`` with the audit trail) are refused too.
+itself (``hidden``, e.g. ``.godot_mcp`` with the audit trail) are refused too, and
+:meth:`Project.glob` lists neither them nor, unless asked, other dot-folders (``.git``).
 
-The project of a call is picked per call: named by the caller (inside one of the allowed roots,
-carrying the engine's marker file, e.g. ``project.godot``), else the only project the allowed
-roots hold, else the one the client's ``roots/list`` offers (RT-01) where it offers exactly one.
+The project of a call is picked per call (:meth:`Projects.pick`), in this order:
+
+1. the one the caller names in the ``argument`` (``project`` by default; ``projectPath`` for
+   the godot-mcp contract): inside one of the allowed roots, carrying the engine's marker
+   file (e.g. ``project.godot``);
+2. else ``default``, the project the editor has open, when the server was given one;
+3. else the only project the allowed roots hold (a root that is a project, or the one project
+   directly inside the roots);
+4. else the one the client's ``roots/list`` offers (RT-01), where it offers exactly one;
+5. else E_SCHEMA_VALIDATION naming the argument the client should send.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ from urllib.parse import unquote, urlsplit
 from ..policy.sandbox import Sandbox
 from ..protocol.errors import E_NOT_FOUND, E_PERMISSION_DENIED, E_SCHEMA_VALIDATION, ToolError
 
-__all__ = ["CURRENT_PROJECT", "EnginePaths", "Project", "Projects"]
+__all__ = ["CURRENT_PROJECT", "EnginePaths", "Project", "Projects", "ProjectBox"]
 
 #: the project the running call picked (read by ProjectAudit when the arguments do not say)
 CURRENT_PROJECT: contextvars.ContextVar[Project | None] = contextvars.ContextVar("mcpkit_project", default=None)
@@ -100,13 +110,31 @@ class Project:
     def __hash__(self) -> int:
         return hash(self.root)
 
-    def _box(self, prefix: str) -> Sandbox:
+    def _box(self, prefix: str) -> ProjectBox:
         box = self._boxes.get(prefix)
         if box is None:
             base = self.root / self.paths.schemes[prefix]
             base.mkdir(parents=True, exist_ok=True)  # e.g. user:// on first use
-            box = self._boxes[prefix] = Sandbox([base])
+            box = self._boxes[prefix] = ProjectBox([base], project=self)
         return box
+
+    def glob(self, pattern: str, under: str | None = None, *, hidden: bool = False) -> list[str]:
+        """The engine paths under ``under`` (the first scheme's root by default) matching
+        ``pattern`` (``*``, ``**``; the sandbox's confined glob, which never enters a symlinked
+        directory). Nothing in the server's own directories (``hidden``: ``.godot_mcp`` holds
+        the audit trail) is listed; dot-folders and dot-files (``.git``) only with ``hidden=True``."""
+        under = under or next(iter(self.paths.schemes))
+        base = self.resolve(under, must_exist=True)
+        found = []
+        for path in self._box(self.paths.split(under)[0]).glob(base, pattern):
+            parts = path.relative_to(base).parts  # user:// lives in .godot_mcp: judged from its own root
+            if any(p in self.paths.hidden for p in parts) or (not hidden and any(p.startswith(".") for p in parts)):
+                continue
+            try:
+                found.append(self.uri(path))
+            except ValueError:
+                continue  # a symlink listed as an entry, leading out of the project: not ours to name
+        return found
 
     def resolve(self, uri: str, *, must_exist: bool = False) -> Path:
         """The real path ``uri`` names inside this project, or ToolError (escape, hidden, missing)."""
@@ -148,14 +176,34 @@ class Project:
         return self.uri(self.resolve(uri, must_exist=must_exist))
 
 
-class Projects:
-    """The projects calls may work on: directories under ``roots`` carrying the marker file."""
+class ProjectBox(Sandbox):
+    """The sandbox of one scheme root of a project; knows its project (EngineFile.uri)."""
 
-    def __init__(self, roots: Iterable[str | os.PathLike[str]], paths: EnginePaths) -> None:
+    __slots__ = ("project",)
+
+    def __init__(self, roots: Iterable[str | os.PathLike[str]], *, project: Project) -> None:
+        super().__init__(roots)
+        self.project = project
+
+
+class Projects:
+    """The projects calls may work on: directories under ``roots`` carrying the marker file.
+
+    ``argument`` is the name of the tool argument a client names a project with (``project``;
+    ``projectPath`` in the godot-mcp contract); ``default`` the project an editor has open.
+    Added as middleware (``server.add_middleware(projects)``), it picks the project of every
+    tool call that declares engine paths or takes ``argument`` (bridge/enginepath.py).
+    """
+
+    def __init__(self, roots: Iterable[str | os.PathLike[str]], paths: EnginePaths, *, argument: str = "project",
+                 default: Project | None = None) -> None:
         self.paths = paths
         self.sandbox = Sandbox(list(roots))
         if not self.sandbox.roots:
             raise ValueError("Projects needs at least one allowed root directory")
+        self.argument = argument
+        self._default = default
+        self._wants: dict[Any, bool] = {}
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -169,26 +217,52 @@ class Projects:
         real = self.sandbox.resolve(name, must_exist=True)
         if not real.is_dir() or not self._is_project(real):
             raise ToolError(f"{name[:160]!r} is not a project (no {self.paths.marker}).", code=E_NOT_FOUND,
-                            details={"project": name[:160]},
+                            details={self.argument: name[:160]},
                             suggested_fix="Name a project directory inside the allowed roots.")
         return Project(real, self.paths)
 
     def default(self) -> Project | None:
-        """The project when the allowed roots hold exactly one (a root that is itself a project)."""
-        found = [r for r in self.roots if self._is_project(r)]
-        return Project(found[0], self.paths) if len(found) == 1 and len(self.roots) == 1 else None
+        """The project a call that names none works on: the editor's (``default=``), else the
+        only project the allowed roots hold (a root that is one, or the one directly inside)."""
+        if self._default is not None:
+            return self._default
+        found: set[Path] = set()
+        for root in self.roots:
+            if self._is_project(root):
+                found.add(root)
+                continue
+            try:
+                found.update(d for d in root.iterdir() if d.is_dir() and not d.is_symlink() and self._is_project(d))
+            except OSError:
+                continue  # an unreadable root holds no project we can use
+        return Project(found.pop(), self.paths) if len(found) == 1 else None
 
     async def pick(self, ctx: Any = None, requested: str | None = None) -> Project:
-        """The project of this call: ``requested``, else the only one, else the client's root."""
+        """The project of this call, by the rule of the module docstring."""
         project = self.find(requested) if requested else self.default()
         if project is None and ctx is not None:
             project = await self._from_client(ctx)
         if project is None:
-            raise ToolError("Which project? Name it with the 'project' argument.", code=E_SCHEMA_VALIDATION,
-                            details={"allowedRoots": len(self.roots)},
-                            suggested_fix="Pass project='<directory>' (a project inside the allowed roots).")
+            arg = self.argument
+            raise ToolError(f"Which project? Name it with the {arg!r} argument.", code=E_SCHEMA_VALIDATION,
+                            details={"argument": arg, "allowedRoots": len(self.roots)},
+                            suggested_fix=f"Pass {arg}='<directory>' (a project inside the allowed roots).")
         CURRENT_PROJECT.set(project)
         return project
+
+    def current(self) -> Project:
+        """The project the running call picked (as middleware, before the handler runs)."""
+        project = CURRENT_PROJECT.get()
+        if project is None:
+            raise RuntimeError("no project was picked for this call: add the Projects as middleware "
+                               "(server.add_middleware(projects)) or call projects.pick(ctx, name)")
+        return project
+
+    async def on_call_tool(self, cc: Any, call_next: Any) -> Any:
+        """As middleware: pick the project of a call that needs one, before its arguments are bound."""
+        from .enginepath import picking
+
+        return await picking(self, cc, call_next)
 
     async def _from_client(self, ctx: Any) -> Project | None:
         """RT-01/RT-03: the client's roots that are projects inside the allowed roots."""

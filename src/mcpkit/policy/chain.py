@@ -227,9 +227,12 @@ def _audit(cc: CallContext, outcome: str, code: str | None) -> None:
     if audit is None:
         return
     tool = cc.item
+    # fields a step adds to this call's line (bridge/enginepath.py: the engine paths and the
+    # real paths they resolved to), which the fixed fields of the fast path have no room for
+    extra = cc._state.get("audit") if cc._state is not None else None
     try:
         record_call = settings.record_call
-        if record_call is not None:
+        if record_call is not None and not extra:
             # the duration is rounded when the line is written, off the call's path
             record_call(cc._cid, cc.caller, tool.name, cc.action, cc.arguments, outcome, code,
                         (time.perf_counter() - cc.start) * 1000.0, cc.parent, current_trace_ids())
@@ -246,6 +249,8 @@ def _audit(cc: CallContext, outcome: str, code: str | None) -> None:
         }
         if cc.parent is not None:
             entry["parentCorrelationId"] = cc.parent
+        if extra:
+            entry.update((k, v) for k, v in extra.items() if k not in entry)
         ids = current_trace_ids()
         if ids is not None:
             entry["traceId"], entry["spanId"] = ids
