@@ -82,8 +82,8 @@ class Registrations:
 
         Policy (mcpkit.policy; each overrides the server's Policy for this tool): ``read_only``,
         ``destructive`` and ``open_world`` feed the gates; ``contract=True`` wraps results in the
-        tool contract envelope; ``rate_limit="10/min"``; ``timeout`` (seconds);
-        ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
+        tool contract envelope (``contract="legacy"``: with the top-level fields of earlier
+        contracts); ``rate_limit="10/min"``; ``timeout`` (seconds); ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
         the tool while that Bridge is down; ``isolation="process"`` runs each call in a worker
         process that is killed at the deadline (mcpkit.policy.isolation: CPU-bound handlers,
         untrusted input, C extensions that hold the GIL).
@@ -624,7 +624,7 @@ class ToolPolicyOptions(TypedDict, total=False):
     (seconds; None: none), ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``, and
     ``requires`` (a Bridge, or several, that must be up for the tool to be listed and run)."""
 
-    contract: bool
+    contract: bool | str
     rate_limit: Any
     timeout: float | None
     max_argument_bytes: int | None
