@@ -98,3 +98,36 @@ def test_a_relation_no_call_could_meet_is_refused_at_registration():
             return a
     with pytest.raises(ValueError, match="two or more"):
         server.tool(lambda a=None: a, name="z", exclusive=["a"])
+
+
+@pytest.mark.asyncio
+@pytest.mark.req("TL-10")
+async def test_a_manager_action_declares_its_own_relations(wire):
+    server = Server("t", policy=Policy(contract="legacy"))
+    scene = server.manager("scene", description="Scenes.")
+
+    @scene.action(read_only=True, open_world=False, exclusive=[("path", "uid")])
+    def tree(path: str | None = None, uid: str | None = None) -> dict:
+        """The node tree of a scene."""
+        return {"scene": path or uid}
+
+    @scene.action(read_only=True, open_world=False)
+    def info(path: str | None = None, uid: str | None = None) -> dict:
+        """What a scene is; path and uid together are fine here."""
+        return {"both": [path, uid]}
+
+    async with connect(server, wire, "2025-11-25") as h:
+        (tool,) = (await h.request("tools/list", {}))["tools"]
+        refused = await h.request("tools/call", {"name": "scene", "arguments": {"action": "tree", "path": "a",
+                                                                                "uid": "b"}})
+        fine = await h.request("tools/call", {"name": "scene", "arguments": {"action": "info", "path": "a",
+                                                                             "uid": "b"}})
+    assert "tree: The node tree of a scene. Give at most one of path or uid" in \
+        tool["inputSchema"]["properties"]["action"]["description"]
+    assert "Not with uid." in tool["inputSchema"]["properties"]["path"]["description"]
+    assert tool_problems(tool, DEFAULT_HOSTS) == []
+    env = refused["structuredContent"]
+    assert refused["isError"] is True and env["error"]["code"] == "E_SCHEMA_VALIDATION"
+    assert "action 'tree': path and uid are mutually exclusive" in env["error"]["message"]
+    assert env["errors"] == [env["error"]["message"]]  # the legacy shape, on a refused action too
+    assert fine["structuredContent"]["result"] == {"both": ["a", "b"]}
