@@ -29,7 +29,8 @@ BAD = {
     "MCPKIT_OTEL": "maybe", "MCPKIT_SERVE_ARGV": "serve x.py", "MCPKIT_DEV_RELOADING": "perhaps", "MCPKIT_LOOP": "trio",
 }
 FREE_TEXT = {"MCPKIT_ROOT", "MCPKIT_AUDIT_LOG", "MCPKIT_CONFORMANCE", "MCPKIT_AUTH_TOKENS",
-             "MCPKIT_INTROSPECTION_CLIENT_SECRET", *(name for name in SWITCHES if name.startswith("MCPKIT_AUTH"))}
+             "MCPKIT_INTROSPECTION_CLIENT_SECRET", "MCPKIT_API_KEY",
+             *(name for name in SWITCHES if name.startswith("MCPKIT_AUTH"))}
 
 #: a value of each policy switch that asks for something (refused without a policy), and its off value
 POLICY = {

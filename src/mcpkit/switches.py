@@ -203,6 +203,8 @@ def _table() -> dict[str, Switch]:
         Switch("MCPKIT_STORE", _store, "server", secret=True),
         Switch("MCPKIT_LOOP", _loop, "server"),
         Switch("MCPKIT_STATE_KEY", _state_key, "server", secret=True),
+        # the caller's API key on stdio, read by a server served with ApiKeyAuth (auth/apikey.py)
+        Switch("MCPKIT_API_KEY", _text, "server", off=None, secret=True),
         Switch("MCPKIT_OTEL", boolean, command, read_where="mcpkit serve and mcpkit proxy",
                instead="observe in code with server.observe(OpenTelemetry()) (docs/observability.md)"),
         Switch("MCPKIT_INTROSPECTION_CLIENT_SECRET", _text, command, off=None, secret=True,

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+import mcpkit
 from mcpkit.protocol.errors import E_NOT_FOUND, E_PERMISSION_DENIED, E_RATE_LIMITED
 from tests.test_http import clients, jsonrpc  # noqa: F401 - the fixture
 
@@ -234,3 +235,34 @@ def test_the_example_serves_http(upstream: FakeDesignApi) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@pytest.mark.asyncio
+async def test_sizes_and_exports_in_the_legacy_envelope(monkeypatch: pytest.MonkeyPatch, upstream: FakeDesignApi,
+                                                        clients: Any) -> None:
+    example = load(monkeypatch, upstream)
+    alice = keyed(clients.asgi(clients.app(example.server, auth=example.auth)), ALICE)
+    await alice.initialize()
+    half = await alice.tool("create_design", {"title": "Poster", "width": 800})
+    assert half["isError"] is True and "width requires height" in half["content"][0]["text"]
+    both = await alice.tool("create_design", {"title": "Poster", "template_id": "t1", "height": 800})
+    assert both["isError"] is True and "template_id and height are mutually exclusive" in both["content"][0]["text"]
+    made = await envelope(alice, "create_design", title="Poster", width=800, height=600)
+    assert made["ok"] and made["result"]["width"] == 800 and made["errors"] == []
+    exported = await envelope(alice, "export_design", design_id="d1", format="pdf")
+    assert exported["files"] == ["https://cdn.example/d1.pdf"] and exported["result"]["url"] == exported["files"][0]
+    assert [p for m, p, _ in upstream.requests if m == "POST"] == ["/v1/designs", "/v1/designs/d1/export"]
+
+
+@pytest.mark.asyncio
+async def test_the_example_takes_the_key_from_its_environment_on_stdio(upstream: FakeDesignApi) -> None:
+    env = {"DESIGN_API_URL": upstream.url, "PYTHONPATH": str(Path(mcpkit.__file__).parents[1]),
+           "DESIGN_API_KEY": ALICE}
+    async with mcpkit.Client([sys.executable, str(EXAMPLE)], env=env) as client:
+        listed = (await client.call_tool("list_designs", {}))["structuredContent"]
+    assert listed["ok"] and listed["result"] == {"designs": [{"id": "d1", "title": "Launch"}]}
+    assert [key for _, _, key in upstream.requests] == [ALICE]
+    del env["DESIGN_API_KEY"]
+    done = subprocess.run([sys.executable, str(EXAMPLE)], env={**env, "PATH": os.environ["PATH"]}, input=b"",
+                          capture_output=True, timeout=60)
+    assert done.returncode == 2 and "DESIGN_API_KEY is not set" in done.stderr.decode() and done.stdout == b""

@@ -20,6 +20,13 @@ Keys are checked against a table of hashes (:class:`StaticTokens`, AU-14), by an
 is the authority and every call forwards the caller's key. The handler gets the key with
 :func:`api_key` (``ctx.access_token.key``): the caller's own credential for the upstream, held
 outside ``repr`` and never written to logs or audit lines; nothing else reaches it.
+
+Over stdio there is no header: the one user who launched the server gives the key in its
+environment (``env=``, ``MCPKIT_API_KEY`` by default; the ``env`` of the client's configuration
+entry). It is read once when stdio serving starts, checked as a header's key is, and becomes the
+session's principal and ``ctx.access_token``: handlers read it the same way on both transports.
+A missing or refused key stops the server with one line naming the variable (AU-01: stdio
+servers take their credentials from the environment).
 """
 
 from __future__ import annotations
@@ -54,7 +61,8 @@ def api_key(ctx: Any) -> str:
         from ..protocol.errors import E_PERMISSION_DENIED, ToolError
 
         raise ToolError("This call carries no API key.", code=E_PERMISSION_DENIED,
-                        suggested_fix="Serve over HTTP with ApiKeyAuth and send the key with each request.")
+                        suggested_fix="Serve with ApiKeyAuth: over HTTP send the key with each request; over "
+                        "stdio set it in the server's environment (MCPKIT_API_KEY, or ApiKeyAuth(env=...)).")
     return str(key)
 
 
@@ -76,7 +84,10 @@ class ApiKeyAuth:
         header: str = "X-API-Key",
         realm: str = "mcp",
         required_scopes: Sequence[str] = (),
+        env: str = "MCPKIT_API_KEY",
     ) -> None:
+        if not env or any(c in env for c in "= \0"):
+            raise ValueError(f"env {env!r} is not an environment variable name")
         if sum(x is not None and x is not False for x in (keys, verify, passthrough or None)) != 1:
             raise ValueError("ApiKeyAuth needs exactly one of keys=, verify= or passthrough=True")
         if not header or any(c in header for c in " :\r\n"):
@@ -90,6 +101,36 @@ class ApiKeyAuth:
         self.bearer = self.header == b"authorization"
         self.realm = realm.replace('"', "'")
         self.required_scopes = tuple(required_scopes)
+        #: the environment variable that holds the key over stdio
+        self.env = env
+
+    # ------------------------------------------------------------------ what stdio serving calls
+
+    def stdio_access(self, environ: Mapping[str, str] | None = None) -> ApiKeyAccess:
+        """The key in the environment, checked as a request's would be: the access of every
+        call of a stdio session. A SwitchError of one line (exit 2) when it is missing or
+        refused; the message names the variable, never the key."""
+        import asyncio
+        import os
+
+        from ..switches import SwitchError
+
+        env = os.environ if environ is None else environ
+        where = (f"set {self.env} in the server's environment (the \"env\" of its entry in the client's "
+                 f"configuration: mcpkit install CLIENT SERVER --env {self.env}=...)")
+        text = env.get(self.env, "").strip()
+        if not text:
+            raise SwitchError(f"this server needs an API key on stdio, and {self.env} is not set: {where}")
+        if len(text) > _MAX_KEY or any(ord(c) < 33 or ord(c) > 126 for c in text):
+            raise SwitchError(f"the API key in {self.env} is malformed (printable ASCII without spaces, "
+                              f"{_MAX_KEY} characters at most): {where}")
+        access = asyncio.run(self._check(text))
+        if access is None:
+            raise SwitchError(f"the API key in {self.env} is not valid: {where}")
+        missing = self.missing(access, self.required_scopes)
+        if missing:
+            raise SwitchError(f"the API key in {self.env} lacks {' '.join(missing)}: {where}")
+        return access
 
     # ------------------------------------------------------------------ what http_auth.py calls
 

@@ -146,7 +146,8 @@ class _Settings:
             value = server_value if value is INHERIT else value
             return None if value is False else value
 
-        self.contract = bool(pick("contract", policy.contract if policy is not None else False))
+        #: the envelope shape (envelope.shape_of): None, "v1" or "legacy"
+        self.contract = envelope.shape_of(pick("contract", policy.contract if policy is not None else False))
         if action is not None and parent is not None:
             self.contract = parent.contract  # one tool, one advertised outputSchema
         self.sanitize = bool(pick("sanitize", limits_.sanitize if limits_ is not None else False))
@@ -338,7 +339,7 @@ def fail(cc: CallContext, exc: BaseException, outcome: str | None = None) -> dic
     error = as_tool_error(cc, exc)
     _audit(cc, outcome or ("error" if cc.ran else "denied"), error.code)
     if cc.settings.contract:
-        result = envelope.failure(cc.item.name, cc.action, cc.correlation_id, _ms(cc), error)
+        result = envelope.failure(cc.item.name, cc.action, cc.correlation_id, _ms(cc), error, _report(cc))
     else:
         text = error.message
         if error.suggested_fix:
@@ -648,6 +649,7 @@ class ContractStep:
         if not cc.settings.contract:
             return call_next(cc)
         cc.raw = True
+        _collect(cc)
         value = call_next(cc)
         if cc._state is not None and _settled_elsewhere(cc):
             return value
@@ -657,10 +659,28 @@ class ContractStep:
         if not cc.settings.contract:
             return call_next(cc)
         cc.raw = True
+        _collect(cc)
         value = call_next(cc)
         if inspect.isawaitable(value):
             value = await value
         return value if _settled_elsewhere(cc) else _envelope(cc, value)
+
+
+def _collect(cc: CallContext) -> None:
+    """A legacy-shape call collects what its handler logs and adds through ctx (envelope.Report):
+    the handler's Context records into ``cc.report`` (server/dispatch.py)."""
+    if cc.settings.contract == "legacy" and cc.report is None:
+        policy = cc.settings.policy
+        cc.report = envelope.Report(redact=policy is not None and policy.redact_logs)
+
+
+def _report(cc: CallContext) -> envelope.Report | None:
+    """The legacy fields of this call's envelope; None for the v1 shape."""
+    if cc.settings.contract != "legacy":
+        return None
+    if cc.report is None:  # refused before the contract step ran (a gate, a rate limit)
+        cc.report = envelope.Report()
+    return cc.report
 
 
 def _settled_elsewhere(cc: CallContext) -> bool:
@@ -681,7 +701,8 @@ def _a_number(structured: Any) -> bool:
 
 def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
     tool = cc.item
-    if type(value) in envelope.PLAIN and cc.target is tool:
+    report = _report(cc)
+    if type(value) in envelope.PLAIN and cc.target is tool and report is None:
         # the common case, inline: the tool's own JSON value (what split() returns at once)
         value = tool.result_dump(value)
         tool.check_result(value)
@@ -704,7 +725,7 @@ def _envelope(cc: CallContext, value: Any) -> dict[str, Any]:
         tool.check_result(value)  # a ToolResult's structured value (TL-07)
     else:
         value = _to_json(value)  # an action's own value, as JSON
-    made = cc.made = envelope.success(tool.name, cc.action, cc._cid, _ms(cc), value, summary, blocks)
+    made = cc.made = envelope.success(tool.name, cc.action, cc._cid, _ms(cc), value, summary, blocks, report)
     if meta:
         made["_meta"] = dict(meta)
     return made
@@ -752,6 +773,8 @@ class PolicedCall:
                 deadlines = _deadlines()
                 deadline = deadlines.add(timeout, lambda: _expire(cc, timeout))
             cc.raw = True  # the handler's own value: shaped here, so the common answer is finished inline
+            if settings.contract == "legacy":
+                _collect(cc)
             value = call_next(cc)
             if cc._state is not None and _settled_elsewhere(cc):
                 result = value

@@ -82,8 +82,10 @@ class Policy:
     """What the server enforces on every tool call (TL-11). Anything left None is off.
 
     - ``gates``: which tools may run (policy/gates.py).
-    - ``contract``: wrap every tool's result in the tool contract v1 envelope (policy/envelope.py);
-      a tool can opt in or out with ``@server.tool(contract=...)``.
+    - ``contract``: wrap every tool's result in the tool contract envelope (policy/envelope.py):
+      ``True`` (or ``"v1"``), or ``"legacy"`` for the v1 envelope plus the earlier contracts'
+      top-level ``details``, ``logs``, ``warnings``, ``errors`` and ``files``; a tool can opt
+      in, out or to another shape with ``@server.tool(contract=...)``.
     - ``audit``: an AuditLog (policy/audit.py), one JSON line per call.
     - ``rate_limiter``: a RateLimiter (policy/ratelimit.py); per-tool ``rate_limit=`` overrides.
     - ``limits``: argument/result sizes, timeout and output sanitizing (policy/limits.py).
@@ -97,7 +99,7 @@ class Policy:
     """
 
     gates: Gates | None = None
-    contract: bool = False
+    contract: bool | str = False
     audit: Any = None
     rate_limiter: Any = None
     limits: Any = None
@@ -112,7 +114,7 @@ class Policy:
         root: str | os.PathLike[str] | list[Any] | None = None,
         audit: Any = True,
         rate_limit: Any = "600/min",
-        contract: bool = False,
+        contract: bool | str = False,
         environ: Mapping[str, str] | None = None,
         env_prefix: str = "MCPKIT_",
         gate_switches: Mapping[str, str] | None = None,
@@ -161,6 +163,11 @@ class Policy:
             sandbox=sandbox,
             redact_logs=True,
         )
+
+    def __post_init__(self) -> None:
+        from .envelope import shape_of
+
+        shape_of(self.contract)  # an unknown shape is refused here, not at the first tool
 
     def principal_of(self, session: Any, request: Any) -> str:
         if self.principal is not None:

@@ -25,13 +25,74 @@ from ..protocol.errors import TOOL_ERROR_CODES, ToolError
 from ..server.content import ToolResult
 from .limits import _CONTROL_CLASS, strip_structured
 
-__all__ = ["Outcome", "envelope_schema", "success", "failure", "default_summary", "split", "sanitized",
-           "E_TOOL_FAILED"]
+__all__ = ["Outcome", "Report", "envelope_schema", "success", "failure", "default_summary", "split", "sanitized",
+           "shape_of", "E_TOOL_FAILED", "SHAPES", "LEGACY_FIELDS"]
 
 #: the code of a ``ToolResult(is_error=True)`` under the contract (the tool said it failed)
 E_TOOL_FAILED = "E_TOOL_FAILED"
 
 _SUMMARY_MAX = 200
+
+#: the envelope shapes a contract takes: ``True`` is "v1"
+SHAPES = ("v1", "legacy")
+#: what the legacy shape adds at the top level, as earlier tool contracts had them
+#: (godot-mcp-omni, the Canvelete design API): clients written for those read them there
+LEGACY_FIELDS = ("details", "logs", "warnings", "errors", "files")
+
+
+def shape_of(contract: Any) -> str | None:
+    """The envelope shape a ``contract=`` value asks for: None (no envelope), "v1" or "legacy"."""
+    if contract is None or contract is False:
+        return None
+    if contract is True:
+        return "v1"
+    if contract in SHAPES:
+        return contract
+    raise ValueError(f"contract={contract!r}: use True (or \"v1\"), \"legacy\", or False")
+
+
+class Report:
+    """What a handler adds to a legacy-shape envelope through its Context while it runs:
+    ``ctx.info()``/``ctx.debug()`` lines as ``logs``, ``ctx.warning()`` as ``warnings``,
+    ``ctx.error()`` and worse as ``errors``, ``ctx.add_file()`` as ``files``,
+    ``ctx.add_details()`` as ``details``. One per call; the contract step makes it."""
+
+    __slots__ = ("logs", "warnings", "errors", "files", "details", "redact")
+
+    def __init__(self, redact: bool = False) -> None:
+        #: LG-05: under ``Policy(redact_logs=True)`` the lines are redacted as the log
+        #: messages sent to the client are, or the envelope would carry what those hide
+        self.redact = redact
+        self.logs: list[str] = []
+        self.warnings: list[str] = []
+        self.errors: list[str] = []
+        self.files: list[str] = []
+        self.details: dict[str, Any] = {}
+
+    def log(self, level: str, data: Any) -> None:
+        if self.redact:
+            from .redact import default_redactor
+
+            data = default_redactor().redact(data)
+        text = data if isinstance(data, str) else _json.dumps_str(data)
+        if level == "warning":
+            self.warnings.append(text)
+        elif level in ("error", "critical", "alert", "emergency"):
+            self.errors.append(text)
+        else:
+            self.logs.append(text)
+
+    def fields(self, error: ToolError | None = None) -> dict[str, Any]:
+        """The legacy top-level fields; a failure's message joins ``errors`` and its details
+        ``details``, so a client reading only those still learns why."""
+        details = dict(self.details)
+        errors = list(self.errors)
+        if error is not None:
+            errors.append(error.message)
+            if isinstance(error.details, dict):
+                details.update(error.details)
+        return {"details": details or None, "logs": list(self.logs), "warnings": list(self.warnings),
+                "errors": errors, "files": list(self.files)}
 
 
 T = TypeVar("T")
@@ -49,8 +110,9 @@ class Outcome(Generic[T]):
         self.summary = summary
 
 
-def envelope_schema(result_schema: dict[str, Any] | None) -> dict[str, Any]:
-    """The outputSchema of a contract tool whose own result follows ``result_schema``."""
+def envelope_schema(result_schema: dict[str, Any] | None, shape: str = "v1") -> dict[str, Any]:
+    """The outputSchema of a contract tool whose own result follows ``result_schema``; the
+    legacy shape adds its top-level fields, required as the v1 ones are (TL-07)."""
     result: dict[str, Any] = {}
     if result_schema is not None:
         inner = {k: v for k, v in result_schema.items() if k not in ("$schema", "$defs")}
@@ -93,6 +155,16 @@ def envelope_schema(result_schema: dict[str, Any] | None) -> dict[str, Any]:
         },
         "required": ["ok", "summary", "result", "error", "meta"],
     }
+    if shape == "legacy":
+        strings = {"type": "array", "items": {"type": "string"}}
+        schema["properties"].update({
+            "details": {"type": ["object", "null"], "description": "What the tool adds about the call."},
+            "logs": {**strings, "description": "What the tool logged while it ran."},
+            "warnings": {**strings, "description": "What the tool warned of; the call still succeeded."},
+            "errors": {**strings, "description": "What went wrong; on failure, error.message too."},
+            "files": {**strings, "description": "Files or URIs the tool wrote or produced."},
+        })
+        schema["required"] = [*schema["required"], *LEGACY_FIELDS]
     if result_schema is not None and "$defs" in result_schema:
         # the result's own $refs point at the root ("#/$defs/..."): keep them resolvable there
         schema["$defs"] = result_schema["$defs"]
@@ -127,14 +199,17 @@ def _meta(tool: str, action: str | None, cid: str, duration_ms: float) -> dict[s
 
 def success(
     tool: str, action: str | None, cid: str, duration_ms: float, result: Any, summary: str | None,
-    content: list[dict[str, Any]] | None = None,
+    content: list[dict[str, Any]] | None = None, report: Report | None = None,
 ) -> dict[str, Any]:
     """A CallToolResult carrying an ok envelope; ``content`` are blocks the tool returned
-    itself (an image, a resource link), kept after the summary."""
+    itself (an image, a resource link), kept after the summary; ``report``: the legacy shape's
+    fields (None: the v1 shape)."""
     text = summary if summary is not None else default_summary(tool, action, result)
     # round(x, 3) goes through decimal digits; this is the same to a microsecond, ten times faster
     env = {"ok": True, "summary": text, "result": result, "error": None,
            "meta": {"tool": tool, "action": action, "correlationId": cid, "durationMs": round(duration_ms * 1000) / 1000}}
+    if report is not None:
+        env.update(report.fields())
     try:
         mirror = _orjson_dumps(env, option=_json.OPTIONS).decode()
     except TypeError:
@@ -147,14 +222,18 @@ def success(
     return {"content": [{"type": "text", "text": mirror}], "structuredContent": env}
 
 
-def failure(tool: str, action: str | None, cid: str, duration_ms: float, error: ToolError) -> dict[str, Any]:
-    """A CallToolResult with ``isError: true`` carrying the error envelope."""
+def failure(tool: str, action: str | None, cid: str, duration_ms: float, error: ToolError,
+            report: Report | None = None) -> dict[str, Any]:
+    """A CallToolResult with ``isError: true`` carrying the error envelope (``report``: the
+    legacy shape's fields, as :func:`success`)."""
     label = f"{tool}.{action}" if action else tool
     text = f"{label} failed ({error.code}): {error.message}"
     if error.suggested_fix:
         text += f" Fix: {error.suggested_fix}"
     env = {"ok": False, "summary": text, "result": None, "error": error.to_error(),
            "meta": _meta(tool, action, cid, duration_ms)}
+    if report is not None:
+        env.update(report.fields(error))
     return {"content": [{"type": "text", "text": _json.dumps_str(env)}], "structuredContent": env, "isError": True}
 
 

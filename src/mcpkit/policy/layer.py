@@ -119,16 +119,18 @@ def advertise(server: Any, tool: Any) -> None:
     if tool.actions is not None:
         tool.rebuild(server.gates)
     from .config import INHERIT
+    from .envelope import shape_of
 
     policy = server._policy
     contract = policy.contract if policy is not None else False
     if tool.options is not None and tool.options.contract is not INHERIT:
-        contract = bool(tool.options.contract)
-    if contract:
+        contract = tool.options.contract
+    shape = shape_of(contract)
+    if shape is not None:
         from .envelope import envelope_schema
 
         server._contract_spec(tool)
-        tool.set_output_schema(envelope_schema(tool.result_schema))
+        tool.set_output_schema(envelope_schema(tool.result_schema, shape))
     else:
         tool.set_output_schema(tool.base_output_schema)
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import clipped
 from ..server.tools import Tool, annotations_from_hints
-from ..server.validation import compile_schema, describe_errors
+from ..server.validation import Relations, compile_schema, describe_errors
 
 if TYPE_CHECKING:
     from .gates import Gates
@@ -54,11 +54,11 @@ class Action:
 
     __slots__ = (
         "name", "handler", "description", "annotations", "schema", "defs", "bind", "context_param",
-        "is_async", "raw", "options", "_validator", "_params", "_required",
+        "is_async", "raw", "options", "relations", "_validator", "_params", "_required",
     )
 
     def __init__(self, name: str, fn: Callable[..., Any], description: str | None,
-                 annotations: dict[str, Any] | None, options: Any = None) -> None:
+                 annotations: dict[str, Any] | None, options: Any = None, relations: Relations | None = None) -> None:
         from ..server.context import Context
         from ..server.schema import function_description, input_spec
 
@@ -70,10 +70,19 @@ class Action:
         self.name = name
         self.handler = fn
         self.description = description if description is not None else function_description(fn)
+        #: its parameters that exclude or need each other (server/validation.py), held to after
+        #: its closed branch and said in its description (the selector's) and its parameters'
+        self.relations = relations if relations else None
+        schema = spec.schema
+        if self.relations is not None:
+            self.relations.check_schema(schema, f"action {name!r}")
+            schema = self.relations.advertise(schema)
+            said = self.relations.sentence()
+            self.description = f"{self.description.rstrip()} {said}" if self.description else said
         self.annotations = annotations
         #: the action's own ToolOptions (requires=, timeout=, rate_limit=), or None
         self.options = options
-        body = {k: v for k, v in spec.schema.items() if k != "$defs"}
+        body = {k: v for k, v in schema.items() if k != "$defs"}
         props = {"action": {"const": name}, **body.get("properties", {})}
         self.schema: dict[str, Any] = {
             "type": "object",
@@ -120,7 +129,8 @@ class Action:
             return out
         validator = self.validator(defs)
         if validator.is_valid(arguments):
-            return []
+            broken = self.relations.errors(arguments) if self.relations is not None else None
+            return [{"path": e["path"], "message": f"action {self.name!r}: {e['message']}"} for e in broken or ()]
         return [{"path": e["path"], "message": f"action {self.name!r}: {e['message']}"}
                 for e in describe_errors(validator, arguments)]
 
@@ -175,11 +185,15 @@ class ManagerTool(Tool):
         requires: Any = None,
         timeout: Any = None,
         rate_limit: Any = None,
+        exclusive: Any = (),
+        depends_on: Any = None,
     ) -> Any:
         """Register an action: ``@tool.action`` or ``@tool.action(read_only=True)``.
 
         ``requires`` (a Bridge, or several): the action is offered only while they are up;
-        ``timeout`` (seconds) and ``rate_limit`` ("10/min") override the tool's for this action."""
+        ``timeout`` (seconds) and ``rate_limit`` ("10/min") override the tool's for this action;
+        ``exclusive`` and ``depends_on``: its parameters that exclude or need each other, as on
+        ``@server.tool``."""
         from .config import INHERIT, ToolOptions
 
         values = {k: v for k, v in (("timeout", timeout), ("rate_limit", rate_limit)) if v is not None}
@@ -191,7 +205,8 @@ class ManagerTool(Tool):
                 raise ValueError(f"manager tool {self.name!r} already has an action {act_name!r}")
             ann = annotations_from_hints(None, read_only=read_only, destructive=destructive,
                                          idempotent=idempotent, open_world=open_world)
-            self.actions[act_name] = Action(act_name, func, description, ann, options)
+            relations = Relations(exclusive, depends_on) if exclusive or depends_on else None
+            self.actions[act_name] = Action(act_name, func, description, ann, options, relations)
             self.rebuild(self._gates)
             if self._server is not None:
                 self._server._watch_bridges(self)

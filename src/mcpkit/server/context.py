@@ -106,7 +106,7 @@ _DONE = _Done()
 class Context:
     __slots__ = (
         "_session", "_request", "request_id", "method", "correlation_id", "cancelled", "_rounds", "_task", "_announce",
-        "_names",
+        "_names", "_report",
     )
 
     def __init__(self, session: ServerSession, request: RequestReceived, correlation_id: str) -> None:
@@ -121,6 +121,9 @@ class Context:
         #: the served item's ``call_names`` (a copy made by ``include``): ``call_tool`` names read
         #: as the child's, which are prefixed in this server; None: as given
         self._names: Any = None
+        #: where a contract of the legacy shape collects this call's logs, warnings, files and
+        #: details (mcpkit.policy.envelope.Report); None: nothing collects them
+        self._report: Any = None
         #: set when the client cancelled this request (CN-01); sync handlers can poll it
         self.cancelled = threading.Event()
 
@@ -236,6 +239,8 @@ class Context:
         """notifications/message at ``level``, filtered by the client's logging/setLevel (LG-02)."""
         if level not in _LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        if self._report is not None:
+            self._report.log(level, data)  # whatever the client's log level: it is the result's
         req = self._request
         if self._task is not None:
             return _DONE  # TX-06
@@ -258,6 +263,18 @@ class Context:
 
     def error(self, data: Any, logger: str | None = None) -> _Done:
         return self.log("error", data, logger)
+
+    def add_file(self, path: str) -> None:
+        """Name a file (or URI) this call wrote or produced: the ``files`` of a legacy-shape
+        contract envelope (docs/policy.md); nothing under another shape."""
+        if self._report is not None:
+            self._report.files.append(str(path))
+
+    def add_details(self, **fields: Any) -> None:
+        """Add to the ``details`` object of a legacy-shape contract envelope; nothing under
+        another shape."""
+        if self._report is not None:
+            self._report.details.update(fields)
 
     # ------------------------------------------------------------------ requests to the client
 

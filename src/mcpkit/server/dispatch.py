@@ -325,6 +325,7 @@ def run_tool(cc: CallContext, is_async: bool) -> Any:
             if rev.era == "modern":
                 ctx.rounds()  # a tampered requestState is refused before the tool runs (MR-06)
         ctx._names = tool.call_names
+        ctx._report = cc.report
         cc.handler_context = ctx
     try:
         args, kwargs = target.call_args(valid, ctx)

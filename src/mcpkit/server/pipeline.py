@@ -100,6 +100,9 @@ class CallContext:
     #: announcement resolves, and once announced the (TaskManager, TaskRecord) it settles
     announce: Any = None
     task: Any = None
+    #: what the handler reports through its Context for the envelope (mcpkit.policy.envelope
+    #: Report: logs, warnings, files, details), set by the step that collects it; None: nothing does
+    report: Any = None
 
     def __init__(self, session: ServerSession, request: RequestReceived, kind: str, item: Any, name: str | None,
                  arguments: Any, nested: bool = False, parent: str | None = None, cid: str | None = None) -> None:

@@ -58,6 +58,8 @@ class Registrations:
         scopes: Sequence[str] = (),
         ui: str | None = None,
         ui_visibility: Sequence[str] | None = None,
+        exclusive: Sequence[Sequence[str]] = (),
+        depends_on: Mapping[str, str | Sequence[str]] | None = None,
         **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
         """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=...)``.
@@ -65,6 +67,12 @@ class Registrations:
         ``ui="ui://..."`` links the tool to an MCP App registered with :meth:`app`: hosts that
         render apps show its results in that view (``_meta.ui.resourceUri``);
         ``ui_visibility=["app"]`` keeps a tool for the view alone, hidden from the model.
+
+        ``exclusive=[("path", "uid")]``: parameters of which a call gives at most one;
+        ``depends_on={"width": "height"}``: a parameter that needs others. Enforced on every
+        call after the inputSchema (a -32602, or ``isError`` from 2025-11-25, naming both), and
+        said in the description and the parameters' own, not with root combinators most hosts
+        refuse (server/validation.py Relations).
 
         The inputSchema comes from the signature, the description from the
         docstring, the outputSchema from the return annotation (``structured=False``
@@ -74,8 +82,8 @@ class Registrations:
 
         Policy (mcpkit.policy; each overrides the server's Policy for this tool): ``read_only``,
         ``destructive`` and ``open_world`` feed the gates; ``contract=True`` wraps results in the
-        tool contract envelope; ``rate_limit="10/min"``; ``timeout`` (seconds);
-        ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
+        tool contract envelope (``contract="legacy"``: with the top-level fields of earlier
+        contracts); ``rate_limit="10/min"``; ``timeout`` (seconds); ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``; ``requires=bridge`` hides
         the tool while that Bridge is down; ``isolation="process"`` runs each call in a worker
         process that is killed at the deadline (mcpkit.policy.isolation: CPU-bound handlers,
         untrusted input, C extensions that hold the GIL).
@@ -97,15 +105,18 @@ class Registrations:
                 out_schema, dump = out.schema, out.dump
                 if structured is True and out_schema is None:
                     raise ValueError(f"tool {func.__name__!r}: structured=True needs a structured return annotation")
+            relations = _relations(name or func.__name__, spec.schema, exclusive, depends_on)
+            input_schema = spec.schema if relations is None else relations.advertise(spec.schema)
             _warn_secret_parameters(name or func.__name__, spec.schema)
             if options is not None and options.isolation is not None:
                 policy_layer().check_isolated(func, name or func.__name__, spec.context_param)
             tool = Tool(
                 name or func.__name__,
                 func,
-                input_schema=spec.schema,
+                input_schema=input_schema,
                 output_schema=out_schema,
-                description=description if description is not None else function_description(func),
+                description=_described(description if description is not None else function_description(func),
+                                       relations),
                 title=title,
                 annotations=annotations_from_hints(
                     annotations, read_only=read_only, destructive=destructive, idempotent=idempotent,
@@ -123,6 +134,7 @@ class Registrations:
                 options=options,
             )
             tool.result_dump = None  # resolved from the return annotation if a contract needs it
+            tool.relations = relations
             tool.scopes = _scopes(scopes)
             self._register_tool(tool, replace)
             return func
@@ -152,6 +164,8 @@ class Registrations:
         scopes: Sequence[str] = (),
         flatten: bool = False,
         action_scopes: Mapping[str, Sequence[str]] | None = None,
+        exclusive: Sequence[Sequence[str]] = (),
+        depends_on: Mapping[str, str | Sequence[str]] | None = None,
         **policy: Unpack[ToolPolicyOptions],
     ) -> Tool:
         """Register a tool from a raw JSON Schema; ``handler(arguments)`` or ``handler(arguments, ctx)``.
@@ -164,8 +178,12 @@ class Registrations:
         ``scopes`` and the policy options (``requires=``, ``timeout=``, ...) are those of :meth:`tool`.
         ``action_scopes`` (action name -> scopes), for a tool that forwards to a manager tool
         (mcpkit.proxy does), adds the scopes a call needs when its ``action`` argument names one.
+        ``exclusive`` and ``depends_on`` are those of :meth:`tool`; the schema stays as given,
+        so the relations are said in the description alone.
         """
         options = _tool_options(policy)
+        relations = _relations(name, input_schema, exclusive, depends_on)
+        description = _described(description, relations)
         _warn_secret_parameters(name, input_schema)
         advertised = input_schema
         if flatten:
@@ -197,6 +215,7 @@ class Registrations:
             options=options,
             enforced_schema=input_schema if flatten else None,
         )
+        tool.relations = relations
         tool.scopes = _scopes(scopes)
         if action_scopes:
             tool.action_scopes = {str(k): _scopes(v) for k, v in action_scopes.items() if v}
@@ -605,7 +624,7 @@ class ToolPolicyOptions(TypedDict, total=False):
     (seconds; None: none), ``max_argument_bytes``, ``max_result_bytes``, ``sanitize``, and
     ``requires`` (a Bridge, or several, that must be up for the tool to be listed and run)."""
 
-    contract: bool
+    contract: bool | str
     rate_limit: Any
     timeout: float | None
     max_argument_bytes: int | None
@@ -622,6 +641,25 @@ def _scopes(scopes: Sequence[str] | str) -> tuple[str, ...]:
         if not isinstance(scope, str) or not scope or any(c in scope for c in ' "\\'):
             raise ValueError(f"invalid OAuth scope {scope!r}: a scope is a non-empty token without spaces or quotes")
     return tuple(scopes)
+
+
+def _relations(name: str, schema: dict[str, Any], exclusive: Any, depends_on: Any) -> Any:
+    """The tool's declared parameter relations (validation.Relations), checked against its
+    schema now; None when it declares none."""
+    if not exclusive and not depends_on:
+        return None
+    from .validation import Relations
+
+    relations = Relations(exclusive, depends_on)
+    relations.check_schema(schema, f"tool {name!r}")
+    return relations
+
+
+def _described(description: str | None, relations: Any) -> str | None:
+    """The description with the relations said at its end, for the model that reads it."""
+    if relations is None:
+        return description
+    return f"{description.rstrip()} {relations.sentence()}" if description else relations.sentence()
 
 
 def _tool_options(policy: dict[str, Any]) -> Any:

@@ -97,11 +97,15 @@ class Server(Registrations, SkillRegistrations):
         advertise: Sequence[str] = (),
         middleware: Sequence[Any] = (),
         host_schemas: str | None = None,
+        auth: Any = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
         self.name = name
         self.version = version
+        #: who may call, on every transport unless one is given its own (mcpkit.auth): HTTP
+        #: checks each request with it; stdio, its environment credential once (ApiKeyAuth)
+        self.auth = auth
         self.title = title
         self.description = description
         self.instructions = instructions
@@ -795,6 +799,8 @@ class Server(Registrations, SkillRegistrations):
         (``Mount("/api", app)``) it serves ``/api/mcp`` (transports/mount.py).
         """
         app_class = _entry("mcpkit.transports.http", "McpHttpApp")
+        if options.get("auth") is None and self.auth is not None:
+            options["auth"] = self.auth
         cors = options.pop("cors_origins", None)
         trusted = options.pop("forwarded_allow_ips", None)
         health = options.pop("health", True)

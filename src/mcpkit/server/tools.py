@@ -77,6 +77,7 @@ class Tool:
         "title",
         "description",
         "input_schema",
+        "relations",
         "output_schema",
         "annotations",
         "icons",
@@ -182,6 +183,9 @@ class Tool:
         #: what calls are validated against when it is not the advertised schema: the original
         #: of a flattened one (``add_tool(..., flatten=True)``); None: the advertised one
         self.enforced_schema = enforced_schema
+        #: parameters that exclude or need each other (validation.Relations), checked after the
+        #: schema on every call; None: none declared
+        self.relations: Any = None
         self._validator: Any = None
         self._out_validator: Any = None
         self._result_validator: Any = None
@@ -236,12 +240,18 @@ class Tool:
         if self._validator is None:
             self.compile()
         if self._validator.is_valid(arguments):
+            if self.relations is not None:
+                return self._related(arguments)
             return arguments, None
         if self.coerce and isinstance(arguments, dict):
             coerced = _coerce(arguments, self.input_schema)
             if self._validator.is_valid(coerced):
-                return coerced, None
+                return (coerced, None) if self.relations is None else self._related(coerced)
         return None, describe_errors(self._validator, arguments)
+
+    def _related(self, arguments: dict[str, Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+        errors = self.relations.errors(arguments)
+        return (arguments, None) if errors is None else (None, errors)
 
     def call_args(self, arguments: dict[str, Any], ctx: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if self.raw:

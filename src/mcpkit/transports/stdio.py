@@ -75,8 +75,12 @@ class StdioServer:
         max_in_flight: int = 256,
         drain_timeout: float = SHUTDOWN_TIMEOUT,
         handoff_after: float = 0.02,
+        auth: Any = None,
     ) -> None:
         self.server = server
+        #: AU-01: the credential of a stdio server comes from its environment; an ApiKeyAuth
+        #: (``stdio_access``) reads it once at start. None: the server's own ``auth``
+        self.auth = server.auth if auth is None else auth
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.max_message_bytes = max_message_bytes
@@ -187,7 +191,15 @@ class StdioServer:
         from ..server.session import ServerSession
 
         self.server.check_environment()  # a bad MCPKIT_* value, or one nothing reads, stops it here
+        read_credential = getattr(self.auth, "stdio_access", None)
+        # before the session exists: a missing or refused key stops the server with one line
+        access = read_credential() if read_credential is not None else None
         session = ServerSession(self.server, self._write, inline_sync=True, loop_factory=self._get_loop)
+        if access is not None:
+            # the one user who launched the process: every call is theirs, as an HTTP request
+            # authenticated with the same key would be (principal, ctx.access_token, audit)
+            session.principal = access.subject
+            session.access_token = access
         session.before_block = self._before_block
         session.task_binding = os.urandom(16).hex()  # TX-07: this connection's tasks are its own
         session.on_request_done = self._request_done

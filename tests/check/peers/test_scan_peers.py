@@ -60,6 +60,8 @@ def _target(name: str, tmp: Path) -> tuple[Any, dict[str, Any]]:
         argv = [sys.executable, "-m", "mcpkit", "serve", str(ROOT / "examples" / f"{example}.py")]
         if example == "workspace":
             argv += ["--root", str(tmp)]
+        if example == "design_api":  # its stdio caller's key, as a client's configuration gives it
+            return argv, {"inherit_env": ["PYTHONPATH"], "env": {"DESIGN_API_KEY": "dk_scan_0123456789abcdef"}}
         return argv, {"inherit_env": ["PYTHONPATH"]}
     return None, {}
 
