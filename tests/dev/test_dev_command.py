@@ -116,3 +116,32 @@ async def test_the_page_and_its_info_keep_the_host_and_origin_checks_of_mcp(path
     assert ok.status in (200, 204)
     if path == "/dev/info.json":
         assert json.loads(await ok.read())["name"] == "secret-name"
+
+
+KEYED = '''
+from mcpkit import Context, Server
+from mcpkit.auth import ApiKeyAuth
+
+server = Server("keyed", "1.0", auth=ApiKeyAuth(passthrough=True, env="KEYED_API_KEY"))
+
+@server.tool(read_only=True, open_world=False)
+def whoami(ctx: Context) -> str:
+    return f"{ctx.principal} {ctx.access_token.key[:4]}"
+'''
+
+
+def test_dev_serves_a_keyed_server_with_the_key_its_stdio_launch_reads(tmp_path, stop, monkeypatch):
+    # the page cannot send X-API-Key: a server with ApiKeyAuth answered it 401 under mcpkit dev
+    path = tmp_path / "keyed.py"
+    path.write_text(KEYED)
+    missing = subprocess.run(mcpkit_command("dev", str(path), "--port", "0"), capture_output=True, text=True,
+                             timeout=60, env={k: v for k, v in __import__("os").environ.items() if k != "KEYED_API_KEY"})
+    assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1, missing.stderr
+    assert "KEYED_API_KEY is not set" in missing.stderr
+    monkeypatch.setenv("KEYED_API_KEY", "dk_live_0123456789abcdef")
+    proc, base = _start(str(path), "--port", "0")
+    stop.append(proc)
+    called = subprocess.run(mcpkit_command("call", base + "/mcp", "whoami"), capture_output=True,
+                            text=True, timeout=60)
+    assert called.returncode == 0, called.stderr
+    assert "dk_l" in called.stdout and "key:" in called.stdout, called.stdout

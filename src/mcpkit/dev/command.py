@@ -73,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..transports.serve import serve_http
     from .app import DevApp
 
-    mcp_app = server.http_app()
+    mcp_app = server.http_app(**_as_on_stdio(server))
     app = DevApp(server, mcp_app, reload=read("MCPKIT_DEV_RELOADING", default=False))
 
     def ready(base: str) -> None:
@@ -128,3 +128,37 @@ def _reload(args: argparse.Namespace, target: Any, port: int) -> int:
         # was stopped (run_process's finally); it may arrive outside the watch, which swallows it
         pass
     return 0
+
+
+class _StdioCredential:
+    """A server's API-key auth answering every request with the credential its stdio launch reads
+    from the environment: the inspector page cannot send a key header, and under ``mcpkit dev``
+    it stands where the developer's MCP client would, on this machine."""
+
+    def __init__(self, auth: Any, access: Any) -> None:
+        self._auth = auth
+        self._access = access
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._auth, name)
+
+    async def authenticate(self, value: bytes | None, resource: str) -> Any:
+        return self._access
+
+
+def _as_on_stdio(server: Any) -> dict[str, Any]:
+    """``http_app`` options serving the page as stdio serves a client: a server whose auth reads
+    its credential from the environment on stdio (``ApiKeyAuth``) gets it here too, or the same
+    one line as on stdio when it is missing; other auth is the server's, unchanged."""
+    auth = getattr(server, "auth", None)
+    read_credential = getattr(auth, "stdio_access", None)
+    if not callable(read_credential):
+        return {}
+    from ..switches import SwitchError
+
+    try:
+        access = read_credential()
+    except SwitchError as exc:
+        raise SystemExit(f"mcpkit: {exc}") from None
+    return {"auth": _StdioCredential(auth, access)}
+
