@@ -275,3 +275,40 @@ def test_a_misspelled_switch_stops_a_real_server(notes):
     assert done.returncode == 2 and done.stderr.startswith(
         "mcpkit: MCPKIT_READONLY is not an mcpkit switch, so it would change nothing; did you mean MCPKIT_READ_ONLY?"), \
         done.stderr
+
+
+KEYED = """\
+import sys
+from mcpkit import Server
+from mcpkit.auth import ApiKeyAuth
+
+server = Server("keyed", "1.0"{auth})
+
+
+@server.tool(read_only=True, open_world=False)
+def ping() -> str:
+    return "pong"
+
+
+if __name__ == "__main__":
+    server.run(*sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize(("auth", "reads"), [
+    ("", "it has no ApiKeyAuth to read it"),
+    (", auth=ApiKeyAuth(passthrough=True, env='DESIGN_API_KEY')", "its ApiKeyAuth reads DESIGN_API_KEY"),
+    (", auth=ApiKeyAuth(passthrough=True)", None),
+])
+def test_an_api_key_the_server_does_not_read_is_refused(tmp_path, auth, reads):
+    # MCPKIT_API_KEY beside a server without ApiKeyAuth served every call without the identity
+    (tmp_path / "keyed.py").write_text(KEYED.format(auth=auth))
+    done = run(tmp_path, [sys.executable, "keyed.py"], {"MCPKIT_API_KEY": "dk_live_0123456789abcdef"})
+    if reads is None:
+        assert done.returncode == 0 and "serving keyed 1.0 on stdio" in done.stderr, done.stderr
+        return
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"mcpkit: MCPKIT_API_KEY (its value is not shown) is set, but the server 'keyed' does not "
+                           f"read it: {reads}, so it would change nothing; give the key in the variable the server "
+                           f"reads, or unset MCPKIT_API_KEY\n")
+    assert "dk_live" not in done.stderr

@@ -204,7 +204,7 @@ def _table() -> dict[str, Switch]:
         Switch("MCPKIT_LOOP", _loop, "server"),
         Switch("MCPKIT_STATE_KEY", _state_key, "server", secret=True),
         # the caller's API key on stdio, read by a server served with ApiKeyAuth (auth/apikey.py)
-        Switch("MCPKIT_API_KEY", _text, "server", off=None, secret=True),
+        Switch("MCPKIT_API_KEY", _text, "auth", off=None, secret=True),
         Switch("MCPKIT_OTEL", boolean, command, read_where="mcpkit serve and mcpkit proxy",
                instead="observe in code with server.observe(OpenTelemetry()) (docs/observability.md)"),
         Switch("MCPKIT_INTROSPECTION_CLIENT_SECRET", _text, command, off=None, secret=True,
@@ -312,7 +312,8 @@ def _misspelled(env: Mapping[str, str]) -> None:
                               f"Rename it to {meant} or unset it (docs/environment.md lists the switches)")
 
 
-def check(*, server: str | None = None, policy: bool = False, environ: Mapping[str, str] | None = None) -> None:
+def check(*, server: str | None = None, policy: bool = False, environ: Mapping[str, str] | None = None,
+          key_variable: str | None = None) -> None:
     """Read every switch that is set (a SwitchError for the first bad value). With ``server``
     (its name; ``policy``: whether it has one), a server is about to serve: a misspelled switch,
     a policy switch that asks for something and that no policy will read (none, or one built
@@ -350,6 +351,13 @@ def check(*, server: str | None = None, policy: bool = False, environ: Mapping[s
                           f"{'they' if plural else 'it'} would change nothing; build the policy with "
                           f"Policy.secure(), which reads the MCPKIT_* switches, or {' and '.join(undo)}")
     for switch, raw, value in values.values():
+        # an API key the server's auth does not read (none, or ApiKeyAuth(env=another)): its
+        # calls would run without the identity the user meant to give them
+        if switch.reader == "auth" and switch.name != key_variable:
+            reads = f"its ApiKeyAuth reads {key_variable}" if key_variable else "it has no ApiKeyAuth to read it"
+            raise SwitchError(f"{switch.name} (its value is not shown) is set, but the server {server!r} does not "
+                              f"read it: {reads}, so it would change nothing; give the key in the variable the "
+                              f"server reads, or unset {switch.name}")
         if switch.reader == "command" and switch.name not in _claimed and _asks(switch, value):
             shown = f"{switch.name} (its value is not shown)" if switch.secret else f"{switch.name}={raw}"
             raise SwitchError(f"{shown} is read only by {switch.read_where}, not here, so it would change nothing; "

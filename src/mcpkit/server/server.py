@@ -826,7 +826,8 @@ class Server(Registrations, SkillRegistrations):
             raise self._policy_error
         from ..switches import check
 
-        check(server=self.name, policy=self._policy is not None)
+        key_variable = getattr(self.auth, "env", None) if callable(getattr(self.auth, "stdio_access", None)) else None
+        check(server=self.name, policy=self._policy is not None, key_variable=key_variable)
 
     def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
         """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn).
