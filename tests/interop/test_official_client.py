@@ -151,6 +151,10 @@ RESOURCES = [
         "mimeType": "text/plain",
     },
 ]
+#: the files of the reference server's example skills (reference/skills.py), listed after the contract's
+SKILL_FILES = ["skill://pdf-processing/SKILL.md", "skill://pdf-processing/references/FORMS.md",
+               "skill://pdf-processing/templates/invoice.md", "skill://pdf-processing/templates/regional/eu-invoice.md",
+               "skill://acme/billing/refunds/SKILL.md", "skill://acme/billing/refunds/examples/email.md"]
 TEMPLATES = [
     {
         "uriTemplate": "test://template/{id}/data",
@@ -400,6 +404,7 @@ async def test_initialize_negotiates_the_offered_revision_and_ping_answers(conne
         }
         if since(revision, "2025-03-26"):
             capabilities["completions"] = {}
+        capabilities["extensions"] = {"io.modelcontextprotocol/skills": {"directoryRead": True}}  # SEP-2640
         assert result["capabilities"] == capabilities
         assert result["instructions"] == INSTRUCTIONS
         assert client.session.instructions == INSTRUCTIONS
@@ -945,8 +950,10 @@ async def test_requests_to_a_client_without_the_capability_are_tool_errors(conne
 async def test_resources_list_templates_and_read(connect, revision):
     async with connect() as client:
         listed = await client.session.list_resources()
-        assert [r.uri for r in listed.resources] == [r["uri"] for r in RESOURCES]
-        assert client.result("resources/list") == {"resources": RESOURCES}
+        assert [r.uri for r in listed.resources] == [r["uri"] for r in RESOURCES] + SKILL_FILES
+        wire = client.result("resources/list")["resources"]
+        assert wire[:len(RESOURCES)] == RESOURCES  # the contract's, then the example skills' files
+        assert [r["uri"] for r in wire[len(RESOURCES):]] == SKILL_FILES
 
         templates = await client.session.list_resource_templates()
         assert [t.uri_template for t in templates.resource_templates] == ["test://template/{id}/data"]
