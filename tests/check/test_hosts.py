@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import warnings
@@ -181,6 +182,13 @@ def _example_servers(tmp_path: Path, reference: bool = True) -> list[Server]:
     from mcpkit.reference import server as reference_server
 
     os.environ.setdefault("MCPKIT_ROOT", str(tmp_path))
+    # examples/openapi_example.py reads its API's document when imported: the test API's own
+    from tests.bridge.designs_api import DesignsApi
+
+    document = tmp_path / "designs-openapi.json"
+    document.write_text(json.dumps(DesignsApi().app.openapi()))
+    kept = os.environ.get("DESIGN_OPENAPI")
+    os.environ["DESIGN_OPENAPI"] = str(document)
     servers = [reference_server] if reference else []
     for path in [*sorted((ROOT / "examples").glob("*.py")), ROOT / "examples" / "godot" / "server.py"]:
         spec = importlib.util.spec_from_file_location(f"_example_{path.parent.name}_{path.stem}", path)
@@ -189,6 +197,10 @@ def _example_servers(tmp_path: Path, reference: bool = True) -> list[Server]:
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
         servers.append(module.server)
+    if kept is None:  # what a later test reads is its own
+        del os.environ["DESIGN_OPENAPI"]
+    else:
+        os.environ["DESIGN_OPENAPI"] = kept
     for server in servers:
         for manager in [t for t in server._tools.values() if t.actions is not None]:
             manager.rebuild(None)  # every action, whatever the environment's gates
