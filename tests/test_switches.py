@@ -255,6 +255,9 @@ if __name__ == "__main__":
     ("Policy.secure(read_only=False)", True),  # the gate is set in code
     ("Policy.secure(environ={})", True),  # its own environment
     ("Policy.secure()", False),
+    # the user's own code reading it through mcpkit counts
+    ("Policy(gates=Gates(read_only=__import__('mcpkit.switches', fromlist=['read']).read('MCPKIT_READ_ONLY', "
+     "default=False)))", False),
 ])
 def test_a_policy_switch_the_policy_never_read_is_refused(tmp_path, policy, refused):
     # MCPKIT_READ_ONLY=1 with a hand-built policy served delete_note: the user's read-only was ignored

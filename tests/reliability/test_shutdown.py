@@ -386,13 +386,11 @@ def _alive(pid: int) -> bool:
 
 
 AUDITED = textwrap.dedent('''
-    import os
-
     from mcpkit import Server
     from mcpkit.policy import AuditLog, Policy
 
     # buffered for a minute: its lines reach the file only when the server writes them out
-    audit = AuditLog(os.environ["MCPKIT_AUDIT_LOG"], flush_interval=60)
+    audit = AuditLog.from_env(flush_interval=60)  # MCPKIT_AUDIT_LOG
     server = Server("audited", "1.0", policy=Policy(audit=audit))
 
 
