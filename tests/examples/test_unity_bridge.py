@@ -167,3 +167,22 @@ async def test_assets_paths_are_confined_to_the_project(monkeypatch: pytest.Monk
         assert escape["_meta"]["dev.mcpkit/error"]["code"] == E_PERMISSION_DENIED
         missing = await h.request("tools/call", {"name": "read_asset", "arguments": {"path": "Assets/none.cs"}})
         assert missing["_meta"]["dev.mcpkit/error"]["code"] == E_NOT_FOUND
+
+
+@pytest.mark.asyncio
+async def test_the_mirrored_tools_pass_every_default_host_and_openai_strict_with_host_schemas(
+        monkeypatch: pytest.MonkeyPatch, unity: Backend, wire: Any) -> None:
+    from mcpkit.hosts import DEFAULT_HOSTS
+    from tests.check.test_hosts import _host_findings
+
+    example = load(monkeypatch, unity.port, MCPKIT_ALLOW_DESTRUCTIVE="1")
+    example.unity.start()
+    try:
+        async with connect(example.server, wire) as h:
+            listing = await h.request("tools/list", timeout=30)  # the editor's commands are mirrored
+        assert {"get_hierarchy", "create_gameobject"} <= {t["name"] for t in listing["tools"]}
+        assert await _host_findings(example.server, set(DEFAULT_HOSTS)) == []
+        example.server.host_schemas = "openai-strict"
+        assert await _host_findings(example.server, {"openai-strict"}) == []
+    finally:
+        example.unity.stop()

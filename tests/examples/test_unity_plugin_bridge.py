@@ -156,3 +156,18 @@ def test_mcpkit_check_passes_for_claude_openai_and_gemini(unity: UnityPlugin) ->
     for host in ("Claude", "OpenAI", "Google Gemini"):  # the plugin's three ungated commands, judged
         assert f"3 tool(s) acceptable to {host}" in run.stdout, run.stdout
     assert any(m.get("command") == "get_hierarchy" for m in unity.received)  # the read-only one, called
+
+
+@pytest.mark.asyncio
+async def test_the_mirrored_tools_pass_every_default_host_and_openai_strict_with_host_schemas(
+        unity: UnityPlugin, load: Any, wire: Any) -> None:
+    from mcpkit.hosts import DEFAULT_HOSTS
+    from tests.check.test_hosts import _host_findings
+
+    example = load(unity.port, MCPKIT_ALLOW_DESTRUCTIVE="1")
+    async with connect(example.server, wire) as h:
+        listing = await h.request("tools/list", timeout=30)  # the plugin's commands are mirrored
+    assert len(listing["tools"]) == len(COMMANDS)
+    assert await _host_findings(example.server, set(DEFAULT_HOSTS)) == []
+    example.server.host_schemas = "openai-strict"
+    assert await _host_findings(example.server, {"openai-strict"}) == []
