@@ -148,6 +148,10 @@ def test_non_canonical_last_character_is_rejected() -> None:
         (12, "requestState is malformed"),
         (TOKEN.encode(), "requestState is malformed"),
     ],
+    # TOKEN is sealed afresh at import (a random nonce): ids from the values would differ between
+    # the processes of a parallel run (pytest-xdist), which must collect the same tests
+    ids=lambda value: f"{type(value).__name__}-of-{len(value)}" if isinstance(value, (str, bytes)) and len(value) > 24
+    and not str(value).startswith("requestState") else None,
 )
 def test_garbage_is_rejected(token: object, expected: str) -> None:
     assert rejected(Sealer(KEY), token) == expected
