@@ -259,6 +259,70 @@ def test_a_get_stream_that_is_never_read_keeps_the_server_bounded_and_serving(fi
     assert not has_traceback(stderr), stderr[-3000:]
 
 
+# ============================================================================ a POST stream nobody reads
+
+
+CHATTER_LINES = 20_000
+POST_STREAM_BOUND = 24 * MiB
+
+
+@pytest.mark.req("HL-06", "HL-08")
+def test_a_post_stream_that_is_never_read_keeps_the_server_bounded_and_still_answers(figures):
+    """A client that sends a call, reads the response head and stops reading, while the handler
+    sends 20 MB of log messages on the call's stream: the messages waiting for it are bounded (the
+    oldest progress and log notifications give way), the call's answer is never one of them, and
+    other clients are served meanwhile."""
+    server = HttpServer(target=PROBE)
+    reader = socket.socket()
+    try:
+        with HttpClient(server.url) as slow, HttpClient(server.url) as busy:
+            slow.initialize()
+            busy.initialize()
+            idle = rss_kib(server.pid)
+            reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            reader.connect(("127.0.0.1", server.port))
+            body = json.dumps({"jsonrpc": "2.0", "id": "chatter", "method": "tools/call",
+                               "params": {"name": "chatter", "arguments": {"count": CHATTER_LINES, "size": 1000}}})
+            reader.sendall(
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json, text/event-stream\r\nMcp-Session-Id: {slow.session_id}\r\n"
+                f"MCP-Protocol-Version: {REVISION}\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
+            )
+            reader.settimeout(STEP)
+            assert reader.recv(256).startswith(b"HTTP/1.1 200")
+            # the handler runs on while nobody reads, others served meanwhile, until the memory
+            # it takes settles (or grows past any bound: the assertion below says so)
+            deadline = time.monotonic() + 60
+            samples = [rss_kib(server.pid)]
+            while time.monotonic() < deadline:
+                assert_healthy(server.url)
+                answer = busy.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+                assert answer["result"]["structuredContent"] == {"result": 3}
+                time.sleep(0.5)
+                samples.append(rss_kib(server.pid))
+                if samples[-1] - idle > 3 * POST_STREAM_BOUND // 1024:
+                    break
+                if len(samples) > 6 and max(samples[-6:]) - min(samples[-6:]) < 1024:
+                    break  # settled for 3 s
+            after = max(samples)
+            assert (after - idle) * 1024 < POST_STREAM_BOUND, (idle, after, server.stderr()[-1500:])
+            # the client reads again: the stream goes on to the answer, which was never dropped
+            got = bytearray()
+            reader.settimeout(30)
+            while b'"id":"chatter"' not in got:
+                chunk = reader.recv(1 << 16)
+                assert chunk, "the stream ended without the answer"
+                got += chunk
+            lines = got.count(b"notifications/message")
+            figures.record("http_unread_post_stream", messages_sent=CHATTER_LINES, messages_delivered=lines,
+                           rss_idle_mib=mib(idle), rss_after_mib=mib(after), rss_growth_mib=mib(after - idle))
+            assert 0 < lines < CHATTER_LINES
+    finally:
+        reader.close()
+        stderr = server.stop()
+    assert not has_traceback(stderr), stderr[-3000:]
+
+
 # ============================================================================ a stdio client that stops reading
 
 

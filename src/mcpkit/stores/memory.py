@@ -8,6 +8,8 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
+from .._json import kept
+
 __all__ = ["MemoryEventStore", "MemoryRateStore"]
 
 
@@ -44,7 +46,7 @@ class MemoryEventStore:
         else:
             self._streams.move_to_end(stream_id)
         self._counter += 1
-        log.events.append((self._counter, payload))
+        log.events.append((self._counter, kept(payload)))  # held up to ttl: no encoder's slack
         if len(log.events) > self.max_events_per_stream:
             log.events.popleft()
         log.touched = time.monotonic()

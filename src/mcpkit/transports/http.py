@@ -615,7 +615,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
                     continue
                 chunks = []
                 while stream.queue:
-                    item = stream.queue.popleft()
+                    item = stream.pop()
                     if item is _END:
                         ended = True
                         break
@@ -694,7 +694,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
                     wake.clear()
                     await wake.wait()
                     continue
-                item = stream.queue.popleft()
+                item = stream.pop()
                 if item is _END:
                     break
                 await self._stored(store, stream.id, item)

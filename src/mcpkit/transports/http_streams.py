@@ -11,11 +11,13 @@ else. transports/http.py writes the streams out.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from .._json import kept
 from ..server.session import ServerSession, on_loop_thread
 from .http_resume import cancelled
 
@@ -27,6 +29,21 @@ if TYPE_CHECKING:
 
 #: the end of a stream, in its queue
 _END = None
+
+#: what a stream may hold for a client that reads it slower than the server writes (a client
+#: that stopped reading holds its connection open): past it, the oldest progress and log
+#: notifications waiting give way, as a client that read them late would have skipped them;
+#: answers, server requests and list changes never do (the GET stream also keeps only its last
+#: 1000 messages)
+BACKLOG_BYTES = 8 * 1024 * 1024
+#: how the engine writes the notifications that may give way (a request puts its id first)
+_SHEDDABLE = (b'{"jsonrpc":"2.0","method":"notifications/progress"',
+              b'{"jsonrpc":"2.0","method":"notifications/message"')
+
+#: a backlog past which messages are held long enough to be worth their own copy (_json.kept)
+_BEHIND = 64 * 1024
+
+log = logging.getLogger("mcpkit.http")
 
 
 def _drop(messages: Any) -> None:
@@ -48,7 +65,8 @@ class _Unanswered:
 class _Stream:
     """A logical SSE stream (or JSON body): the messages for some requests, or the GET stream."""
 
-    __slots__ = ("id", "pending", "queue", "writer", "json", "frames", "done", "standalone", "draining")
+    __slots__ = ("id", "pending", "queue", "writer", "json", "frames", "done", "standalone", "draining",
+                 "backlog", "limit", "dropped")
 
     def __init__(self, stream_id: str, pending: set[Any], *, json_mode: bool, standalone: bool = False) -> None:
         self.id = stream_id
@@ -60,6 +78,9 @@ class _Stream:
         self.frames: list[bytes] = []  # JSON mode: the responses collected
         self.done: asyncio.Future[None] | None = None
         self.draining = False  # shared stores: its reader left, its events go to the store alone
+        self.backlog = 0  # the bytes in the queue
+        self.limit = BACKLOG_BYTES  # the backlog that makes it shed (see _shed)
+        self.dropped = 0  # notifications shed
 
     def push(self, item: Any) -> None:
         if self.json:
@@ -68,11 +89,48 @@ class _Stream:
             elif self.done is not None and not self.done.done():
                 self.done.set_result(None)
             return
-        self.queue.append(item)
+        if item is not _END:
+            if self.backlog > _BEHIND:
+                item = kept(item)  # the writer is behind: held a while, so without the encoder's slack
+            self.backlog += len(item)
+            self.queue.append(item)
+            if self.backlog > self.limit:
+                self._shed()
+        else:
+            self.queue.append(item)
         if self.standalone and len(self.queue) > 1000:
-            self.queue.popleft()  # nobody is reading the GET stream: keep memory flat
+            self.pop()  # nobody is reading the GET stream: keep memory flat
         if self.writer is not None:
             self.writer.set()
+
+    def pop(self) -> Any:
+        """The next message to write (or _END)."""
+        item = self.queue.popleft()
+        if item is not _END:
+            self.backlog -= len(item)
+        return item
+
+    def _shed(self) -> None:
+        """The client reads slower than the server writes: the oldest progress and log
+        notifications waiting give way, down to half of BACKLOG_BYTES when they can. What may not
+        give way may grow on (a handler's answers and requests are bounded by its work); the
+        next look comes when it has doubled, so a backlog of answers is not scanned at each push."""
+        target = BACKLOG_BYTES // 2
+        kept: deque[Any] = deque()
+        dropped = 0
+        for item in self.queue:
+            if self.backlog > target and item is not _END and item.startswith(_SHEDDABLE):
+                self.backlog -= len(item)
+                dropped += 1
+            else:
+                kept.append(item)
+        self.queue = kept
+        self.limit = max(BACKLOG_BYTES, 2 * self.backlog)
+        if dropped:
+            if not self.dropped:
+                log.warning("stream %s: its client reads slower than the server writes; the oldest progress and "
+                            "log notifications waiting for it are dropped (answers never are)", self.id)
+            self.dropped += dropped
 
 
 #: stream ids of this process's copies of sessions: a random prefix per process, then a count
