@@ -7,6 +7,7 @@ announced; the scan reading a skill's frontmatter."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import base64
 import hashlib
 import json
@@ -21,6 +22,8 @@ import pytest
 from mcpkit import Server
 from mcpkit.client import Client, RpcError
 from mcpkit.proxy import Upstream
+from tests.proxy.servers.leaky import AWS_KEY
+from tests.proxy.test_upstream import close_all
 from tests.proxy.test_profiles import proxy as http_proxy
 
 aio = pytest.mark.asyncio
@@ -233,9 +236,12 @@ async def test_the_scan_reads_a_relayed_skills_frontmatter(mode: str, caplog: py
     proxy = Server("proxy")
     with caplog.at_level(logging.WARNING, logger="mcpkit.scan"):
         Upstream(proxy, _child(), prefix="c", pin=Scan("c", mode)).start()
-    async with Client(proxy) as client:
-        listed = {e["uri"] for e in await client.list_skills()}
-        resources = {r["uri"] for r in await client.list_resources()}
+    try:
+        async with Client(proxy) as client:
+            listed = {e["uri"] for e in await client.list_skills()}
+            resources = {r["uri"] for r in await client.list_resources()}
+    finally:
+        close_all(proxy)
     poisoned = "skill://c/kit/format-dates/SKILL.md"
     finding = [r.getMessage() for r in caplog.records if "security.model-instructions" in r.getMessage()]
     assert finding and "skill 'skill://kit/format-dates/SKILL.md' frontmatter.description" in finding[0], finding
@@ -257,7 +263,9 @@ async def test_a_file_that_no_longer_matches_its_listed_digest_is_refused_and_th
         if message.get("method") == "notifications/resources/list_changed":
             relisted.set()
 
-    async with Client(proxy, on_notification=seen) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        stack.callback(close_all, proxy)
+        client = await stack.enter_async_context(Client(proxy, on_notification=seen))
         entry = await client.get_skill("skill://c/plain/SKILL.md")
         assert await client.read_skill_file(entry)
         # the upstream serves other bytes than its entry lists, and says nothing of it
@@ -267,3 +275,22 @@ async def test_a_file_that_no_longer_matches_its_listed_digest_is_refused_and_th
         with pytest.raises(RpcError, match="does not match the digest and size its skill entry lists"):
             await client.read_resource("skill://c/plain/SKILL.md")
         await asyncio.wait_for(relisted.wait(), 30)  # listed again, and the clients told
+
+
+@aio
+@pytest.mark.parametrize("mode", ["mask", "refuse"])
+async def test_a_skill_file_holding_a_secret_is_refused_under_redaction_even_when_masking(mode: str) -> None:
+    child = Server("child", "1.0")
+    child.add_skill("deploy", {"SKILL.md": "---\nname: deploy\ndescription: Deploy the service\n---\n# Deploy\n",
+                               "env.md": f"AWS_ACCESS_KEY_ID={AWS_KEY}\n", "plain.md": "Nothing to hide.\n"})
+    proxy = Server("proxy")
+    Upstream(proxy, child, prefix="c", redact=mode).start()
+    try:
+        async with Client(proxy) as client:
+            entry = await client.get_skill("skill://c/deploy/SKILL.md")
+            assert await client.read_skill_file(entry, "skill://c/deploy/plain.md") == b"Nothing to hide.\n"
+            with pytest.raises(RpcError) as refused:  # a masked copy would not match its digest: never passed on
+                await client.read_resource("skill://c/deploy/env.md")
+            assert AWS_KEY not in str(refused.value) and "holds a secret" in str(refused.value), refused.value
+    finally:
+        close_all(proxy)

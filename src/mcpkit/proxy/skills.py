@@ -94,12 +94,16 @@ class RelayedSkill(Skill):
             data = content_bytes({"contents": contents})
             if data is not None and (len(data), digest_of(data)) == (size, digest):
                 return contents
+            if upstream.redaction is not None and data is not None and b"[redacted:" in data:
+                # masked (proxy/redaction.py): a copy that no longer matches its digest is no file
+                # of the skill, and the client would refuse it; say why here instead
+                raise McpError(INTERNAL_ERROR, f"The skill file {self.uri_of(rel)[:200]} from upstream "
+                               f"{upstream.name!r} was withheld: it holds a secret, and a masked copy would not "
+                               "match its digest.", {"uri": self.uri_of(rel)})
             upstream.skills_changed()
-            redacted = " (or --redact found a secret in it: a masked file would not match either)" \
-                if upstream.redaction is not None else ""
             raise McpError(INTERNAL_ERROR, f"upstream {upstream.name} answered {source[:200]} with content that does "
-                           f"not match the digest and size its skill entry lists{redacted}; the proxy lists its skills "
-                           "again: get the entry again (skills/get) before reading it", {"uri": self.uri_of(rel)})
+                           "not match the digest and size its skill entry lists; the proxy lists its skills again: "
+                           "get the entry again (skills/get) before reading it", {"uri": self.uri_of(rel)})
 
         return read
 
