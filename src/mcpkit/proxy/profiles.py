@@ -1,8 +1,9 @@
 """Profiles: several curated MCP endpoints served by one ``mcpkit proxy --http``.
 
-A profile is a named subset of what the upstreams offer (tools, resources and prompts, chosen by
-upstream key and glob of the upstream's own names), with guard rails and credentials of its own,
-served at ``/p/NAME/mcp``. The ``profiles`` object of the ``--config`` file describes them::
+A profile is a named subset of what the upstreams offer (tools, resources, prompts and skills,
+chosen by upstream key and glob of the upstream's own names or skill paths), with guard rails and
+credentials of its own, served at ``/p/NAME/mcp``. The ``profiles`` object of the ``--config`` file
+describes them::
 
     {"mcpServers": {"files": {...}, "tickets": {...}},
      "profiles": {

@@ -7,6 +7,7 @@ prompt get and completion is forwarded with the upstream's raw schemas kept and 
 advertised, progress and log messages relayed back, and cancellation passed on. What the
 upstream asks of its client (sampling, elicitation, roots) is asked of the real client: the
 downstream session whose request it belongs to (relay.py says how that is known).
+An upstream's skills (the Skills extension) are relayed too: skills.py.
 
 The connection is a :class:`mcpkit.policy.Bridge`: while the upstream is down its tools are
 hidden and refused with a retryable error, its resources and prompts are withdrawn, and the
