@@ -294,3 +294,66 @@ async def test_a_skill_file_holding_a_secret_is_refused_under_redaction_even_whe
             assert AWS_KEY not in str(refused.value) and "holds a secret" in str(refused.value), refused.value
     finally:
         close_all(proxy)
+
+
+def _plain(name: str) -> dict[str, str]:
+    return {"SKILL.md": f"---\nname: {name}\ndescription: {name} advice\n---\n# {name}\n", "notes/a.md": "a\n"}
+
+
+@aio
+async def test_scopes_of_the_tool_policy_hide_a_relayed_skill_from_a_token_without_them(wire: Any) -> None:
+    from mcpkit.auth.tokens import AccessToken
+    from mcpkit.policy.scopes import ScopeStep
+    from tests.harness import RpcError as Refused
+    from tests.harness import connect
+    from tests.test_skills import _Auth
+
+    child = Server("child", "1.0")
+    child.add_skill("ops/runbook", _plain("runbook"))
+    child.add_skill("open", _plain("open"))
+    proxy = Server("proxy")
+    Upstream(proxy, child, prefix="c", tool_policy={"skills": {"c/ops/*": {"scopes": ["ops"]}}}).start()
+    proxy._install_step("scopes", ScopeStep(_Auth()))
+    try:
+        async with connect(proxy, wire) as c:
+            c.session.access_token = AccessToken(subject="dev", client_id="x")
+            assert [e["uri"] for e in (await c.request("skills/list", {}))["skills"]] == ["skill://c/open/SKILL.md"]
+            assert {r["uri"] for r in (await c.request("resources/list", {}))["resources"]} == {
+                "skill://c/open/SKILL.md", "skill://c/open/notes/a.md"}
+            for method, params in (("skills/get", {"uri": "skill://c/ops/runbook/SKILL.md"}),
+                                   ("resources/read", {"uri": "skill://c/ops/runbook/notes/a.md"}),
+                                   ("resources/directory/read", {"uri": "skill://c/ops"})):
+                with pytest.raises(Refused) as refused:
+                    await c.request(method, params)
+                assert refused.value.code in (-32602, -32002) and "scope" not in str(refused.value), method
+            c.session.access_token = AccessToken(subject="op", client_id="x", scopes=frozenset({"ops"}))
+            assert len((await c.request("skills/list", {}))["skills"]) == 2
+            assert (await c.request("resources/read", {"uri": "skill://c/ops/runbook/notes/a.md"}))["contents"]
+    finally:
+        close_all(proxy)
+
+
+@aio
+async def test_directory_reads_are_declared_and_answered_as_the_upstreams_declare_them() -> None:
+    bare, full = Server("bare", "1.0"), Server("full", "1.0")
+    bare.directory_read = False
+    bare.add_skill("plain", _plain("plain"))
+    full.add_skill("plain", _plain("plain"))
+    proxy = Server("proxy")
+    Upstream(proxy, bare, prefix="bare").start()
+    try:
+        async with Client(proxy) as client:
+            assert client.server_capabilities["extensions"][EXTENSION] == {}
+            assert len(await client.list_skills()) == 1
+            with pytest.raises(RpcError) as missing:
+                await client.request("resources/directory/read", {"uri": "skill://bare"})
+            assert missing.value.code == -32601
+        Upstream(proxy, full, prefix="full").start()
+        async with Client(proxy) as client:
+            assert client.server_capabilities["extensions"][EXTENSION] == {"directoryRead": True}
+            assert [c["uri"] for c in await client.read_directory("skill://full/plain")] == [
+                "skill://full/plain/SKILL.md", "skill://full/plain/notes"]
+            with pytest.raises(RpcError):  # bare's skills are listed, not browsed: it offers no directory reads
+                await client.read_directory("skill://bare/plain")
+    finally:
+        close_all(proxy)
