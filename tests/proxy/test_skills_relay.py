@@ -357,3 +357,38 @@ async def test_directory_reads_are_declared_and_answered_as_the_upstreams_declar
                 await client.read_directory("skill://bare/plain")
     finally:
         close_all(proxy)
+
+
+def test_a_mistake_in_a_skills_entry_of_the_tool_policy_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    import subprocess
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[skills."*"]\nhiden = true\n')
+    done = subprocess.run([PY, "-m", "mcpkit", "proxy", "--tool-policy", str(policy), "--", PY, "-c", "pass"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done
+    assert done.stderr.strip().splitlines() == [
+        f"mcpkit proxy: {policy}: [skills.'*'] takes hidden = true|false and scopes = [\"...\"] only"], done.stderr
+
+
+@aio
+async def test_a_2026_07_28_upstreams_skills_and_their_change_are_relayed() -> None:
+    proxy = Server("proxy")
+    Upstream(proxy, [PY, "-m", "mcpkit", "serve", SKILLFUL], prefix="m", protocol_version="2026-07-28",
+             env={"TEAM": "modern", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}).start()
+    changed = asyncio.Event()
+
+    def seen(message: dict[str, Any]) -> None:
+        if message.get("method") == "notifications/resources/list_changed":
+            changed.set()
+
+    try:
+        async with Client(proxy, on_notification=seen) as client:
+            entry = await client.get_skill("skill://m/review/SKILL.md")
+            assert entry["frontmatter"]["description"] == "Review code as modern does"
+            await client.call_tool("m_revise", {"text": "Modern review."})
+            await asyncio.wait_for(changed.wait(), 30)  # from the upstream's subscriptions/listen stream
+            text = await client.read_skill_file(await client.get_skill("skill://m/review/SKILL.md"))
+            assert text.decode().rstrip().endswith("Modern review.")
+    finally:
+        close_all(proxy)
