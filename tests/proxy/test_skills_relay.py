@@ -61,7 +61,8 @@ def digest(data: bytes) -> str:
 
 @aio
 async def test_skills_of_two_upstreams_are_listed_got_and_read_verified_through_the_proxy(tmp_path: Path) -> None:
-    async with stdio_proxy("--config", config(tmp_path, THREE)) as client:
+    audit = tmp_path / "audit.log"
+    async with stdio_proxy("--config", config(tmp_path, THREE), "--audit", str(audit)) as client:
         assert client.server_capabilities["extensions"][EXTENSION] == {"directoryRead": True}
         entries = {e["uri"]: e for e in await client.list_skills()}
         # namespaced by path: the prefix is the first segment, the name (the last) is untouched,
@@ -101,6 +102,9 @@ async def test_skills_of_two_upstreams_are_listed_got_and_read_verified_through_
         with pytest.raises(RpcError) as unknown:  # the upstream's own URI is not the proxy's
             await client.get_skill("skill://review/SKILL.md")
         assert unknown.value.code == -32602
+    # a skill file's read is a resource read, audited as one (docs/proxy.md "Skills")
+    audited = audit.read_text()
+    assert all(json.dumps(item["uri"]) in audited for e in entries.values() for item in e["resources"]), audited[:2000]
 
 
 @aio
