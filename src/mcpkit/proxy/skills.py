@@ -197,16 +197,10 @@ class SkillRelay:
         entries: list[Any] = []
         if settings is None:
             return None, entries
-        cursor = None
         try:
-            while True:
-                page = await client.request("skills/list", {"cursor": cursor} if cursor else {})
-                if not isinstance(page, dict):
-                    break
-                entries += page.get("skills") if isinstance(page.get("skills"), list) else []
-                cursor = page.get("nextCursor")
-                if not cursor:
-                    break
+            # not list_skills(): a Server upstream (a profile's hub) may declare the extension
+            # only after this connection's initialize; _paginate refuses a repeated cursor
+            entries = await client._paginate("skills/list", "skills")
         except (RpcError, ClientError) as exc:
             log.warning("upstream %s: skills/list failed (%s); its skills are not relayed until it lists them",
                         self.name, exc)
