@@ -396,3 +396,28 @@ async def test_a_2026_07_28_upstreams_skills_and_their_change_are_relayed() -> N
             assert text.decode().rstrip().endswith("Modern review.")
     finally:
         close_all(proxy)
+
+
+@aio
+async def test_a_downed_upstreams_skills_are_withdrawn_and_relayed_again_once_it_is_back() -> None:
+    import signal
+
+    from tests.proxy.test_upstream import until
+
+    proxy = Server("proxy")
+    upstream = Upstream(proxy, [PY, "-m", "mcpkit", "serve", SKILLFUL], prefix="r", probe_interval=0.2,
+                        env={"TEAM": "again", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}).start()
+    try:
+        assert len(proxy.skills) == 3
+        first = upstream._client.transport.proc.pid  # type: ignore[union-attr]
+        os.kill(first, signal.SIGKILL)
+        await until(lambda: not proxy.skills)  # withdrawn with its resources while it is down
+        # still declared: a session is held to the capabilities it was told (LC-06)
+        assert proxy.skills_capability() == {"directoryRead": True}
+        await until(lambda: upstream.up and len(proxy.skills) == 3)
+        async with Client(proxy) as client:
+            entry = await client.get_skill("skill://r/team/notes/SKILL.md")
+            assert await client.read_skill_file(entry, "skill://r/team/notes/references/style.md")
+    finally:
+        close_all(proxy)
+    assert proxy.skills_capability() is None  # closed: its extension goes with it
