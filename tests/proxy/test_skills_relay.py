@@ -421,3 +421,45 @@ async def test_a_downed_upstreams_skills_are_withdrawn_and_relayed_again_once_it
     finally:
         close_all(proxy)
     assert proxy.skills_capability() is None  # closed: its extension goes with it
+
+
+@aio
+async def test_an_entry_breaking_the_extensions_rules_is_not_relayed_and_the_others_are(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from mcpkit import Middleware
+
+    good = {"SKILL.md": "---\nname: plain\ndescription: Plain advice\n---\n# Plain\n"}
+    one = {"uri": "skill://plain/SKILL.md", "digest": digest(good["SKILL.md"].encode()), "size": 47}
+    front = {"name": "plain", "description": "Plain advice"}
+    bad = [
+        {"uri": "skill://renamed/SKILL.md", "frontmatter": front, "resources": [
+            {**one, "uri": "skill://renamed/SKILL.md"}]},                                  # name is not the path's
+        {"uri": "skill://a/plain/SKILL.md", "frontmatter": front, "resources": [
+            {**one, "uri": "skill://a/plain/SKILL.md"}, {**one, "uri": "file:///etc/passwd"}]},  # outside the skill
+        {"uri": "skill://b/plain/SKILL.md", "frontmatter": front, "resources": "dynamic"},
+        {"uri": "skill://c/plain/SKILL.md", "frontmatter": front, "resources": [
+            {**one, "uri": "skill://c/plain/SKILL.md", "size": 17 * 1024 * 1024}]},       # over 16 MiB
+        {"uri": "skill://d/plain/SKILL.md", "frontmatter": front, "resources": [
+            {"uri": "skill://d/plain/SKILL.md", "size": 47}]},                              # no digest
+    ]
+
+    class Lying(Middleware):
+        def on_list_skills(self, ctx: Any, call_next: Any) -> Any:
+            result = call_next(ctx)
+            return {**result, "skills": [*result["skills"], *bad]}
+
+    child = Server("child", "1.0", middleware=[Lying()])
+    child.add_skill("plain", good)
+    proxy = Server("proxy")
+    with caplog.at_level(logging.WARNING, logger="mcpkit.proxy"):
+        Upstream(proxy, child, prefix="x").start()
+    try:
+        assert list(proxy.skills) == ["skill://x/plain/SKILL.md"]
+        assert not [u for u in proxy._resources if u.startswith("file:")]
+        refused = [r.getMessage() for r in caplog.records if "skill not relayed" in r.getMessage()]
+        assert len(refused) == len(bad), refused
+        async with Client(proxy) as client:
+            [entry] = await client.list_skills()
+            assert await client.read_skill_file(entry)
+    finally:
+        close_all(proxy)

@@ -70,7 +70,7 @@ class RelayedSkill(Skill):
         self.uri = f"{self.root}/{SKILL_FILE}"
         self.directory_read = directory_read
         ordered = [SKILL_FILE, *sorted(rel for rel in files if rel != SKILL_FILE)]
-        self.files = {rel: files[rel]["digest"] for rel in ordered}  # type: ignore[misc]
+        self.files = {rel: files[rel]["digest"] for rel in ordered}  # type: ignore[assignment]
         self.sizes = {rel: files[rel]["size"] for rel in ordered}
         self.sources = {rel: files[rel]["uri"] for rel in ordered}
         self.items = [{**files[rel], "uri": self.uri_of(rel)} for rel in ordered]
@@ -108,11 +108,12 @@ class RelayedSkill(Skill):
         return read
 
 
-def relayable(entry: Any, mapped: Any) -> tuple[str, str, dict[str, dict[str, Any]]]:
-    """(the upstream's own skill path, the path served here, {file path: {uri, digest, size}})
-    of one skills/list entry, or a SkillError saying why it is not relayed. ``mapped``: the URI
-    of the upstream's URI here (compose.Names.uri). The rules are the ones mcpkit's own skills
-    obey (server/skills.py), since the proxy serves them as its own."""
+def relayable(entry: Any, mapped: Any) -> tuple[str, dict[str, dict[str, Any]]]:
+    """(the skill's path served here, {file path: {uri, digest, size}}) of one skills/list
+    entry, or a SkillError saying why it is not relayed. ``mapped``: the URI here of an
+    upstream's URI (compose.Names.uri). The rules are the ones mcpkit's own skills obey
+    (server/skills.py), since the proxy serves them as its own; a file listed outside the
+    skill's directory would have the proxy forward reads of any URI the upstream names."""
     if not isinstance(entry, dict) or not isinstance(entry.get("uri"), str):
         raise SkillError("an entry without a uri")
     uri = entry["uri"]
@@ -150,13 +151,13 @@ def relayable(entry: Any, mapped: Any) -> tuple[str, str, dict[str, dict[str, An
         if not isinstance(digest, str) or not digest.startswith("sha256:") or isinstance(size, bool) \
                 or not isinstance(size, int) or size < 0:
             raise SkillError(f"{uri[:200]}: {rel[:200]!r} is listed without a sha256 digest and a size")
-        files[rel] = {**item, "uri": item["uri"]}
+        files[rel] = dict(item)
     if SKILL_FILE not in files:
         raise SkillError(f"{uri[:200]}: its resources do not list its {SKILL_FILE}")
     if len(files) > MAX_SKILL_FILES or sum(f["size"] for f in files.values()) > MAX_SKILL_BYTES:
         # SEP-2640 "Limits": servers SHOULD NOT serve more, and the proxy serves it as its own
         raise SkillError(f"{uri[:200]}: over the limits of {MAX_SKILL_FILES} files and {MAX_SKILL_BYTES} bytes")
-    return own, served, files
+    return served, files
 
 
 class SkillRelay:
@@ -225,7 +226,7 @@ class SkillRelay:
         wanted: dict[str, RelayedSkill] = {}
         for entry in entries:
             try:
-                _own, path, files = relayable(entry, self.names.uri)
+                path, files = relayable(entry, self.names.uri)
             except SkillError as exc:
                 log.warning("upstream %s: skill not relayed: %s", self.name, exc)
                 continue
