@@ -130,6 +130,22 @@ def test_the_2026_07_28_suite_passes_through_the_proxy_over_http(http_upstream: 
     assert code == 0
 
 
+@pytest.mark.parametrize("upstream_revision", [None, MODERN], ids=["handshake-upstream", "modern-upstream"])
+def test_every_check_of_the_skills_scenarios_succeeds_through_the_proxy(tmp_path: Path,
+                                                                       upstream_revision: str | None) -> None:
+    """SEP-2640 through the proxy (proxy/skills.py): the reference server's skills relayed, and
+    every check of the three scenarios run and a SUCCESS (an undeclared extension would skip them)."""
+    from tests.interop.test_conformance import SKILL_ARGS, assert_every_skill_check_succeeds
+
+    need_npm()
+    speak = ["--protocol-version", upstream_revision] if upstream_revision else []
+    done = subprocess.run([str(RUNNER), *SKILL_ARGS, "--output-dir", str(tmp_path), "--", *PROXY, *speak, "--http",
+                           "127.0.0.1:{port}", "--", *SERVE], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "CONFORMANCE_VERSION": "0.2.0-alpha.12"}, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert_every_skill_check_succeeds(tmp_path)
+
+
 # ------------------------------------------------------------------------------ Node servers
 
 

@@ -246,6 +246,8 @@ class Pin(Holds):
     def screen(self, kind: str, items: list[dict[str, Any]]
                ) -> tuple[list[dict[str, Any]], dict[str, tuple[str, list[str]]]]:
         """(the items that match their pins or were pinned now, {name: (why withheld, the fields changed)})."""
+        if kind not in FIELDS:
+            return items, {}  # relayed skills are not pinned (the scan reads them: scan.py)
         key_field = KEYS[kind]
         pinned = self.lockfile.upstream(self.key)[kind]
         kept: list[dict[str, Any]] = []

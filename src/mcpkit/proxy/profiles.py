@@ -1,8 +1,9 @@
 """Profiles: several curated MCP endpoints served by one ``mcpkit proxy --http``.
 
-A profile is a named subset of what the upstreams offer (tools, resources and prompts, chosen by
-upstream key and glob of the upstream's own names), with guard rails and credentials of its own,
-served at ``/p/NAME/mcp``. The ``profiles`` object of the ``--config`` file describes them::
+A profile is a named subset of what the upstreams offer (tools, resources, prompts and skills,
+chosen by upstream key and glob of the upstream's own names or skill paths), with guard rails and
+credentials of its own, served at ``/p/NAME/mcp``. The ``profiles`` object of the ``--config`` file
+describes them::
 
     {"mcpServers": {"files": {...}, "tickets": {...}},
      "profiles": {
@@ -42,7 +43,7 @@ from .upstream import Upstream, upstreams_of
 __all__ = ["Profile", "ProfilesApp", "load_profiles", "guard_policy", "build_profiles"]
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
-_KINDS = ("tools", "resources", "prompts")
+_KINDS = ("tools", "resources", "prompts", "skills")
 _FLAGS = ("read_only", "deny_destructive", "deny_open_world")
 _KEYS = frozenset({*_KINDS, *_FLAGS, "rate_limit", "audit", "tokens", "required_scopes", "resource"})
 #: RFC 9728 §3.1: the path-aware metadata of /p/NAME/mcp lives under this, outside /p/NAME
@@ -174,6 +175,9 @@ class _View(Upstream):
                 return key, upstream._resources[listed]["uri"]
             if kind == "resources" and listed in upstream._templates:
                 return key, upstream._templates[listed]["uriTemplate"]
+            if kind == "skills" and listed in upstream._relayed_skills:
+                # the skill's path in its upstream: skill://PATH/SKILL.md, as the upstream lists it
+                return key, upstream._relayed_skills[listed].sources["SKILL.md"][len("skill://"):-len("/SKILL.md")]
         return None
 
     def _keep(self, kind: str, items: list[Any], field_name: str) -> list[dict[str, Any]]:
@@ -197,6 +201,10 @@ class _View(Upstream):
     def _apply_resources(self, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> None:
         super()._apply_resources(self._keep("resources", resources, "uri"),
                                  self._keep("resources", templates, "uriTemplate"))
+
+    def _apply_skills(self, settings: dict[str, Any] | None, entries: list[Any]) -> None:
+        # a selected skill comes with its files, whatever "resources" selects
+        super()._apply_skills(settings, self._keep("skills", entries, "uri"))
 
 
 def build_profiles(hub: Any, profiles: list[Profile], keys: dict[int, str], auth: Any,

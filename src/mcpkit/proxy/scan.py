@@ -79,7 +79,7 @@ class Finding:
     ``excerpt`` the text around it with invisible characters escaped (``\\u200b``)."""
 
     rule: str
-    kind: str  # tools | prompts | resourceTemplates
+    kind: str  # tools | prompts | resourceTemplates | skills
     item: str
     path: str
     excerpt: str
@@ -98,8 +98,12 @@ class Finding:
         return f"{_SINGULAR[self.kind]} {self.item!r} {self.path}: {self.why}: {self.excerpt}"
 
 
-#: the fields read per kind are those pinning hashes (a model reads each of them)
-_FIELDS, _KEYS, _SINGULAR = FIELDS, KEYS, SINGULAR
+#: the fields read per kind are those pinning hashes (a model reads each of them); a relayed
+#: skill's are its frontmatter (name, description and the rest: what a host shows the model
+#: to choose the skill), keyed by its SKILL.md URI (proxy/skills.py)
+_FIELDS = {**FIELDS, "skills": ("frontmatter",)}
+_KEYS = {**KEYS, "skills": "uri"}
+_SINGULAR = {**SINGULAR, "skills": "skill"}
 #: schema keywords whose strings are not prose: read for hidden characters, not for phrases
 _NOT_PROSE = {"pattern", "format", "type", "$schema", "$ref", "$id", "$anchor", "$dynamicRef", "mimeType",
               "uriTemplate", "contentEncoding", "contentMediaType"}
@@ -326,7 +330,7 @@ def _parameters(kind: str, desc: dict[str, Any]) -> Iterator[tuple[str, str, Any
 
 
 def scan(kind: str, desc: dict[str, Any]) -> list[Finding]:
-    """The findings of one listed item (``kind``: tools, prompts or resourceTemplates), each
+    """The findings of one listed item (``kind``: tools, prompts, resourceTemplates or skills), each
     pattern at most once per field."""
     item = str(desc.get(_KEYS[kind]))
     out: list[Finding] = []

@@ -34,6 +34,11 @@ that could match a name under another such upstream's prefix (``files_read``, ``
 next to upstream ``files``) is matched against listed names only, in every upstream, whatever
 that upstream lists: upstream ``tickets``'s own ``files_read`` is reached as ``tickets_files_read``
 only. That takes in every pattern matching a name another upstream lists.
+
+Relayed skills (proxy/skills.py) have entries of their own, ``[skills."GLOB"]`` with ``hidden``
+and ``scopes``, matched against the skill's path as the proxy lists it (``files/acme/refunds``
+for ``skill://files/acme/refunds/SKILL.md``): a path's first segment is the upstream's prefix,
+which no upstream chooses, so these rules need no reading against upstreams' own names.
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ class ToolPolicy:
     """The rules of a tool policy file, applied to each mirrored tool by :meth:`resolve`."""
 
     rules: tuple[ToolRule, ...] = ()
+    #: the ``[skills.GLOB]`` entries (``hidden``, ``scopes``), for relayed skills
+    skill_rules: tuple[ToolRule, ...] = ()
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ToolPolicy:
@@ -90,16 +97,27 @@ class ToolPolicy:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "the tool policy") -> ToolPolicy:
-        unknown = sorted(set(data) - {"tools"})
+        unknown = sorted(set(data) - {"tools", "skills"})
         if unknown:
-            raise ToolPolicyError(f"{where}: unknown section(s) {', '.join(unknown)}; put entries under [tools.NAME]")
+            raise ToolPolicyError(f"{where}: unknown section(s) {', '.join(unknown)}; put entries under [tools.NAME] "
+                                  "or [skills.PATH]")
         tools = data.get("tools", {})
         if not isinstance(tools, dict):
             raise ToolPolicyError(f"{where}: 'tools' must be a table of [tools.NAME] entries")
+        skills = data.get("skills", {})
+        if not isinstance(skills, dict):
+            raise ToolPolicyError(f"{where}: 'skills' must be a table of [skills.PATH] entries")
         rules = []
         for pattern, settings in tools.items():
             rules.append(ToolRule(pattern, _check(where, pattern, settings)))
-        return cls(tuple(rules))
+        skill_rules = [ToolRule(pattern, _check_skill(where, pattern, settings)) for pattern, settings in skills.items()]
+        return cls(tuple(rules), tuple(skill_rules))
+
+    def skill_settings(self, path: str) -> dict[str, Any]:
+        """The settings of the relayed skill at ``path`` (as the proxy lists it): every matching
+        ``[skills.GLOB]`` in file order, then the exact paths."""
+        ordered = [r for r in self.skill_rules if not r.exact] + [r for r in self.skill_rules if r.exact]
+        return self._settings(rule for rule in ordered if rule.matches(path))
 
     def resolve(self, name: str, upstream_name: str, listed: Any = None, others: Any = ()) -> dict[str, Any]:
         """The settings for one tool: every matching rule, globs in file order, then exact names.
@@ -231,4 +249,16 @@ def _check(where: str, pattern: str, settings: Any) -> dict[str, Any]:
         isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
     ):
         raise ToolPolicyError(f"{entry}: timeout must be a positive number of seconds (or false)")
+    return dict(settings)
+
+
+def _check_skill(where: str, pattern: str, settings: Any) -> dict[str, Any]:
+    entry = f"{where}: [skills.{pattern!r}]"
+    if not isinstance(settings, dict) or set(settings) - {"hidden", "scopes"}:
+        raise ToolPolicyError(f"{entry} takes hidden = true|false and scopes = [\"...\"] only")
+    if "hidden" in settings and not isinstance(settings["hidden"], bool):
+        raise ToolPolicyError(f"{entry}: hidden must be true or false")
+    scopes = settings.get("scopes")
+    if scopes is not None and (not isinstance(scopes, list) or not all(isinstance(s, str) and s for s in scopes)):
+        raise ToolPolicyError(f"{entry}: scopes must be a list of strings, e.g. scopes = [\"billing\"]")
     return dict(settings)

@@ -7,6 +7,7 @@ prompt get and completion is forwarded with the upstream's raw schemas kept and 
 advertised, progress and log messages relayed back, and cancellation passed on. What the
 upstream asks of its client (sampling, elicitation, roots) is asked of the real client: the
 downstream session whose request it belongs to (relay.py says how that is known).
+An upstream's skills (the Skills extension) are relayed too: skills.py.
 
 The connection is a :class:`mcpkit.policy.Bridge`: while the upstream is down its tools are
 hidden and refused with a retryable error, its resources and prompts are withdrawn, and the
@@ -35,6 +36,7 @@ from .hub import batched, changing, hub_of, upstreams_of
 from .loop import upstream_loop
 from .mirroring import done_now, has_root_combinator, is_server, label, register
 from .relay import Call, served
+from .skills import SkillRelay
 from .tasks import TaskOwners
 from .toolpolicy import ToolPolicy, toml_key
 
@@ -53,7 +55,7 @@ _KINDS = {"notifications/tools/list_changed": "tools", "notifications/resources/
           "notifications/prompts/list_changed": "prompts"}
 
 
-class Upstream(Forwarding):
+class Upstream(Forwarding, SkillRelay):
     """One upstream server mirrored into ``server``; see the module docstring.
 
     ``target``: a command line (a string or an argv list; stdio), an http(s) URL (Streamable
@@ -133,6 +135,7 @@ class Upstream(Forwarding):
         self._resources: dict[str, Any] = {}
         self._templates: dict[str, Any] = {}
         self._prompts: dict[str, Any] = {}
+        self._relayed_skills: dict[str, Any] = {}  # SKILL.md URI here -> RelayedSkill (skills.py)
         self._owned: set[int] = set()  # ids of the Resource/ResourceTemplate objects registered here
         self._subscribed: set[str] = set()
         self._calls: list[Call] = []
@@ -339,6 +342,8 @@ class Upstream(Forwarding):
             self._prompts.pop(name, None)
             with contextlib.suppress(KeyError):
                 server.remove_prompt(name)
+        # a closed upstream's extension goes with it; a down one's stays declared (LC-06)
+        self._withdraw_skills(declared=not tools)
         if tools:
             self._tool_items = []
             for name in list(self._tools):
@@ -354,11 +359,20 @@ class Upstream(Forwarding):
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         kind = _KINDS.get(str(method))
         if kind is not None:
-            self._dirty.add(kind)
-            if self._syncing is None or self._syncing.done():
-                self._syncing = asyncio.get_running_loop().create_task(self._sync_dirty())
+            self._mark_dirty(kind)
         elif method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
-            self.server.notify_resource_updated(self.names.uri(params["uri"]))
+            if self.relays_skill_file(self._client, params):
+                # a relayed skill's file changed: its entry (digest) is listed again, and the
+                # registry announces each file whose digest changed (server/skills.py)
+                self._mark_dirty("resources")
+            else:
+                self.server.notify_resource_updated(self.names.uri(params["uri"]))
+
+    def _mark_dirty(self, kind: str) -> None:
+        """List ``kind`` again soon (on the upstream's loop): _sync_dirty says how soon."""
+        self._dirty.add(kind)
+        if self._syncing is None or self._syncing.done():
+            self._syncing = asyncio.get_running_loop().create_task(self._sync_dirty())
 
     async def _sync_dirty(self) -> None:
         loop = asyncio.get_running_loop()
@@ -390,7 +404,8 @@ class Upstream(Forwarding):
         if kind == "tools":
             return dict(self._tools)
         if kind == "resources":
-            return dict(self._resources), dict(self._templates)
+            skills = {uri: (s.frontmatter, s.items) for uri, s in self._relayed_skills.items()}
+            return dict(self._resources), dict(self._templates), skills
         return dict(self._prompts)
 
     async def _sync(self, client: Client, kind: str) -> None:
@@ -400,8 +415,10 @@ class Upstream(Forwarding):
         elif kind == "resources":
             resources = await client.list_resources() if "resources" in caps else []
             templates = await self._list_templates(client) if "resources" in caps else []
+            settings, skills = await self._list_skills(client)  # their files are resources (SEP-2640)
             with batched(self.server):
-                self._apply_resources(resources, templates)
+                self._apply_resources([d for d in resources if not self.relays_skill_file(client, d)], templates)
+                self._apply_skills(settings, skills)
         else:
             self._apply_prompts(await client.list_prompts() if "prompts" in caps else [])
 

@@ -691,7 +691,8 @@ def _skills_served(session: ServerSession, method: str) -> None:
 def _skill_method(kind: str, method: str, directory: bool = False) -> Handler:
     def handler(session: ServerSession, req: RequestReceived) -> Any:
         _skills_served(session, method)
-        if directory and not session.server.directory_read:
+        # as declared: a proxy whose upstreams declare no directoryRead does not answer it either
+        if directory and (session.server.skills_capability() or {}).get("directoryRead") is not True:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method} (this server does not declare "
                                              "directoryRead)")
         params = req.params or {}

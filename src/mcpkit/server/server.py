@@ -133,6 +133,7 @@ class Server(Registrations, SkillRegistrations):
         self._resources: dict[str, Resource] = {}
         self._apps: set[str] = set()  # URIs of the MCP App views (server/apps.py)
         self._skills: dict[str, Any] = {}  # SKILL.md URI -> Skill (server/skills.py)
+        self._skill_relays: dict[int, bool] = {}  # upstreams relaying skills here (proxy/skills.py)
         #: what watches every request and notification (mcpkit.observe: traces, metrics); None: nothing
         self.observer: Any = None
         self._templates: list[ResourceTemplate] = []

@@ -47,6 +47,7 @@ __all__ = [
     "SkillError",
     "SkillRegistrations",
     "check_skill_name",
+    "check_skill_path",
     "digest_of",
     "parse_frontmatter",
 ]
@@ -70,6 +71,10 @@ def _check_path(path: str) -> list[str]:
     return segments
 
 
+#: a skill path's segments, or a SkillError naming the segment (a relayed skill's path: proxy/skills.py)
+check_skill_path = _check_path
+
+
 def _check_file_path(skill: str, rel: str) -> str:
     pure = PurePosixPath(rel)
     if not rel or rel.startswith("/") or "\\" in rel or any(p in ("", ".", "..") for p in rel.split("/")):
@@ -90,6 +95,10 @@ class Skill:
     """One skill: its path in the server's skill namespace, its files and its frontmatter."""
 
     __slots__ = ("path", "name", "frontmatter", "files", "scopes", "uri", "root", "_digests")
+
+    #: whether resources/directory/read lists this skill's files (a skill relayed from an upstream
+    #: that does not declare directoryRead is not listed there: proxy/skills.py)
+    directory_read = True
 
     def __init__(self, path: str, files: Mapping[str, str | bytes], *, scopes: Sequence[str] = ()) -> None:
         segments = _check_path(path)
@@ -169,6 +178,24 @@ class Skill:
     def uri_of(self, rel: str) -> str:
         return f"{self.root}/{rel}"
 
+    # what the server registers for each file (a relayed skill answers these otherwise: proxy/skills.py)
+
+    def reader(self, rel: str) -> Callable[..., Any]:
+        """The handler of the file's resource: its bytes, as text when they are UTF-8, so the
+        bytes a client reads are the bytes the digest covers."""
+        data = self.files[rel]
+        try:
+            value: str | bytes = data.decode("utf-8")
+        except UnicodeDecodeError:
+            value = data
+        return lambda: value
+
+    def size_of(self, rel: str) -> int:
+        return len(self.files[rel])
+
+    def mime_of(self, rel: str) -> str | None:
+        return _mime(rel)
+
     def resources(self) -> list[dict[str, Any]]:
         """SEP-2640 "Resources": every file once, SKILL.md included, with its digest and size."""
         return [{"uri": self.uri_of(rel), "digest": self._digests[rel], "size": len(data)}
@@ -194,6 +221,9 @@ class SkillRegistrations:
     """The skill half of Server's registrations (mixed into Server)."""
 
     _skills: dict[str, Skill]
+    #: id of each upstream whose skills are relayed here and that declares the extension -> its
+    #: directoryRead (proxy/skills.py); the extension is declared while one is there
+    _skill_relays: dict[int, bool]
     #: serve resources/directory/read and declare ``directoryRead: true`` (SEP-2640 "Directory Listing")
     directory_read: bool = True
 
@@ -323,7 +353,7 @@ class SkillRegistrations:
                     existing = self._resources.get(uri)
                     if old.get(uri) == data and existing is not None and existing.scopes == skill.scopes:
                         continue  # unchanged: not announced as updated
-                    self._add_skill_file(skill, rel, data)
+                    self._add_skill_file(skill, rel)
             if self._skills and "skills" not in self._installed:
                 self._install_step("skills", SkillGuard(self))
                 self._install_step("skills-listing", SkillListing(self))
@@ -332,18 +362,14 @@ class SkillRegistrations:
             if uri in served and served[uri] != data:
                 self.notify_resource_updated(uri)
 
-    def _add_skill_file(self, skill: Skill, rel: str, data: bytes) -> None:
-        try:
-            value: str | bytes = data.decode("utf-8")  # text when it is text: the same bytes go out
-        except UnicodeDecodeError:
-            value = data
+    def _add_skill_file(self, skill: Skill, rel: str) -> None:
         is_manifest = rel == SKILL_FILE
         item = self.add_resource(
-            skill.uri_of(rel), lambda value=value: value,
+            skill.uri_of(rel), skill.reader(rel),
             # SEP-2640 "Resource Metadata": SKILL.md is named and described by its frontmatter
             name=skill.name if is_manifest else rel.rsplit("/", 1)[-1],
             description=skill.frontmatter["description"] if is_manifest else None,
-            mime_type=_mime(rel), size=len(data), replace=True, scopes=skill.scopes,
+            mime_type=skill.mime_of(rel), size=skill.size_of(rel), replace=True, scopes=skill.scopes,
         )
         item.skill = skill.uri
 
@@ -391,7 +417,7 @@ class SkillRegistrations:
         children: dict[str, dict[str, Any]] = {}
         prefix = uri + "/"
         for skill in list(self._skills.values()):
-            if not self.skill_visible(skill, missing):
+            if not skill.directory_read or not self.skill_visible(skill, missing):
                 continue
             for rel in skill.files:
                 file_uri = skill.uri_of(rel)
@@ -419,10 +445,14 @@ class SkillRegistrations:
         return out
 
     def skills_capability(self) -> dict[str, Any] | None:
-        """The extension's settings in capabilities.extensions, or None when no skill is served."""
-        if not self._skills:
+        """The extension's settings in capabilities.extensions, or None when no skill is served
+        and no upstream whose skills this server relays declares the extension (proxy/skills.py:
+        ``_skill_relays``, its directoryRead by upstream)."""
+        relays = self._skill_relays
+        if not self._skills and not relays:
             return None
-        return {"directoryRead": True} if self.directory_read else {}
+        directory = any(s.directory_read for s in self._skills.values()) or any(relays.values())
+        return {"directoryRead": True} if self.directory_read and directory else {}
 
 
 class SkillGuard:
