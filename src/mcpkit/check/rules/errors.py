@@ -16,7 +16,9 @@ METHOD_NOT_FOUND = -32601
 
 
 @rule(
-    "errors.unknown-tool", keyword="SHOULD", requirements=("TL-10",),
+    # advice: the spec names unknown tools among protocol errors and the schema says "should" in
+    # lower case; no RFC 2119 keyword states it, so a tool result for one is info, not a warning
+    "errors.unknown-tool", keyword="advice", requirements=("TL-10",),
     title="tools/call of an unknown tool gets a JSON-RPC error (-32602), not a tool result",
     fix="answer tools/call naming a tool you do not have with JSON-RPC error -32602 (not -32601, "
     "which means the method tools/call itself is unknown, and not an isError result)",
@@ -92,7 +94,9 @@ async def _invalid_call(ctx: CheckContext) -> tuple[str, str, Any, BaseException
     "a -32602 error and an isError result are both allowed)",
     fix="report input validation failures as a tool result with isError: true and a message the model can act on",
     quote="Tool Execution Errors: Reported in tool results with isError: true: [...] Input validation errors "
-    "(e.g., date in wrong format, value out of range). (2025-06-18 and earlier list 'Invalid arguments' "
+    "(e.g., date in wrong format, value out of range). (schema, CallToolResult.isError: Any errors that originate "
+    "from the tool SHOULD be reported inside the result object, with isError set to true, not as an MCP "
+    "protocol-level error response.) (2025-06-18 and earlier list 'Invalid arguments' "
     "under Protocol Errors and 'Invalid input data' under Tool Execution Errors: both are accepted there.)",
     source="2025-11-25/server/tools#error-handling (SEP-1303)",
     fixes={
