@@ -52,7 +52,8 @@ def _failure(ctx: CheckContext, capability: str, method: str, exc: BaseException
 
 
 @rule(
-    "capabilities.backed", keyword="MUST",
+    "capabilities.backed", example="absent_list_changed",
+    keyword="MUST",
     requirements=("LC-06", "VN-04", "TL-01", "RS-01", "RS-10", "PM-01", "LG-02", "CP-01"),
     title="every declared capability is backed: its methods exist and answer",
     fix="declare only what you serve: implement the methods of each declared capability "
@@ -121,7 +122,8 @@ def _names(items: list[dict[str, Any]], key: str) -> set[str]:
 
 
 @rule(
-    "capabilities.list-changed", keyword="SHOULD", requirements=("TL-13", "RS-09", "PM-07"), revisions=LEGACY,
+    "capabilities.list-changed", example="lazy_tools",
+    keyword="SHOULD", requirements=("TL-13", "RS-09", "PM-07"), revisions=LEGACY,
     order=90,
     title="a list declared with listChanged that changes during the connection is announced with a "
     "list_changed notification",

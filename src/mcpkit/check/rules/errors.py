@@ -18,7 +18,8 @@ METHOD_NOT_FOUND = -32601
 @rule(
     # advice: the spec names unknown tools among protocol errors and the schema says "should" in
     # lower case; no RFC 2119 keyword states it, so a tool result for one is info, not a warning
-    "errors.unknown-tool", keyword="advice", requirements=("TL-10",),
+    "errors.unknown-tool", example="wrong_error_codes",
+    keyword="advice", requirements=("TL-10",),
     title="tools/call of an unknown tool gets a JSON-RPC error (-32602), not a tool result",
     fix="answer tools/call naming a tool you do not have with JSON-RPC error -32602 (not -32601, "
     "which means the method tools/call itself is unknown, and not an isError result)",
@@ -88,7 +89,8 @@ async def _invalid_call(ctx: CheckContext) -> tuple[str, str, Any, BaseException
 
 
 @rule(
-    "errors.invalid-arguments", keyword="SHOULD", requirements=("TL-10",), revisions=since("2025-11-25"),
+    "errors.invalid-arguments", example="wrong_error_codes --call-tools",
+    keyword="SHOULD", requirements=("TL-10",), revisions=since("2025-11-25"),
     default=True,
     title="arguments failing the inputSchema give a tool result with isError (2025-11-25 on; before, "
     "a -32602 error and an isError result are both allowed)",
@@ -144,7 +146,8 @@ PROBE_NOTIFICATION = "notifications/mcpkit-check/unknown"
 
 
 @rule(
-    "protocol.notification-unanswered", keyword="MUST", requirements=("BP-09",), transports=("stdio", "memory"),
+    "protocol.notification-unanswered", example="answers_notifications",
+    keyword="MUST", requirements=("BP-09",), transports=("stdio", "memory"),
     title="a notification (even an unknown one) gets no response",
     fix="never answer a message without an id: drop an unknown notification silently (no -32601 error)",
     quote="Notifications are sent from the client to the server or vice versa, as a one-way message. "

@@ -86,7 +86,8 @@ async def check_handshake(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "lifecycle.negotiation", keyword="MUST", requirements=("LC-02",), scope="server", revisions=LEGACY,
+    "lifecycle.negotiation", example="echo_version",
+    keyword="MUST", requirements=("LC-02",), scope="server", revisions=LEGACY,
     title="an offered revision the server supports is answered with that revision; others get a supported one",
     fix="answer initialize with the client's protocolVersion when you support it, otherwise with your latest",
     quote="If the server supports the requested protocol version, it MUST respond with the same version. "
