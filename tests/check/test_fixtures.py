@@ -35,6 +35,19 @@ def _failed(report) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
         ("lazy_tools", {("capabilities.list-changed", "warning")}, 0),
         ("answers_notifications", {("protocol.notification-unanswered", "error")}, 1),
         ("ignores_eof", {("stdio.exit-on-eof", "warning")}, 0),
+        ("no_ping", {("lifecycle.ping", "error")}, 1),  # and the notification rule's barrier still holds
+        ("broken_pages", {("pagination.cursor", "warning")}, 0),
+        ("restarts_on_bad_cursor", {("pagination.invalid-cursor", "warning")}, 0),
+        ("wrong_not_found_code", {("resources.not-found-code", "warning")}, 0),
+        ("no_description", {("tools.description", "info")}, 0),
+        ("no_validation", {("tools.input-validated", "error")}, 1),
+        ("bad_server_info", {("lifecycle.handshake", "error")}, 1),
+        ("invalid_output_schema", {("schema.output-valid", "error")}, 1),
+        ("root_one_of", {("hosts.claude", "info"), ("hosts.openai", "info"), ("hosts.gemini", "info")}, 0),
+        ("poisoned", {("security.invisible-characters", "error"), ("security.model-instructions", "error"),
+                      ("security.suspicious-instructions", "warning"), ("security.context-parameters", "error"),
+                      ("security.secret-parameters", "warning"), ("security.long-description", "warning"),
+                      ("hosts.openai", "info")}, 1),  # OpenAI: the long description is over 1024 characters
     ],
 )
 async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
@@ -44,8 +57,8 @@ async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
     assert _failed(report) == expected, [f.to_dict() for f in report.failed()]
     assert report.negotiated == HANDSHAKE_ONLY
     assert report.exit_code == exit_code
-    if expected:  # a warning fails the run when asked to
-        report.fail_on = "warning"
+    if expected:  # a warning or info fails the run when asked to
+        report.fail_on = "info"
         assert report.exit_code == 1
 
 

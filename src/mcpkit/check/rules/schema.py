@@ -68,7 +68,8 @@ async def check_input_schemas(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "schema.output-valid", keyword="MUST", requirements=("TL-07", "JS-01", "JS-04"),
+    "schema.output-valid", example="invalid_output_schema",
+    keyword="MUST", requirements=("TL-07", "JS-01", "JS-04"),
     revisions=("2025-06-18", "2025-11-25", "2026-07-28"),
     quote="outputSchema: Optional JSON Schema defining expected output structure [...] Schemas MUST be valid "
     "according to their declared or default dialect. (Before 2026-07-28 the schema requires type: "

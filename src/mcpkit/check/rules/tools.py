@@ -51,7 +51,8 @@ async def check_names(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "tools.description", keyword="advice", requirements=("TL-05",),
+    "tools.description", example="no_description",
+    keyword="advice", requirements=("TL-05",),
     title="every tool has a description",
     fix="give each tool a description: it is what the model reads to decide when to call it",
     quote="description: Human-readable description of functionality (optional in the schema; "
