@@ -107,9 +107,9 @@ def _sources(host: Host) -> str:
     return f"mcpkit/hosts.py, each finding names its source; {'; '.join(seen)}"
 
 
-#: the hosts that refuse the root oneOf of tests/check/fixtures/root_one_of.py (the others limit
-#: what that server does not reach: a tool count, a name's length)
-_REFUSE_ROOT_ONE_OF = {"claude", "bedrock", "vertex", "openai", "openai-strict", "gemini", "gemini-openapi"}
+#: the server of tests/check/fixtures/ each host rule fails on: a root oneOf (root_one_of.py), or
+#: only a tool count (129 tools, many_tools.py)
+_EXAMPLES = {"cursor": "many_tools", "vscode": "many_tools"}
 
 for _host_id, _host in HOSTS.items():
     rule(
@@ -118,5 +118,5 @@ for _host_id, _host in HOSTS.items():
         f"hosts.{_host_id}", keyword="advice", requirements=("TL-05", "TL-06"),
         title=f"every tool is one {_host.name} accepts as listed",
         fix=_FIX, quote=_QUOTE, source=_sources(_host), fixes=_FIXES,
-        example="root_one_of" if _host_id in _REFUSE_ROOT_ONE_OF else "",
+        example=_EXAMPLES.get(_host_id, "root_one_of"),
     )(_host_rule(_host_id))
