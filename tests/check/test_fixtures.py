@@ -25,6 +25,7 @@ def _failed(report) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
     [
         ("good", set(), 0),
         ("no_templates", set(), 0),  # templates are optional within resources (RS-01, RS-03)
+        ("broken_templates", {("capabilities.backed", "error")}, 1),  # but served, they must answer
         ("stdout_noise", {("stdio.stdout-clean", "error")}, 1),
         ("bad_tool_names", {("tools.name", "warning")}, 0),
         ("invalid_schema", {("schema.input-valid", "error")}, 1),
