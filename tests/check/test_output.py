@@ -97,9 +97,10 @@ def test_json_shape(report: Report) -> None:
     assert sorted(f["rule"] for f in failed) == ["errors.invalid-arguments", "errors.unknown-tool"]
     assert all(set(f) >= {"rule", "severity", "status", "message", "revision"} for f in data["findings"])
     assert {f["revision"] for f in failed} == {REVISION}
-    assert data["summary"]["fail"] == 2 and data["summary"]["errors"] == 0 and data["summary"]["warnings"] == 2
-    unknown = data["rules"]["errors.unknown-tool"]
-    assert unknown["severity"] == "warning" and unknown["keyword"] == "SHOULD" and unknown["requirements"] == ["TL-10"]
+    summary = data["summary"]
+    assert summary["fail"] == 2 and summary["errors"] == 0 and summary["warnings"] == 1 and summary["infos"] == 1
+    unknown = data["rules"]["errors.unknown-tool"]  # no RFC 2119 keyword in the spec: advice
+    assert unknown["severity"] == "info" and unknown["keyword"] == "advice" and unknown["requirements"] == ["TL-10"]
     assert data["tools_called"][0] == {"tool": "add", "revision": REVISION,
                                        "why": "arguments missing their required properties"}
     assert {t["tool"] for t in data["tools_called"]} == {"add", "echo"}  # both annotated readOnlyHint
@@ -118,8 +119,8 @@ def test_junit_agrees_with_the_exit_code(report: Report) -> None:
     # warnings do not fail the run at --fail-on error: no <failure>, the message in <system-out>
     assert suite.get("failures") == "0"
     unknown = next(c for c in cases if c.get("name") == "errors.unknown-tool [2025-11-25]")
-    assert "warning: an unknown tool got -32601" in (unknown.findtext("system-out") or "")
-    report.fail_on = "warning"
+    assert "info: an unknown tool got -32601" in (unknown.findtext("system-out") or "")
+    report.fail_on = "info"
     try:
         suite = ET.fromstring(junit_xml(report)).find("testsuite")
     finally:
@@ -127,8 +128,8 @@ def test_junit_agrees_with_the_exit_code(report: Report) -> None:
     assert suite is not None and suite.get("failures") == "2"
     failure = next(c for c in suite.findall("testcase") if c.get("name") == "errors.unknown-tool [2025-11-25]")
     node = failure.find("failure")
-    assert node is not None and node.get("type") == "warning"
-    assert "requirements: TL-10 (SHOULD)" in (node.text or "")
+    assert node is not None and node.get("type") == "info"
+    assert "requirements: TL-10 (advice)" in (node.text or "")
     skipped = [c for c in suite.findall("testcase") if c.find("skipped") is not None]
     assert suite.get("skipped") == str(len(skipped))
 
@@ -140,7 +141,7 @@ def test_sarif_has_the_shape_of_sarif_2_1_0(report: Report) -> None:
     rules = run["tool"]["driver"]["rules"]
     assert [r["id"] for r in rules] == sorted(report.rules)
     levels = {r["id"]: r["defaultConfiguration"]["level"] for r in rules}
-    assert levels["errors.unknown-tool"] == "warning" and levels["tools.description"] == "note"
+    assert levels["errors.invalid-arguments"] == "warning" and levels["errors.unknown-tool"] == "note"
     assert {r["ruleId"] for r in run["results"]} == {"errors.unknown-tool", "errors.invalid-arguments"}
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
@@ -167,7 +168,7 @@ def test_table_lists_failures_with_their_fix(report: Report) -> None:
     assert "tools called: add" in text
     last = text.splitlines()[-1]
     assert last.startswith("OK  fixture 1.0.0, revisions 2025-11-25 (stdio): ")
-    assert "0 error(s), 2 warning(s)" in last
+    assert "0 error(s), 1 warning(s), 1 info" in last
     assert "\x1b[33m" in render_table(report, color=True)
 
 
@@ -196,10 +197,12 @@ def test_cli_exit_codes_and_formats(capsys, tmp_path) -> None:  # type: ignore[n
 
 def test_cli_fail_on_and_skip(capsys) -> None:  # type: ignore[no-untyped-def]
     args = [*fixture("wrong_error_codes"), "--revision", REVISION]
-    assert main(args) == 0  # two SHOULD-level failures: warnings
-    assert main([*args, "--fail-on", "warning"]) == 1
-    assert main([*args, "--fail-on", "warning", "--skip", "errors"]) == 0  # a family
-    assert main([*args, "--fail-on", "warning", "--rule", "lifecycle.ping"]) == 0
+    assert main(args) == 0  # advice (info): an unknown tool got -32601
+    assert main([*args, "--fail-on", "warning"]) == 0
+    assert main([*args, "--fail-on", "info"]) == 1
+    assert main([*args, "--fail-on", "info", "--skip", "errors"]) == 0  # a family
+    assert main([*args, "--fail-on", "info", "--rule", "lifecycle.ping"]) == 0
+    assert main([*args, "--fail-on", "warning", "--call-tools"]) == 1  # invalid arguments: a SHOULD
     capsys.readouterr()
 
 

@@ -11,11 +11,19 @@ from xml.etree import ElementTree as ET
 from .model import FRAMEWORKS, Report, Rule, severity_of
 from .registry import all_rules
 
-__all__ = ["junit_xml", "write_junit", "sarif", "rules_listing", "rules_markdown", "SARIF_SCHEMA"]
+__all__ = ["junit_xml", "write_junit", "sarif", "rules_listing", "rules_markdown", "reproduce", "SARIF_SCHEMA"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _INFO_URI = "https://github.com/mcpkit/mcpkit/blob/main/docs/rules.md"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+#: where the servers of Rule.example are, and the port docs/rules.md starts an HTTP one on
+FIXTURES = "tests/check/fixtures"
+_PORT = 8000
+#: the option that runs a rule that runs only when asked for (runner.OPTIONAL)
+#: and the rules that need a tool called (--call-tools lets them call the read-only ones)
+_ASKED = {"tools.read-only-output": "--call-tools", "conformance.suite": "--conformance",
+          "security.pin-drift": "--pin mcp-lock.json", "errors.invalid-arguments": "--call-tools",
+          "tools.input-validated": "--call-tools"}
 
 
 def junit_xml(report: Report) -> str:
@@ -207,12 +215,36 @@ def rules_markdown() -> str:
         out.append("")
         out.append(f"  > {r.quote}")
         out.append("")
+        out.append(f"**Reproduce:** {reproduce(r)}")
+        out.append("")
         out.append(f"**How to fix it:** {r.fix}.")
         out.append("")
         for key, label in FRAMEWORKS.items():
             if key in r.fixes:
                 out.append(f"- {label}: {r.fixes[key]}.")
     return "\n".join(out) + "\n"
+
+
+def _http_only(rule: Rule) -> bool:
+    return bool(rule.transports) and "stdio" not in rule.transports
+
+
+def reproduce(rule: Rule) -> str:
+    """How docs/rules.md says to see this rule fail: a fixture server of the repository that
+    fails it (tests/check/test_docs.py runs each command), or the command for your own server."""
+    name, *options = rule.example.split() or [""]
+    flags = " ".join([*options, *([_ASKED[rule.id]] if rule.id in _ASKED and _ASKED[rule.id] not in options else []),
+                      *([f"--hosts {rule.id.split('.', 1)[1]}"] if rule.family == "hosts" else []),
+                      f"--rule {rule.id}"])
+    if not name:
+        target = f"http://127.0.0.1:{_PORT}/mcp" if _http_only(rule) else '"python server.py"'
+        return (f"`mcpkit check {target} {flags}` against a server that breaks it (no server of the repository "
+                "does).")
+    script = f"{FIXTURES}/{name}.py"
+    if _http_only(rule):
+        return (f"`python {script} {_PORT} &` then `mcpkit check http://127.0.0.1:{_PORT}/mcp {flags}`: the "
+                "repository's server fails it.")
+    return f"`mcpkit check \"python {script}\" {flags}`: the repository's server fails it."
 
 
 def _severity_word(keyword: str) -> str:

@@ -65,6 +65,10 @@ class Rule:
     default: bool = True
     #: rules with a higher order run later on a connection (stdout cleanliness runs last)
     order: int = 0
+    #: a server of tests/check/fixtures/ that fails this rule: its name (without .py), then the
+    #: options of ``mcpkit check`` the failure needs ("wrong_error_codes --call-tools"); how
+    #: docs/rules.md says to reproduce a failure. "" when no fixture does
+    example: str = ""
 
     @property
     def family(self) -> str:

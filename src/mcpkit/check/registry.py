@@ -40,6 +40,7 @@ def rule(
     transports: tuple[str, ...] = (),
     default: bool = True,
     order: int = 0,
+    example: str = "",
 ) -> Callable[[Check], Check]:
     """Register ``async def check(ctx) -> list[Finding]`` as the rule ``rule_id``."""
     for word in (keyword, *(keywords or {}).values()):
@@ -59,7 +60,7 @@ def rule(
         _RULES[rule_id] = Rule(
             id=rule_id, keyword=keyword, requirements=requirements, title=title, fix=fix, check=check,
             quote=" ".join(quote.split()), source=source, revisions=revisions, keywords=dict(keywords or {}),
-            fixes=fixes, scope=scope, transports=transports, default=default, order=order,
+            fixes=fixes, scope=scope, transports=transports, default=default, order=order, example=example,
         )
         return check
 

@@ -23,6 +23,7 @@ from ..protocol import revisions as revision_table
 from .framing import pretty_printed
 from .context import RULE_TIMEOUT, CheckContext, Options, Probe, Skip, describe
 from .model import Finding, Report, Rule
+from .reach import NotJsonRpc, http_unreachable
 from .registry import all_rules, resolve
 from .render import Progress
 
@@ -109,26 +110,23 @@ def _answered_in(error: BaseException) -> str | None:
     return value if isinstance(value, str) else None
 
 
-async def _unreachable(exc: BaseException, client: Any, kind: str, label: str) -> str | None:
+async def _unreachable(exc: BaseException, client: Any, kind: str, label: str, version: str = "") -> str | None:
     """Why the checker could not reach the server at all (an infrastructure failure, exit code
     2), or None when the server was reached and its answer is what failed."""
     from ..client import ClientError
 
+    if kind in ("http", "sse") and isinstance(exc, (ClientError, NotJsonRpc)):
+        from .._extras import needs
+
+        with needs("client", "mcpkit check of a URL"):  # the client reached the URL with it
+            import httpx  # noqa: F401
+
+        return http_unreachable(exc, label, kind, initialize=version not in revision_table.MODERN_VERSIONS)
     if not isinstance(exc, ClientError):
         return None
     text = str(exc)
     if text.startswith("cannot start"):
         return f"could not start the server: {text[len('cannot start '):]}"
-    if kind in ("http", "sse"):
-        cause = exc.__cause__
-        from .._extras import needs
-
-        with needs("client", "mcpkit check of a URL"):  # the client reached the URL with it
-            import httpx
-
-        if isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)):
-            return f"could not connect to {label}: {cause}"
-        return None
     proc = getattr(client.transport, "proc", None)
     if kind == "stdio" and proc is not None and not client.transport.stdout_noise:
         if proc.returncode is None and "closed its stdout" in text:
@@ -153,6 +151,8 @@ async def _handshake(client: Any, limit: float) -> Any:
             if done:
                 return task.result()
             noise = client.stdout_noise if client.transport is not None else []
+            if noise and getattr(client.transport, "kind", "") in ("http", "sse"):
+                raise NotJsonRpc(noise[0])  # an HTTP answer that is not JSON-RPC: no answer will follow
             if noise and pretty_printed(list(noise)) is not None:
                 raise asyncio.TimeoutError("pretty-printed")
             if time.monotonic() >= deadline:
@@ -183,6 +183,10 @@ async def _connection(
             probe.handshake_time = time.monotonic() - started
         except RpcError as exc:
             probe.error, probe.code, probe.exception = describe(exc), exc.code, exc
+            # a JSON-RPC error carried by a refusal (a 401, a 403 from a Host guard) is about reach
+            reason = await _unreachable(exc, client, options.transport, _label(options.target), version)
+            if reason is not None:
+                probe.error, probe.code, probe.unreachable = reason, None, True
             return probe, findings, None
         except (Exception, asyncio.TimeoutError) as exc:  # noqa: BLE001 - recorded for lifecycle.handshake
             probe.exception = exc
@@ -192,7 +196,7 @@ async def _connection(
                     probe.error = "the answer came pretty-printed over several lines, which no client can read"
             else:
                 probe.error = describe(exc)
-                reason = await _unreachable(exc, client, options.transport, _label(options.target))
+                reason = await _unreachable(exc, client, options.transport, _label(options.target), version)
                 if reason is not None:
                     probe.error, probe.unreachable = reason, True
             probe.answered = _answered_in(exc)

@@ -9,6 +9,11 @@ from ..model import Finding
 from ..registry import LEGACY, rule
 
 METHOD_NOT_FOUND = -32601
+#: methods a capability offers but does not oblige a server to serve: RS-01/RS-03 make templates
+#: an optional part of ``resources`` (no requirement says a server with resources has templates),
+#: so -32601 there is a server without templates, not an unbacked capability. Any other failure of
+#: a method the server does serve still counts.
+OPTIONAL_METHODS = frozenset({"resources/templates/list"})
 
 
 async def _completion_ref(ctx: CheckContext) -> tuple[dict[str, Any], str]:
@@ -47,7 +52,8 @@ def _failure(ctx: CheckContext, capability: str, method: str, exc: BaseException
 
 
 @rule(
-    "capabilities.backed", keyword="MUST",
+    "capabilities.backed", example="absent_list_changed",
+    keyword="MUST",
     requirements=("LC-06", "VN-04", "TL-01", "RS-01", "RS-10", "PM-01", "LG-02", "CP-01"),
     title="every declared capability is backed: its methods exist and answer",
     fix="declare only what you serve: implement the methods of each declared capability "
@@ -68,7 +74,11 @@ async def check_backed(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
     checked: list[str] = []
     pages = await ctx.first_pages()
+    optional: list[str] = []
     for method, result in pages.items():
+        if method in OPTIONAL_METHODS and getattr(result, "code", None) == METHOD_NOT_FOUND:
+            optional.append(method)
+            continue
         checked.append(method)
         if isinstance(result, Exception):
             out.append(_failure(ctx, method.split("/")[0], method, result))
@@ -93,7 +103,9 @@ async def check_backed(ctx: CheckContext) -> list[Finding]:
                 out.append(_failure(ctx, capability, method, exc))
     if not checked:
         raise ctx.skip("the server declares no capability with methods")
-    return out or [ctx.ok(f"{len(checked)} method(s) of the declared capabilities answer: {', '.join(checked)}")]
+    unserved = f" ({', '.join(optional)}: not served, which the spec allows)" if optional else ""
+    return out or [ctx.ok(f"{len(checked)} method(s) of the declared capabilities answer: {', '.join(checked)}"
+                          + unserved)]
 
 
 #: list method -> (result key, the capability holding listChanged, the notification)
@@ -110,7 +122,8 @@ def _names(items: list[dict[str, Any]], key: str) -> set[str]:
 
 
 @rule(
-    "capabilities.list-changed", keyword="SHOULD", requirements=("TL-13", "RS-09", "PM-07"), revisions=LEGACY,
+    "capabilities.list-changed", example="lazy_tools",
+    keyword="SHOULD", requirements=("TL-13", "RS-09", "PM-07"), revisions=LEGACY,
     order=90,
     title="a list declared with listChanged that changes during the connection is announced with a "
     "list_changed notification",

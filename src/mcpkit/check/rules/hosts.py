@@ -1,9 +1,10 @@
 """Hosts: would Claude, OpenAI, Gemini (and the others of mcpkit/hosts.py) take these tools?
 
 Not spec rules: a server can be valid MCP and still fail every session of a host (a root
-``oneOf`` makes the Anthropic API refuse the whole request). One rule per host, warnings, run
-for the hosts ``--hosts`` names (default claude, openai, gemini). The tool list is checked once,
-under the first revision the server accepts: it does not change with the revision.
+``oneOf`` makes the Anthropic API refuse the whole request). One rule per host, run for the hosts
+``--hosts`` names (default claude, openai, gemini), each failing with one finding that lists the
+tools. Advice (info): the spec states none of it. The tool list is checked once, under the first
+revision the server accepts: it does not change with the revision.
 """
 
 from __future__ import annotations
@@ -36,20 +37,26 @@ def _host_rule(host_id: str) -> Callable[[CheckContext], Awaitable[list[Finding]
             del seen[host_id]  # another revision may still get the list
             raise
         server_name = (ctx.client.server_info or {}).get("name") if ctx.client is not None else None
-        out = []
         spec_broken = _spec_broken(tools, ctx)
+        items: list[str] = []
+        problems: list[dict[str, Any]] = []
         for problem in server_problems(tools, [host_id], server_name=server_name):
             if (problem.tool, problem.feature) in spec_broken:
                 continue  # not valid MCP in the first place: tools.name / schema.input-valid say so
             verb = "would reject" if problem.effect == "rejects" else "would silently drop part of"
             who = f"tool {problem.tool!r}" if problem.tool is not None else "this server"
             note = "" if problem.confirmed else " (reported, not confirmed for every version)"
-            detail = {"host": host_id, "feature": problem.feature, "source": problem.source}
-            if problem.tool is not None:
-                detail["tool"] = problem.tool
-            out.append(ctx.fail(f"{host.name} {verb} {who}: {problem.message}{note}. Source: {problem.source}",
-                                **detail))
-        return out or [ctx.ok(f"{len(tools)} tool(s) acceptable to {host.name}")]
+            items.append(f"{verb} {who}: {problem.message}{note} (source: {problem.source})")
+            problems.append({"tool": problem.tool, "feature": problem.feature, "effect": problem.effect,
+                             "source": problem.source, "message": problem.message})
+        if not problems:
+            return [ctx.ok(f"{len(tools)} tool(s) acceptable to {host.name}")]
+        # one finding per host, the tools listed in it: a server with many tools gets one line per
+        # host, not one per tool and host
+        names = sorted({p["tool"] for p in problems if p["tool"] is not None})
+        which = f"{len(names)} of {len(tools)} tool(s) ({', '.join(map(repr, names))})" if names else "the tool list"
+        return [ctx.fail(f"{host.name} would not take {which} as listed: " + "; ".join(items),
+                         host=host_id, tools=names, problems=problems)]
 
     check.__name__ = f"check_host_{host_id.replace('-', '_')}"
     return check
@@ -77,9 +84,9 @@ _FIX = ("for a manager tool keep the default flat schema; for a raw schema with 
         "copy it accepts and still validates calls against the original")
 #: not spec text: why these rules exist and where their facts come from
 _QUOTE = ("(Not a requirement of the specification: what the hosts that consume MCP servers accept, learned from "
-          "their public documentation and from issues showing their own errors, cited in each finding. A warning, "
-          "not an error: the server is valid MCP, but a host that refuses one tool fails the user's whole request, "
-          "e.g. 'input_schema does not support oneOf, allOf, or anyOf at the top level'.)")
+          "their public documentation and from issues showing their own errors, cited in each finding. Advice, so "
+          "info, as the spec states none of it: the server is valid MCP, but a host that refuses one tool fails the "
+          "user's whole request, e.g. 'input_schema does not support oneOf, allOf, or anyOf at the top level'.)")
 _FIXES = {
     "mcpkit": "server.manager(...) advertises a flat schema by default; add_tool(..., flatten=True) for a raw "
               "schema with a root combinator; Server(..., host_schemas=...) for every host's own copy "
@@ -100,11 +107,16 @@ def _sources(host: Host) -> str:
     return f"mcpkit/hosts.py, each finding names its source; {'; '.join(seen)}"
 
 
+#: the server of tests/check/fixtures/ each host rule fails on: a root oneOf (root_one_of.py), or
+#: only a tool count (129 tools, many_tools.py)
+_EXAMPLES = {"cursor": "many_tools", "vscode": "many_tools"}
+
 for _host_id, _host in HOSTS.items():
     rule(
-        # SHOULD gives the warning severity these rules have by default; _QUOTE says they are not spec
-        # text. The requirements cited are the nearest ones: the inputSchema (TL-05) and the name (TL-06).
-        f"hosts.{_host_id}", keyword="SHOULD", requirements=("TL-05", "TL-06"),
+        # advice (info): what hosts accept is no spec text (_QUOTE), and a severity follows the spec's
+        # keyword. The requirements cited are the nearest ones: the inputSchema (TL-05) and the name (TL-06).
+        f"hosts.{_host_id}", keyword="advice", requirements=("TL-05", "TL-06"),
         title=f"every tool is one {_host.name} accepts as listed",
         fix=_FIX, quote=_QUOTE, source=_sources(_host), fixes=_FIXES,
+        example=_EXAMPLES.get(_host_id, "root_one_of"),
     )(_host_rule(_host_id))

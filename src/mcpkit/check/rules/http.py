@@ -127,7 +127,8 @@ _HTTP_SDK = "the official SDK's streamable_http_app() guards Host and Origin on 
 
 
 @rule(
-    "http.host-guard", keyword="advice", requirements=("HS-01", "HS-03"), scope="server", transports=("http",),
+    "http.host-guard", example="no_host_guard",
+    keyword="advice", requirements=("HS-01", "HS-03"), scope="server", transports=("http",),
     title="a request with a foreign Host header is refused (DNS-rebinding protection)",
     fix="accept only the Host names you serve (localhost, 127.0.0.1, your domain) and answer others "
     "with 403 (or 421)",
@@ -153,7 +154,8 @@ async def check_host_guard(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "http.origin-guard", keyword="MUST", requirements=("HS-01", "HS-02"), scope="server", transports=("http",),
+    "http.origin-guard", example="no_host_guard",
+    keyword="MUST", requirements=("HS-01", "HS-02"), scope="server", transports=("http",),
     title="a request with a foreign Origin header is refused (403 Forbidden from 2025-11-25 on)",
     fix="validate the Origin header of every request and answer an Origin you do not trust with 403",
     quote="Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding "
@@ -266,7 +268,8 @@ async def check_session_required(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "http.notification-accepted", keyword="MUST", requirements=("HL-04",), scope="server", transports=("http",),
+    "http.notification-accepted", example="notification_body",
+    keyword="MUST", requirements=("HL-04",), scope="server", transports=("http",),
     revisions=since("2025-03-26")[:-1],
     title="a POSTed notification is answered 202 Accepted with no body",
     fix="answer a POST whose body is a notification (or a response) with 202 and an empty body",
@@ -300,7 +303,8 @@ async def check_notification_accepted(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "http.protocol-version-header", keyword="MUST", requirements=("HL-19",), scope="server", transports=("http",),
+    "http.protocol-version-header", example="version_header_ignored",
+    keyword="MUST", requirements=("HL-19",), scope="server", transports=("http",),
     revisions=("2025-06-18", "2025-11-25"),
     title="a request with an invalid MCP-Protocol-Version header gets 400 Bad Request",
     fix="check the MCP-Protocol-Version header of every request after initialize: answer a value that is not a "

@@ -48,7 +48,8 @@ def _discover_shape(result: Any, offered: str) -> list[str]:
 
 
 @rule(
-    "lifecycle.handshake", keyword="MUST", requirements=("LC-01", "VN-03"), scope="server",
+    "lifecycle.handshake", example="bad_server_info",
+    keyword="MUST", requirements=("LC-01", "VN-03"), scope="server",
     title="initialize (server/discover for 2026-07-28) answers with a well-formed result",
     fix="answer initialize with protocolVersion, capabilities and serverInfo {name, version}; "
     "answer server/discover with supportedVersions and capabilities",
@@ -86,7 +87,8 @@ async def check_handshake(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "lifecycle.negotiation", keyword="MUST", requirements=("LC-02",), scope="server", revisions=LEGACY,
+    "lifecycle.negotiation", example="echo_version",
+    keyword="MUST", requirements=("LC-02",), scope="server", revisions=LEGACY,
     title="an offered revision the server supports is answered with that revision; others get a supported one",
     fix="answer initialize with the client's protocolVersion when you support it, otherwise with your latest",
     quote="If the server supports the requested protocol version, it MUST respond with the same version. "
@@ -145,7 +147,8 @@ async def check_negotiation(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "lifecycle.ping", keyword="MUST", keywords={"2026-07-28": "advice"}, requirements=("PG-01", "PG-03"),
+    "lifecycle.ping", example="no_ping",
+    keyword="MUST", keywords={"2026-07-28": "advice"}, requirements=("PG-01", "PG-03"),
     title="ping answers an empty result (2026-07-28: ping is an unknown method)",
     fix="answer ping with {} (in 2026-07-28, with -32601 Method not found)",
     quote="The receiver MUST respond promptly with an empty response. (2026-07-28 removed ping: a request "

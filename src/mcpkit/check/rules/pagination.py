@@ -12,7 +12,8 @@ MAX_PAGES = 100
 
 
 @rule(
-    "pagination.cursor", keyword="SHOULD", requirements=("PA-01", "PA-02", "PA-03"),
+    "pagination.cursor", example="broken_pages",
+    keyword="SHOULD", requirements=("PA-01", "PA-02", "PA-03"),
     title="following nextCursor works until a page without nextCursor",
     fix="return nextCursor only when more results exist, as an opaque string that the next request "
     "accepts; leave it out on the last page",
@@ -64,7 +65,8 @@ async def check_cursor(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "pagination.invalid-cursor", keyword="SHOULD", requirements=("PA-02",),
+    "pagination.invalid-cursor", example="restarts_on_bad_cursor",
+    keyword="SHOULD", requirements=("PA-02",),
     quote="Invalid cursors SHOULD result in an error with code -32602 (Invalid params).",
     source="server/utilities/pagination#error-handling",
     fixes={

@@ -54,7 +54,7 @@ def _poisoning_rule(rule_id: str, *, keyword: str, fixes: str) -> Any:
     assert {"MUST": "error", "SHOULD": "warning"}[keyword] == severity, rule_id
 
     @rule(rule_id, keyword=keyword, requirements=("TL-14", "TL-11"), revisions=LEGACY, title=title,
-          fix=fix, quote=_QUOTE, source=_SOURCE,
+          fix=fix, quote=_QUOTE, source=_SOURCE, example="poisoned",
           fixes=dict.fromkeys(("mcpkit", "sdk", "fastmcp", "ts"), fixes))
     async def check(ctx: CheckContext) -> list[Result]:
         return await _report(ctx, rule_id)

@@ -19,7 +19,8 @@ def _missing_uri(ctx: CheckContext, listed: list[str]) -> str:
 
 
 @rule(
-    "resources.not-found-code", keyword="SHOULD", keywords={"2026-07-28": "MUST"}, requirements=("RS-08", "EC-03"),
+    "resources.not-found-code", example="wrong_not_found_code",
+    keyword="SHOULD", keywords={"2026-07-28": "MUST"}, requirements=("RS-08", "EC-03"),
     quote="Servers SHOULD return standard JSON-RPC errors for common failure cases: Resource not found: -32002. "
     "(2026-07-28: If the requested resource does not exist, servers MUST return a JSON-RPC error with code "
     "-32602 (Invalid Params). [...] Servers MUST NOT return an empty contents array for a non-existent resource.)",

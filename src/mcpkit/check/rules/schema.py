@@ -36,7 +36,8 @@ def schema_problem(schema: Any, label: str, *, default_2020: bool, object_root: 
 
 
 @rule(
-    "schema.input-valid", keyword="MUST", requirements=("TL-05", "JS-01", "JS-02", "JS-04"),
+    "schema.input-valid", example="invalid_schema",
+    keyword="MUST", requirements=("TL-05", "JS-01", "JS-02", "JS-04"),
     quote="inputSchema: JSON Schema defining expected parameters [...] MUST be a valid JSON Schema object "
     "(not null). Schemas MUST be valid according to their declared or default dialect. (The schema requires "
     "type: \"object\" at the root.)",
@@ -67,7 +68,8 @@ async def check_input_schemas(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "schema.output-valid", keyword="MUST", requirements=("TL-07", "JS-01", "JS-04"),
+    "schema.output-valid", example="invalid_output_schema",
+    keyword="MUST", requirements=("TL-07", "JS-01", "JS-04"),
     revisions=("2025-06-18", "2025-11-25", "2026-07-28"),
     quote="outputSchema: Optional JSON Schema defining expected output structure [...] Schemas MUST be valid "
     "according to their declared or default dialect. (Before 2026-07-28 the schema requires type: "

@@ -56,7 +56,8 @@ _FIXES_BUILT_IN = "built in: server.add_skill / skills_from compute it from the 
 
 
 @rule(
-    "skills.capability", keyword="MUST", requirements=("VN-05", "RS-01", "LC-06"),
+    "skills.capability", example="skills_no_resources",
+    keyword="MUST", requirements=("VN-05", "RS-01", "LC-06"),
     title="a server declaring the skills extension declares resources, a settings object, and serves "
     "skills/list and skills/get (and resources/directory/read with directoryRead)",
     fix="declare capabilities.extensions[\"io.modelcontextprotocol/skills\"] as an object ({} or "
@@ -116,7 +117,8 @@ async def check_capability(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "skills.names", keyword="MUST", requirements=("VN-05",),
+    "skills.names", example="skills_bad_name",
+    keyword="MUST", requirements=("VN-05",),
     title="each skill's URI ends in <name>/SKILL.md, and the name keeps the Agent Skills naming rules",
     fix="serve each skill at <scheme>://<path>/<name>/SKILL.md where <name> is its frontmatter name: 1-64 "
     "lowercase letters, digits and hyphens, no hyphen first, last or twice in a row",
@@ -147,7 +149,8 @@ async def check_names(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "skills.frontmatter", keyword="MUST", requirements=("VN-05",),
+    "skills.frontmatter", example="skills_frontmatter_differs",
+    keyword="MUST", requirements=("VN-05",),
     title="each entry's frontmatter is the SKILL.md's own YAML frontmatter, with name and description",
     fix="render the SKILL.md's frontmatter verbatim as the entry's frontmatter (every field, unchanged), "
     "and begin every SKILL.md with YAML frontmatter holding at least name and description",
@@ -189,7 +192,8 @@ async def check_frontmatter(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "skills.digests", keyword="MUST", requirements=("VN-05", "RS-04"),
+    "skills.digests", example="skills_wrong_digest",
+    keyword="MUST", requirements=("VN-05", "RS-04"),
     title="each skill's resources list every file once, SKILL.md included, with sha256 digests and sizes "
     "that match what resources/read returns",
     fix="list every file of the skill once in resources, each {uri, digest: \"sha256:<64 lowercase hex>\", "
@@ -253,7 +257,8 @@ async def check_digests(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "skills.limits", keyword="SHOULD", requirements=("VN-05",),
+    "skills.limits", example="skills_no_resources",
+    keyword="SHOULD", requirements=("VN-05",),
     title="no skill has more than 512 files or 16 MiB of them",
     fix="split a skill that has more than 512 files or more than 16 MiB (16,777,216 bytes) of them",
     quote="Servers SHOULD NOT serve a skill that exceeds either limit; a skill that does is not guaranteed to "

@@ -24,7 +24,8 @@ def _revision(key: str) -> str | None:
 
 
 @rule(
-    "stdio.stdout-clean", keyword="MUST", requirements=("ST-01", "ST-02"), transports=("stdio",), scope="server",
+    "stdio.stdout-clean", example="stdout_noise",
+    keyword="MUST", requirements=("ST-01", "ST-02"), transports=("stdio",), scope="server",
     title="stdout carries only JSON-RPC messages (no banners, prints or logs)",
     fix="write logs and banners to stderr; on stdout write only compact JSON-RPC messages, one per line",
     quote="The server MUST NOT write anything to its stdout that is not a valid MCP message.",
@@ -47,7 +48,8 @@ async def check_stdout_clean(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "stdio.framing", keyword="MUST", requirements=("ST-01",), transports=("stdio",), scope="server",
+    "stdio.framing", example="pretty_printed",
+    keyword="MUST", requirements=("ST-01",), transports=("stdio",), scope="server",
     title="each JSON-RPC message is written on one line (no pretty-printed JSON)",
     fix="serialize each message compactly (json.dumps(message, separators=(',', ':')) or JSON.stringify(message)) "
     "followed by one newline; never indent",
@@ -79,7 +81,8 @@ async def check_framing(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "stdio.exit-on-eof", keyword="SHOULD", requirements=("ST-07",), transports=("stdio",), scope="server",
+    "stdio.exit-on-eof", example="ignores_eof",
+    keyword="SHOULD", requirements=("ST-07",), transports=("stdio",), scope="server",
     title=f"the server exits once its stdin is closed (within {EOF_GRACE:g} s, or twice its start-up time)",
     fix="end the process when reading stdin returns end-of-file: stop background threads and tasks "
     "(or make them daemons) so that nothing keeps it alive",

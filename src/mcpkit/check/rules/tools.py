@@ -15,7 +15,8 @@ NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
 @rule(
-    "tools.name", keyword="SHOULD", requirements=("TL-06",), revisions=since("2025-11-25"),
+    "tools.name", example="bad_tool_names",
+    keyword="SHOULD", requirements=("TL-06",), revisions=since("2025-11-25"),
     title="tool names are 1-128 characters of A-Z a-z 0-9 _ - . and unique",
     fix="rename the tool: letters, digits, '_', '-' and '.' only, at most 128 characters, no two alike",
     quote="Tool names SHOULD be between 1 and 128 characters in length (inclusive). [...] The following SHOULD "
@@ -50,7 +51,8 @@ async def check_names(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "tools.description", keyword="advice", requirements=("TL-05",),
+    "tools.description", example="no_description",
+    keyword="advice", requirements=("TL-05",),
     title="every tool has a description",
     fix="give each tool a description: it is what the model reads to decide when to call it",
     quote="description: Human-readable description of functionality (optional in the schema; "
@@ -92,7 +94,8 @@ def _output_problems(tool: dict[str, Any], result: Any, modern: bool) -> str | N
 
 
 @rule(
-    "tools.read-only-output", keyword="MUST", requirements=("TL-07", "TL-09"), default=False,
+    "tools.read-only-output", example="bad_output --call-tools",
+    keyword="MUST", requirements=("TL-07", "TL-09"), default=False,
     revisions=since("2025-06-18"),
     title="read-only tools called with sample arguments (--call-tools) return structuredContent that "
     "matches their outputSchema",
