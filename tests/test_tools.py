@@ -638,6 +638,17 @@ async def test_sync_handlers_log_too_and_unknown_levels_fail_the_tool(wire):
         assert text_of(result).startswith("Internal error while running tool 'bad_level'")
 
 
+def test_a_log_call_in_fastmcps_order_is_refused_naming_the_order():
+    """FastMCP's ``ctx.log(message, level)`` puts the message where mcpkit takes the level:
+    the error says which comes first and the shorter spelling."""
+    ctx = Context.__new__(Context)  # the check runs before anything of the request is read
+    with pytest.raises(ValueError) as err:
+        ctx.log("disk almost full", "warning")
+    assert str(err.value) == ("unknown log level 'disk almost full'; use one of debug, info, notice, warning, "
+                              "error, critical, alert, emergency: the level comes first, ctx.log('info', data), "
+                              "or use ctx.info(data)")
+
+
 @pytest.mark.asyncio
 @pytest.mark.req("LC-05", "PR-01", "PR-02", "PR-03", "PR-04")
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25"])
