@@ -216,15 +216,45 @@ async def test_tool_error_text_reaches_the_client(wire):
     def empty_refusal() -> str:
         raise ToolError()
 
+    def meta(message: str) -> dict:
+        return {"dev.mcpkit/error": {"code": "E_INTERNAL", "message": message, "details": None, "retryable": False,
+                                     "suggestedFix": None}}
+
     async with connect(server, wire) as h:
         assert await call(h, "refuse", {"why": "busy"}) == {
             "content": [{"type": "text", "text": "cannot do that: busy"}],
-            "isError": True,
+            "isError": True, "_meta": meta("cannot do that: busy"),
         }
-        assert await call(h, "refuse_async") == {"content": [{"type": "text", "text": "async refusal"}], "isError": True}
+        assert await call(h, "refuse_async") == {"content": [{"type": "text", "text": "async refusal"}],
+                                                 "isError": True, "_meta": meta("async refusal")}
         assert await call(h, "empty_refusal") == {
             "content": [{"type": "text", "text": "Tool 'empty_refusal' failed."}],
+            "isError": True, "_meta": meta(""),
+        }
+
+
+@pytest.mark.asyncio
+@pytest.mark.req("TL-10")
+@pytest.mark.parametrize("middleware", [False, True], ids=["plain", "with-middleware"])
+async def test_a_tool_errors_fix_and_code_reach_the_client_with_or_without_middleware(wire, middleware):
+    """The model reads the fix in the text, a program the code in _meta: the same result whether
+    a middleware runs around the call or not (docs/server.md, docs/policy.md)."""
+    server = Server("t")
+    if middleware:
+        server.add_middleware(lambda cc, call_next: call_next(cc), hook="on_call_tool")
+
+    @server.tool
+    def forecast(city: str) -> str:
+        raise ToolError(f"no forecast for {city}", code="E_NOT_FOUND", details={"city": city},
+                        suggested_fix="Use one of: oslo, paris.")
+
+    async with connect(server, wire) as h:
+        assert await call(h, "forecast", {"city": "Rome"}) == {
+            "content": [{"type": "text", "text": "no forecast for Rome Fix: Use one of: oslo, paris."}],
             "isError": True,
+            "_meta": {"dev.mcpkit/error": {"code": "E_NOT_FOUND", "message": "no forecast for Rome",
+                                           "details": {"city": "Rome"}, "retryable": False,
+                                           "suggestedFix": "Use one of: oslo, paris."}},
         }
 
 
