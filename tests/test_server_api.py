@@ -155,6 +155,23 @@ async def test_a_name_given_first_names_the_tool_or_prompt(wire):
         server.prompt("a", name="b")
 
 
+@pytest.mark.parametrize("name", ["http", "streamable-http", "sse"])
+def test_run_takes_the_http_transports_other_names(monkeypatch, name):
+    """``server.run("streamable-http")`` and ``"sse"``, as FastMCP and the official SDK name them,
+    serve the one HTTP app that has both transports; an unknown name says the known ones."""
+    import mcpkit.transports.serve
+
+    served = []
+    monkeypatch.setattr(mcpkit.transports.serve, "serve_http",
+                        lambda server, **options: served.append((server, options["host"], options["port"])))
+    server = Server("t")
+    server.run(name, port=8123)
+    assert served == [(server, "127.0.0.1", 8123)]
+    with pytest.raises(ValueError, match=r"^unknown transport 'websocket': use 'stdio' or 'http' \(which also "
+                                         r"serves 'streamable-http' and 'sse'\)$"):
+        server.run("websocket")
+
+
 def test_a_resource_decorator_without_its_uri_is_refused_at_once():
     """``@server.resource`` alone would make the function the decorator and register nothing."""
     server = Server("t")

@@ -830,7 +830,8 @@ class Server(Registrations, SkillRegistrations):
         check(server=self.name, policy=self._policy is not None, key_variable=key_variable)
 
     def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
-        """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn).
+        """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn; also
+        spelled ``"streamable-http"`` or ``"sse"``: it serves both transports).
 
         HTTP binds to 127.0.0.1 unless told otherwise (HS-03). A mistake in the environment (a bad
         ``MCPKIT_*`` value, a switch nothing here reads, an optional package not installed) is
@@ -840,6 +841,10 @@ class Server(Registrations, SkillRegistrations):
 
         startup_line = _entry("mcpkit.startup", "startup_line")
         announce = _entry("mcpkit.startup", "announce")  # stderr, in one write: stdout is the wire
+        if transport in ("streamable-http", "sse"):
+            # the names FastMCP and the official SDK give them: one mcpkit HTTP app serves both,
+            # Streamable HTTP at /mcp and the legacy HTTP+SSE transport at /sse
+            transport = "http"
         try:
             if transport == "stdio":
                 self.check_environment()  # before the start-up line, which would say it serves
@@ -850,7 +855,8 @@ class Server(Registrations, SkillRegistrations):
                 options.setdefault("on_ready", lambda base: announce(startup_line(self, "http", base + path)))
                 _entry("mcpkit.transports.serve", "serve_http")(self, host=host, port=port, **options)
             else:
-                raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+                raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http' (which also serves "
+                                 "'streamable-http' and 'sse')")
         except (SwitchError, MissingExtra) as exc:
             import sys
 
