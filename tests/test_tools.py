@@ -477,6 +477,29 @@ async def test_content_helpers_make_the_wire_shapes(wire):
     assert base64.b64decode(expected["picture"]["content"][0]["data"]) == PNG
 
 
+@pytest.mark.asyncio
+@pytest.mark.req("TL-09")
+async def test_content_blocks_among_strings_are_content_whatever_the_annotation(wire):
+    """A bare ``-> list`` (or ``list[Any]``) declares structured output, yet a list of content
+    blocks with captions is meant as content: the blocks were sent as JSON text, the image lost.
+    Strings alone stay the data the annotation declared."""
+    server = Server("t")
+
+    @server.tool
+    def chart() -> list:
+        return ["Temperatures this week:", mcpkit.image(PNG)]
+
+    @server.tool
+    def names() -> list:
+        return ["oslo", "paris"]
+
+    async with connect(server, wire) as h:
+        assert await call(h, "chart") == {"content": [
+            {"type": "text", "text": "Temperatures this week:"},
+            {"type": "image", "data": b64(PNG), "mimeType": "image/png"}]}
+        assert (await call(h, "names"))["structuredContent"] == {"result": ["oslo", "paris"]}
+
+
 def test_resource_helper_takes_exactly_one_of_text_or_blob():
     with pytest.raises(ValueError, match="exactly one"):
         mcpkit.resource("res://x")
