@@ -175,6 +175,13 @@ class Context:
         return self._session.server
 
     @property
+    def lifespan_context(self) -> Any:
+        """What the server's ``lifespan=`` context manager yielded (server/lifespan.py); None
+        without one."""
+        lifespan = self._session.server.lifespan
+        return lifespan.state if lifespan is not None else None
+
+    @property
     def task_id(self) -> str | None:
         """The id of the task this call runs as (tasks extension), else None."""
         return self._task[1].task_id if self._task is not None else None

@@ -71,7 +71,11 @@ def _pick_annotated(item: dict[str, Any], keys: frozenset[str], rev: Revision) -
 
 
 class Server(Registrations, SkillRegistrations):
-    """An MCP server. Register tools, resources and prompts, then :meth:`run` it."""
+    """An MCP server. Register tools, resources and prompts, then :meth:`run` it.
+
+    ``lifespan=fn``: ``fn(server)`` returns an async context manager entered before the server
+    answers its first request and left after its last; what it yields is ``ctx.lifespan_context``
+    (server/lifespan.py)."""
 
     def __init__(
         self,
@@ -98,6 +102,7 @@ class Server(Registrations, SkillRegistrations):
         middleware: Sequence[Any] = (),
         host_schemas: str | None = None,
         auth: Any = None,
+        lifespan: Callable[[Any], Any] | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -174,6 +179,13 @@ class Server(Registrations, SkillRegistrations):
         #: tools, resources or prompts at run time names them here so early sessions know of them
         self._advertise = frozenset(advertise)
         self.host_schemas = host_schemas
+        #: set up before serving and torn down after (server/lifespan.py); its value is every
+        #: handler's ctx.lifespan_context
+        self.lifespan: Any = None
+        if lifespan is not None:
+            from .lifespan import Lifespan
+
+            self.lifespan = Lifespan(lifespan)
         for mw in middleware:
             self.add_middleware(mw)
 
