@@ -149,7 +149,7 @@ async def test_stdio_sets_up_before_serving_and_tears_down_after_the_client_leav
     script = tmp_path / "server.py"
     script.write_text(textwrap.dedent(f"""
         from contextlib import asynccontextmanager
-        from mcpkit import Context, Server
+        from mcpkit import Server
 
         @asynccontextmanager
         async def lifespan(server):
@@ -159,16 +159,12 @@ async def test_stdio_sets_up_before_serving_and_tears_down_after_the_client_leav
             with open({str(log)!r}, "a") as f:
                 f.write("exit\\n")
 
+        async def async_db(arguments, ctx):  # run on the loop; the sync one on the reader thread
+            return ctx.lifespan_context["db"]
+
         server = Server("stdio", lifespan=lifespan)
-
-        @server.tool
-        def sync_db(ctx: Context) -> str:
-            return ctx.lifespan_context["db"]
-
-        @server.tool
-        async def async_db(ctx: Context) -> str:
-            return ctx.lifespan_context["db"]
-
+        server.add_tool("sync_db", lambda arguments, ctx: ctx.lifespan_context["db"], input_schema={{"type": "object"}})
+        server.add_tool("async_db", async_db, input_schema={{"type": "object"}})
         server.run()
     """))
     async with Client([sys.executable, str(script)], inherit_env=["PYTHONPATH"]) as client:
