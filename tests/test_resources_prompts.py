@@ -168,6 +168,24 @@ async def test_resource_handler_failures_are_internal_errors(wire, caplog):
     assert "/secret/path" in caplog.text
 
 
+@pytest.mark.asyncio
+async def test_a_resource_returning_a_data_dict_logs_how_to_send_json(wire, caplog):
+    """A dict is the contents object, not data: one without text or blob fails the read, and
+    the server's log line says how to send JSON instead (other frameworks serialise it)."""
+    server = Server("t")
+
+    @server.resource("res://user")
+    def user() -> dict:
+        return {"name": "Ann"}
+
+    async with connect(server, wire) as h:
+        err = await expect_error(read(h, "res://user"), -32603)
+    assert err.message == "The resource handler for res://user returned an unusable value."
+    assert ("resources/read res://user: a resource handler returned a dict without 'text' or 'blob': a dict is "
+            "read as the contents ({'text': ...} or {'blob': ...}); for JSON data return json.dumps(value) and "
+            "register the resource with mime_type='application/json'") in caplog.text
+
+
 # --------------------------------------------------------------------------- templates
 
 

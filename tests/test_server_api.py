@@ -125,6 +125,67 @@ async def test_tool_decorator_forms_and_exact_annotations(wire):
 
 
 @pytest.mark.asyncio
+async def test_a_name_given_first_names_the_tool_or_prompt(wire):
+    """``@server.tool("name")`` and ``@server.prompt("name")``, as FastMCP and the official SDK
+    spell them: the string is the name, not a function to register."""
+    server = Server("t")
+
+    @server.tool("sum_two", read_only=True)
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.prompt("greeting")
+    def greet(who: str) -> str:
+        return f"Hello {who}"
+
+    @server.tool("same", name="same")
+    def same() -> str:
+        return "x"
+
+    assert add(1, 2) == 3 and greet("x") == "Hello x"  # the functions are handed back
+    assert set(server.tools) == {"sum_two", "same"}
+    async with connect(server, wire) as h:
+        result = await h.request("tools/call", {"name": "sum_two", "arguments": {"a": 1, "b": 2}})
+        prompt = await h.request("prompts/get", {"name": "greeting", "arguments": {"who": "Ann"}})
+    assert result["structuredContent"] == {"result": 3}
+    assert prompt["messages"][0]["content"]["text"] == "Hello Ann"
+    with pytest.raises(TypeError, match=r"^tool named twice: 'a' and name='b'; give one of them$"):
+        server.tool("a", name="b")
+    with pytest.raises(TypeError, match=r"^prompt named twice: 'a' and name='b'; give one of them$"):
+        server.prompt("a", name="b")
+
+
+@pytest.mark.parametrize("name", ["http", "streamable-http", "sse"])
+def test_run_takes_the_http_transports_other_names(monkeypatch, name):
+    """``server.run("streamable-http")`` and ``"sse"``, as FastMCP and the official SDK name them,
+    serve the one HTTP app that has both transports; an unknown name says the known ones."""
+    import mcpkit.transports.serve
+
+    served = []
+    monkeypatch.setattr(mcpkit.transports.serve, "serve_http",
+                        lambda server, **options: served.append((server, options["host"], options["port"])))
+    server = Server("t")
+    server.run(name, port=8123)
+    assert served == [(server, "127.0.0.1", 8123)]
+    with pytest.raises(ValueError, match=r"^unknown transport 'websocket': use 'stdio' or 'http' \(which also "
+                                         r"serves 'streamable-http' and 'sse'\)$"):
+        server.run("websocket")
+
+
+def test_a_resource_decorator_without_its_uri_is_refused_at_once():
+    """``@server.resource`` alone would make the function the decorator and register nothing."""
+    server = Server("t")
+    for kind in ("resource", "resource_template"):
+        with pytest.raises(TypeError) as err:
+            @getattr(server, kind)
+            def readme() -> str:
+                return "x"
+        assert str(err.value) == (f'@server.{kind} takes the URI first: write @server.{kind}("scheme://...") '
+                                  f"above readme, not @server.{kind} alone")
+    assert server._resources == {} and server._templates == []
+
+
+@pytest.mark.asyncio
 @pytest.mark.req("TL-05")
 async def test_docstring_becomes_description_and_parameter_docs_describe_properties(wire):
     server = Server("t")

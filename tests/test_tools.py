@@ -216,15 +216,45 @@ async def test_tool_error_text_reaches_the_client(wire):
     def empty_refusal() -> str:
         raise ToolError()
 
+    def meta(message: str) -> dict:
+        return {"dev.mcpkit/error": {"code": "E_INTERNAL", "message": message, "details": None, "retryable": False,
+                                     "suggestedFix": None}}
+
     async with connect(server, wire) as h:
         assert await call(h, "refuse", {"why": "busy"}) == {
             "content": [{"type": "text", "text": "cannot do that: busy"}],
-            "isError": True,
+            "isError": True, "_meta": meta("cannot do that: busy"),
         }
-        assert await call(h, "refuse_async") == {"content": [{"type": "text", "text": "async refusal"}], "isError": True}
+        assert await call(h, "refuse_async") == {"content": [{"type": "text", "text": "async refusal"}],
+                                                 "isError": True, "_meta": meta("async refusal")}
         assert await call(h, "empty_refusal") == {
             "content": [{"type": "text", "text": "Tool 'empty_refusal' failed."}],
+            "isError": True, "_meta": meta(""),
+        }
+
+
+@pytest.mark.asyncio
+@pytest.mark.req("TL-10")
+@pytest.mark.parametrize("middleware", [False, True], ids=["plain", "with-middleware"])
+async def test_a_tool_errors_fix_and_code_reach_the_client_with_or_without_middleware(wire, middleware):
+    """The model reads the fix in the text, a program the code in _meta: the same result whether
+    a middleware runs around the call or not (docs/server.md, docs/policy.md)."""
+    server = Server("t")
+    if middleware:
+        server.add_middleware(lambda cc, call_next: call_next(cc), hook="on_call_tool")
+
+    @server.tool
+    def forecast(city: str) -> str:
+        raise ToolError(f"no forecast for {city}", code="E_NOT_FOUND", details={"city": city},
+                        suggested_fix="Use one of: oslo, paris.")
+
+    async with connect(server, wire) as h:
+        assert await call(h, "forecast", {"city": "Rome"}) == {
+            "content": [{"type": "text", "text": "no forecast for Rome Fix: Use one of: oslo, paris."}],
             "isError": True,
+            "_meta": {"dev.mcpkit/error": {"code": "E_NOT_FOUND", "message": "no forecast for Rome",
+                                           "details": {"city": "Rome"}, "retryable": False,
+                                           "suggestedFix": "Use one of: oslo, paris."}},
         }
 
 
@@ -447,6 +477,29 @@ async def test_content_helpers_make_the_wire_shapes(wire):
     assert base64.b64decode(expected["picture"]["content"][0]["data"]) == PNG
 
 
+@pytest.mark.asyncio
+@pytest.mark.req("TL-09")
+async def test_content_blocks_among_strings_are_content_whatever_the_annotation(wire):
+    """A bare ``-> list`` (or ``list[Any]``) declares structured output, yet a list of content
+    blocks with captions is meant as content: the blocks were sent as JSON text, the image lost.
+    Strings alone stay the data the annotation declared."""
+    server = Server("t")
+
+    @server.tool
+    def chart() -> list:
+        return ["Temperatures this week:", mcpkit.image(PNG)]
+
+    @server.tool
+    def names() -> list:
+        return ["oslo", "paris"]
+
+    async with connect(server, wire) as h:
+        assert await call(h, "chart") == {"content": [
+            {"type": "text", "text": "Temperatures this week:"},
+            {"type": "image", "data": b64(PNG), "mimeType": "image/png"}]}
+        assert (await call(h, "names"))["structuredContent"] == {"result": ["oslo", "paris"]}
+
+
 def test_resource_helper_takes_exactly_one_of_text_or_blob():
     with pytest.raises(ValueError, match="exactly one"):
         mcpkit.resource("res://x")
@@ -636,6 +689,17 @@ async def test_sync_handlers_log_too_and_unknown_levels_fail_the_tool(wire):
         result = await call(h, "bad_level")
         assert result["isError"] is True
         assert text_of(result).startswith("Internal error while running tool 'bad_level'")
+
+
+def test_a_log_call_in_fastmcps_order_is_refused_naming_the_order():
+    """FastMCP's ``ctx.log(message, level)`` puts the message where mcpkit takes the level:
+    the error says which comes first and the shorter spelling."""
+    ctx = Context.__new__(Context)  # the check runs before anything of the request is read
+    with pytest.raises(ValueError) as err:
+        ctx.log("disk almost full", "warning")
+    assert str(err.value) == ("unknown log level 'disk almost full'; use one of debug, info, notice, warning, "
+                              "error, critical, alert, emergency: the level comes first, ctx.log('info', data), "
+                              "or use ctx.info(data)")
 
 
 @pytest.mark.asyncio

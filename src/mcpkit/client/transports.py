@@ -281,6 +281,7 @@ class MemoryTransport(Transport):
         self.server = server
         self.session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._lifespan: Any = None  # the server's lifespan, while this connection holds it
 
     async def start(self, deliver: Deliver, lost: Lost, state: Report | None = None) -> None:
         await super().start(deliver, lost, state)
@@ -288,6 +289,11 @@ class MemoryTransport(Transport):
 
         self.server.check_environment()  # served in-process as on a wire: the environment is checked alike
         self._loop = asyncio.get_running_loop()
+        lifespan = self.server.lifespan
+        if lifespan is not None:
+            # set up before the first request, as every transport does (server/lifespan.py)
+            await lifespan.enter(self.server)
+            self._lifespan = lifespan
         self.session = ServerSession(self.server, self._from_server, self._loop, inline_sync=False)
         self._report(StreamState("listening", "in memory"))
 
@@ -316,6 +322,9 @@ class MemoryTransport(Transport):
         if self.session is not None and not self.session.closed:
             self.session.close()
             await asyncio.sleep(0)
+        lifespan, self._lifespan = self._lifespan, None
+        if lifespan is not None:
+            await lifespan.exit()
 
 
 def make_transport(

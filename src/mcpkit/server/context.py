@@ -175,6 +175,13 @@ class Context:
         return self._session.server
 
     @property
+    def lifespan_context(self) -> Any:
+        """What the server's ``lifespan=`` context manager yielded (server/lifespan.py); None
+        without one."""
+        lifespan = self._session.server.lifespan
+        return lifespan.state if lifespan is not None else None
+
+    @property
     def task_id(self) -> str | None:
         """The id of the task this call runs as (tasks extension), else None."""
         return self._task[1].task_id if self._task is not None else None
@@ -238,7 +245,9 @@ class Context:
     def log(self, level: str, data: Any, logger: str | None = None) -> _Done:
         """notifications/message at ``level``, filtered by the client's logging/setLevel (LG-02)."""
         if level not in _LEVEL_RANK:
-            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+            # FastMCP's log takes (message, level): say the order here, where its callers land
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}: the level comes "
+                             "first, ctx.log('info', data), or use ctx.info(data)")
         if self._report is not None:
             self._report.log(level, data)  # whatever the client's log level: it is the result's
         req = self._request

@@ -65,10 +65,16 @@ def _str_param(params: dict[str, Any], key: str, method: str) -> str:
 
 def _tool_failure(tool: Tool, exc: BaseException, correlation_id: str | None) -> dict[str, Any]:
     """TL-10: a tool's failure is a result with isError; internals stay in the log."""
-    correlation_id = correlation_id or new_correlation_id()
     if isinstance(exc, ToolError):
-        message = str(exc) or f"Tool {tool.name!r} failed."
-    elif isinstance(exc, (ClientCapabilityError, ClientRequestError, ClientTimeoutError)):
+        # what the tool said, its fix and its code, as a step's refusal and a policy's failure
+        # say them (docs/policy.md): with or without middleware, the client sees the same result
+        text = exc.message or f"Tool {tool.name!r} failed."
+        if exc.suggested_fix:
+            text += f" Fix: {exc.suggested_fix}"
+        return {"content": [{"type": "text", "text": text}], "isError": True,
+                "_meta": {ERROR_META_KEY: exc.to_error()}}
+    correlation_id = correlation_id or new_correlation_id()
+    if isinstance(exc, (ClientCapabilityError, ClientRequestError, ClientTimeoutError)):
         message = str(exc)
     elif isinstance(exc, OutputSchemaError):
         log.error("tool %r: %s (correlation id %s)", tool.name, exc, correlation_id)
@@ -415,13 +421,7 @@ class ToolOutcome:
 
     @staticmethod
     def failed(cc: CallContext, exc: BaseException) -> dict[str, Any]:
-        if isinstance(exc, ToolError) and exc.code is not None:
-            # a refusal by a step (scope, middleware) says what kind of failure it is
-            text = exc.message or f"Tool {cc.name!r} failed."
-            if exc.suggested_fix:
-                text += f" Fix: {exc.suggested_fix}"
-            return {"content": [{"type": "text", "text": text}], "isError": True,
-                    "_meta": {ERROR_META_KEY: exc.to_error()}}
+        # a refusal by a step (scope, middleware) says what kind of failure it is, as the tool's own does
         return _tool_failure(cc.item, exc, cc.correlation_id)
 
     @staticmethod

@@ -38,7 +38,7 @@ class Registrations:
 
     def tool(
         self,
-        fn: F | None = None,
+        fn: F | str | None = None,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -62,7 +62,8 @@ class Registrations:
         depends_on: Mapping[str, str | Sequence[str]] | None = None,
         **policy: Unpack[ToolPolicyOptions],
     ) -> Any:
-        """Register a function as a tool: ``@server.tool`` or ``@server.tool(name=...)``.
+        """Register a function as a tool: ``@server.tool``, ``@server.tool(name=...)`` or
+        ``@server.tool("name")``.
 
         ``ui="ui://..."`` links the tool to an MCP App registered with :meth:`app`: hosts that
         render apps show its results in that view (``_meta.ui.resourceUri``);
@@ -88,6 +89,8 @@ class Registrations:
         process that is killed at the deadline (mcpkit.policy.isolation: CPU-bound handlers,
         untrusted input, C extensions that hold the GIL).
         """
+        if isinstance(fn, str):  # @server.tool("name"): the name first, as FastMCP and the official SDK take it
+            name, fn = _positional_name("tool", fn, name), None
         options = _tool_options(policy)
 
         if ui is not None:
@@ -294,6 +297,8 @@ class Registrations:
         argument of ``func``, as other MCP frameworks read the same line.
         """
 
+        _uri_first("resource", uri)
+
         def deco(func: F) -> F:
             _check_cache(ttl_ms, cache_scope)  # before registering: a refusal leaves nothing behind
             described = dict(name=name or func.__name__, title=title, mime_type=mime_type, annotations=annotations,
@@ -403,6 +408,7 @@ class Registrations:
         scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a handler for every URI matching an RFC 6570 template; variables become arguments."""
+        _uri_first("resource_template", uri_template)
 
         def deco(func: F) -> F:
             self.add_resource_template(
@@ -503,7 +509,7 @@ class Registrations:
 
     def prompt(
         self,
-        fn: F | None = None,
+        fn: F | str | None = None,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -514,8 +520,11 @@ class Registrations:
         replace: bool = False,
         scopes: Sequence[str] = (),
     ) -> Any:
-        """Register a function as a prompt; its parameters are the prompt's (string) arguments.
+        """Register a function as a prompt (``@server.prompt``, ``@server.prompt(name=...)`` or
+        ``@server.prompt("name")``); its parameters are the prompt's (string) arguments.
         ``scopes``: the OAuth scopes a token needs to get it over authenticated HTTP."""
+        if isinstance(fn, str):
+            name, fn = _positional_name("prompt", fn, name), None
 
         def deco(func: F) -> F:
             spec = input_spec(func, context_type=Context)
@@ -632,6 +641,22 @@ class ToolPolicyOptions(TypedDict, total=False):
     sanitize: bool
     requires: Any
     isolation: str | None
+
+
+def _positional_name(kind: str, given: str, name: str | None) -> str:
+    """The name of ``@server.tool("name")`` (or prompt), unless ``name=`` says another."""
+    if name is not None and name != given:
+        raise TypeError(f"{kind} named twice: {given!r} and name={name!r}; give one of them")
+    return given
+
+
+def _uri_first(kind: str, uri: Any) -> None:
+    """``@server.resource`` without its URI would make the decorated name the decorator and
+    register nothing: refused at once, naming the fix."""
+    if not isinstance(uri, str):
+        what = getattr(uri, "__name__", type(uri).__name__)
+        raise TypeError(f"@server.{kind} takes the URI first: write @server.{kind}(\"scheme://...\") above "
+                        f"{what}, not @server.{kind} alone")
 
 
 def _scopes(scopes: Sequence[str] | str) -> tuple[str, ...]:

@@ -176,7 +176,11 @@ def _one(uri: str, mime_type: str | None, value: Any) -> dict[str, Any]:
         if "uri" not in value:
             value = {"uri": uri, **value}
         if "text" not in value and "blob" not in value:
-            raise TypeError("resource contents need 'text' or 'blob'")
+            # a dict is the contents object itself (RS-03), not data to serialise: data sent as
+            # JSON is a string the handler makes, with the media type it declares
+            raise TypeError("a resource handler returned a dict without 'text' or 'blob': a dict is read as the "
+                            "contents ({'text': ...} or {'blob': ...}); for JSON data return json.dumps(value) "
+                            "and register the resource with mime_type='application/json'")
         if isinstance(value.get("blob"), (bytes, bytearray, memoryview)):
             value = {**value, "blob": base64.b64encode(bytes(value["blob"])).decode("ascii")}  # RS-04
         if mime_type and "mimeType" not in value:

@@ -71,7 +71,11 @@ def _pick_annotated(item: dict[str, Any], keys: frozenset[str], rev: Revision) -
 
 
 class Server(Registrations, SkillRegistrations):
-    """An MCP server. Register tools, resources and prompts, then :meth:`run` it."""
+    """An MCP server. Register tools, resources and prompts, then :meth:`run` it.
+
+    ``lifespan=fn``: ``fn(server)`` returns an async context manager entered before the server
+    answers its first request and left after its last; what it yields is ``ctx.lifespan_context``
+    (server/lifespan.py)."""
 
     def __init__(
         self,
@@ -98,6 +102,7 @@ class Server(Registrations, SkillRegistrations):
         middleware: Sequence[Any] = (),
         host_schemas: str | None = None,
         auth: Any = None,
+        lifespan: Callable[[Any], Any] | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -175,6 +180,13 @@ class Server(Registrations, SkillRegistrations):
         #: tools, resources or prompts at run time names them here so early sessions know of them
         self._advertise = frozenset(advertise)
         self.host_schemas = host_schemas
+        #: set up before serving and torn down after (server/lifespan.py); its value is every
+        #: handler's ctx.lifespan_context
+        self.lifespan: Any = None
+        if lifespan is not None:
+            from .lifespan import Lifespan
+
+            self.lifespan = Lifespan(lifespan)
         for mw in middleware:
             self.add_middleware(mw)
 
@@ -831,7 +843,8 @@ class Server(Registrations, SkillRegistrations):
         check(server=self.name, policy=self._policy is not None, key_variable=key_variable)
 
     def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
-        """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn).
+        """Serve until stopped: ``"stdio"`` (until EOF or SIGTERM) or ``"http"`` (uvicorn; also
+        spelled ``"streamable-http"`` or ``"sse"``: it serves both transports).
 
         HTTP binds to 127.0.0.1 unless told otherwise (HS-03). A mistake in the environment (a bad
         ``MCPKIT_*`` value, a switch nothing here reads, an optional package not installed) is
@@ -841,6 +854,10 @@ class Server(Registrations, SkillRegistrations):
 
         startup_line = _entry("mcpkit.startup", "startup_line")
         announce = _entry("mcpkit.startup", "announce")  # stderr, in one write: stdout is the wire
+        if transport in ("streamable-http", "sse"):
+            # the names FastMCP and the official SDK give them: one mcpkit HTTP app serves both,
+            # Streamable HTTP at /mcp and the legacy HTTP+SSE transport at /sse
+            transport = "http"
         try:
             if transport == "stdio":
                 self.check_environment()  # before the start-up line, which would say it serves
@@ -851,7 +868,8 @@ class Server(Registrations, SkillRegistrations):
                 options.setdefault("on_ready", lambda base: announce(startup_line(self, "http", base + path)))
                 _entry("mcpkit.transports.serve", "serve_http")(self, host=host, port=port, **options)
             else:
-                raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+                raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http' (which also serves "
+                                 "'streamable-http' and 'sse')")
         except (SwitchError, MissingExtra) as exc:
             import sys
 

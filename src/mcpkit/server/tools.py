@@ -69,6 +69,18 @@ def _is_content(value: Any) -> bool:
     return getattr(type(value), "__mcp_content__", False) is True
 
 
+def _content_list(values: list[Any]) -> bool:
+    """Content blocks, maybe with strings among them: content, not data (a list of strings alone
+    is data for a tool that declared one)."""
+    blocks = False
+    for v in values:
+        if _is_content(v):
+            blocks = True
+        elif not isinstance(v, str):
+            return False
+    return blocks
+
+
 class Tool:
     """A registered tool: its wire description, compiled validators and handler."""
 
@@ -280,9 +292,10 @@ class Tool:
             if value.structured is not None:
                 self.check_output(value.structured)  # TL-07: a ToolResult is no way around the outputSchema
             return value.to_result()
-        if type(value) is list and value and all(_is_content(v) for v in value):
-            # content blocks are content, whatever the return annotation said
-            return {"content": value}
+        if type(value) is list and value and _content_list(value):
+            # content blocks are content, whatever the return annotation said (a bare `-> list`
+            # gave an outputSchema), with the strings among them as text blocks, as below
+            return {"content": [{"type": "text", "text": v} if isinstance(v, str) else v for v in value]}
         if self.output_schema is not None and not _is_content(value):
             if self.raw and isinstance(value, dict) and "content" in value and isinstance(value["content"], list):
                 structured = value.get("structuredContent")

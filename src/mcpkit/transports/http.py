@@ -165,6 +165,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
             # another process changed or ended a session this one also serves; Redis lost
             self._share_sessions()
         self.legacy_sse = legacy_sse
+        self._held: Any = None  # the server's lifespan (server/lifespan.py), while this app holds it
         self.sse_path = sse_path
         self.messages_path = messages_path
         self.cors_origins = {o.rstrip("/").lower() for o in (cors_origins or ())}
@@ -226,10 +227,27 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
                 self.loop = asyncio.get_running_loop()
                 if self._sweeper_loop is not self.loop:
                     self._start(self.loop)
+                lifespan = self.server.lifespan
+                if lifespan is not None:  # the server's own setup (server/lifespan.py)
+                    try:
+                        await lifespan.enter(self.server)
+                    except Exception as exc:  # noqa: BLE001 - ASGI: the host reports it and stops
+                        log.exception("the lifespan's setup failed")
+                        await send({"type": "lifespan.startup.failed", "message": f"lifespan setup failed: {exc}"})
+                        return
+                    self._held = lifespan
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.server.close_tasks()  # requests in flight are done; the tasks still running fail
                 self.close_all()
+                lifespan, self._held = self._held, None
+                if lifespan is not None:
+                    try:
+                        await lifespan.exit()
+                    except Exception as exc:  # noqa: BLE001
+                        log.exception("the lifespan's teardown failed")
+                        await send({"type": "lifespan.shutdown.failed", "message": f"lifespan teardown failed: {exc}"})
+                        return
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

@@ -204,6 +204,13 @@ class StdioServer:
         session.task_binding = os.urandom(16).hex()  # TX-07: this connection's tasks are its own
         session.on_request_done = self._request_done
         self.session = session
+        lifespan = self.server.lifespan
+        if lifespan is not None:
+            # set up on the loop async handlers run on, before the first line is read
+            # (server/lifespan.py); a setup that fails stops the server before it serves
+            import asyncio
+
+            asyncio.run_coroutine_threadsafe(lifespan.enter(self.server), self._get_loop()).result()
         previous = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -230,10 +237,21 @@ class StdioServer:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            if lifespan is not None:
+                self._leave(lifespan)
             if self.loop is not None and self._loop_thread is not None:
                 self._settle_tasks()
                 self.loop.call_soon_threadsafe(self.loop.stop)
                 self._loop_thread.join(timeout=2)
+
+    def _leave(self, lifespan: Any) -> None:
+        """The lifespan's teardown, once the requests in flight are answered, on its loop."""
+        import asyncio
+
+        try:
+            asyncio.run_coroutine_threadsafe(lifespan.exit(), self._get_loop()).result()
+        except Exception:  # noqa: BLE001 - the server stops anyway; the teardown's failure is told
+            log.exception("the lifespan's teardown failed")
 
     def _settle_tasks(self, timeout: float = 2.0) -> None:
         """Before the loop stops: let cancelled handlers see their CancelledError and run their
