@@ -73,7 +73,8 @@ def test_the_inspector_calls_a_tool_and_shows_every_view(inspector, browser, tmp
     # prompts
     _view(browser, "prompts")
     browser.find_element(By.CSS_SELECTOR, '#prompt-list li[data-name="packing"]').click()
-    browser.find_element(By.ID, "prompt-city").send_keys("Lima")
+    # the form is built once completion said which arguments are choices
+    _wait(browser, lambda b: b.find_elements(By.ID, "prompt-city"))[0].send_keys("Lima")
     browser.find_element(By.ID, "get-prompt").click()
     _wait(browser, lambda b: "for Lima over 3 days" in _text(b, "#prompt-detail"))
     _shoot(browser, "prompts", tmp_path)

@@ -452,6 +452,7 @@ function showResource(item, kind) {
 
 async function showPrompt(prompt) {
   const detail = $("#prompt-detail");
+  detail.replaceChildren(el("h2", { text: prompt.name }), el("p", { class: "hint", text: "asking which values the arguments take…" }));
   const ref = { type: "ref/prompt", name: prompt.name };
   const schema = { properties: {}, required: [] };
   let built = null;
@@ -466,6 +467,7 @@ async function showPrompt(prompt) {
       if (offered.length && !offered.more) schema.properties[a.name].enum = [...offered];
     }
   }
+  if (state.selected.prompts !== prompt.name) return; // another prompt was picked while completion answered
   built = buildForm(schema, { prefix: "prompt-", complete });
   const outcome = el("div", { class: "outcome" });
   const get = async () => {
