@@ -92,6 +92,12 @@ def test_sampling_is_answered_by_the_user_or_with_the_canned_answer(tour, browse
         shoot(browser, "sampling", tmp_path)
     browser.find_element(By.ID, "sample-send").click()
     assert "leaves drift on still water" in _verdict(browser)
+    if revision != "2026-07-28":  # declined: the server's request gets an error (an input response cannot be one)
+        _tool(browser, "haiku", topic="winter")
+        wait(browser, lambda b: b.find_elements(By.ID, "sample-decline"))[0].click()
+        assert _verdict(browser).startswith("isError")
+        view(browser, "raw")
+        assert '"error":{"code":-1,"message":"User rejected sampling request"}}' in text(browser, "#raw")
 
     # the Client tab's canned answer, taken at once
     view(browser, "client")
@@ -151,6 +157,17 @@ def test_a_subscribed_resource_shows_its_updates(tour, browser, revision, tmp_pa
     view(browser, "raw")
     method = "subscriptions/listen" if revision == "2026-07-28" else "resources/unsubscribe"
     assert f'"method":"{method}"' in text(browser, "#raw")
+
+
+def test_ping_is_answered_and_offered_only_where_it_exists(tour, browser):
+    ready(browser, tour)
+    browser.find_element(By.ID, "ping").click()
+    view(browser, "feed")
+    wait(browser, lambda b: "ping answered in" in text(b, "#feed"))
+    view(browser, "raw")
+    assert '"method":"ping"}' in text(browser, "#raw")
+    _revision(browser, "2026-07-28")  # the sessionless revision has no ping (its §14)
+    assert not browser.find_element(By.ID, "ping").is_enabled()
 
 
 def test_completion_is_offered_for_template_variables_and_prompt_arguments(tour, browser, tmp_path):
