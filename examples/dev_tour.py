@@ -3,10 +3,11 @@
 Its tools ask the client for input (an elicitation form, a sampled message, the roots), run
 slowly with progress (to cancel), take a pydantic model and Literal choices; a resource changes
 (to subscribe to), a prompt and a template complete their arguments, skills are served, and one
-tool reaches outside the server (open-world), so under ``--policy`` it is gated.
+tool reaches outside the server (open-world) and one action of a manager tool deletes, so under
+``--policy`` they are gated.
 
     mcpkit dev examples/dev_tour.py             # everything listed
-    mcpkit dev examples/dev_tour.py --policy    # fetch_page gated: open-world and not allowed
+    mcpkit dev examples/dev_tour.py --policy    # fetch_page and notes' wipe action gated
 """
 
 from __future__ import annotations
@@ -109,6 +110,24 @@ def bump() -> int:
 def fetch_page(url: str) -> str:
     """Fetch a web page (open-world: gated under --policy unless MCPKIT_ALLOW_OPEN_WORLD=1)."""
     return f"would fetch {url}"
+
+
+NOTES: list[str] = ["buy bread"]
+notes = server.manager("notes", description="Keep notes: one action per operation.")
+
+
+@notes.action(name="list", read_only=True, open_world=False)
+def list_notes() -> list[str]:
+    """Every note."""
+    return list(NOTES)
+
+
+@notes.action(name="wipe", destructive=True, open_world=False)
+def wipe_notes() -> int:
+    """Delete every note (destructive: gated under --policy unless MCPKIT_ALLOW_DESTRUCTIVE=1)."""
+    count = len(NOTES)
+    NOTES.clear()
+    return count
 
 
 @server.resource("tour://counter", mime_type="text/plain")

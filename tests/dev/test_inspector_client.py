@@ -252,6 +252,14 @@ def test_a_gated_tool_is_shown_greyed_with_its_reason(tour, browser, tmp_path):
     assert not browser.find_element(By.ID, "arg-url").is_enabled()
     shoot(browser, "gated", tmp_path)
 
+    # a manager's gated action is offered disabled, with its reason; the others work
+    browser.find_element(By.CSS_SELECTOR, '#tool-list li[data-name="notes"]').click()
+    actions = Select(browser.find_element(By.ID, "arg-action")).options
+    assert [(o.text.split()[0], o.is_enabled()) for o in actions] == [("list", True), ("wipe", False)]
+    assert "gated: destructive tools are disabled" in actions[1].text
+    browser.find_element(By.ID, "call-tool").click()
+    assert "buy bread" in _verdict(browser)
+
 
 def test_the_skills_are_shown_with_their_files(tour, browser, tmp_path):
     ready(browser, tour)

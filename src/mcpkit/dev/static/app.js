@@ -303,7 +303,8 @@ function showTool(tool, kind) {
   const schema = tool.inputSchema || {};
   const gated = kind === "gated";
   const gatedActions = Object.fromEntries(((state.info.gated_actions || {})[tool.name] || []).map((a) => [a.name, a.reason]));
-  const built = (!gated && actionForms(schema, gatedActions)) || buildForm(schema, { disabled: gated });
+  const built = (!gated && actionForms(schema, gatedActions))
+    || buildForm(schema, { disabled: gated, gatedChoices: { action: Object.entries(gatedActions) } });
   const outcome = el("div", { class: "outcome", id: "tool-outcome" });
   const bar = el("progress", { max: "1", value: "0", hidden: true });
   const run = el("button", { type: "button", class: "primary", id: "call-tool", text: "Call " + tool.name, disabled: gated });

@@ -100,7 +100,10 @@ function field(path, raw, required, opts, depth) {
   }
   if (choices) {
     input = el("select", { id, name }, ...(required && !nullable ? [] : [el("option", { value: "", text: "" })]),
-      ...choices.map((c, i) => el("option", { value: String(i), text: shown(c) })));
+      ...choices.map((c, i) => el("option", { value: String(i), text: shown(c) })),
+      // values the server would take but its policy gates (a manager's hidden actions): shown, not chosen
+      ...((opts.gatedChoices || {})[path.join(".")] || []).map(([value, why]) =>
+        el("option", { value: `gated:${value}`, disabled: true, text: `${shown(value)} (gated: ${why})` })));
     if ("default" in schema) input.value = String(choices.findIndex((c) => JSON.stringify(c) === JSON.stringify(schema.default)));
     read = () => (input.value === "" ? empty() : choices[Number(input.value)]);
   } else if (kinds.length === 1 && kinds[0] === "boolean" && !nullable) {
@@ -170,7 +173,7 @@ function fields(schema, opts, path, depth) {
 
 // opts: prefix (element ids are unique across views: arg- for tools, res- for resources, prompt- for
 // prompts, elicit- for elicitation), skip (top-level names left out), root (the schema $refs resolve
-// in), complete(name, value) -> Promise<[values]>, disabled
+// in), complete(name, value) -> Promise<[values]>, disabled, gatedChoices ({"path.to.field": [[value, reason]]})
 function buildForm(schema, opts = {}) {
   const options = Object.assign({ prefix: "arg-", root: schema }, opts);
   const form = el("form", { class: "params", onsubmit: (e) => e.preventDefault() });
