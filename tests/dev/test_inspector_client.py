@@ -269,3 +269,36 @@ def test_the_skills_are_shown_with_their_files(tour, browser, tmp_path):
     browser.find_element(By.CSS_SELECTOR, '#skill-detail button[data-uri="skill://release-notes/references/STYLE.md"]').click()
     wait(browser, lambda b: "skill://release-notes/references/STYLE.md" in text(b, "#skill-file"))
     shoot(browser, "skills", tmp_path)
+
+
+HOSTILE = '''
+from mcpkit import Context, Server
+server = Server("hostile", "1.0")
+EVIL = '<img src=x onerror="document.body.dataset.pwned=1">'
+
+@server.tool(destructive=False, open_world=False, description=EVIL)
+async def ask(ctx: Context) -> str:
+    await ctx.elicit(EVIL, {"type": "object", "properties": {
+        "pick": {"type": "string", "enum": [EVIL], "description": EVIL}}})
+    await ctx.sample(EVIL, system_prompt=EVIL)
+    return EVIL
+'''
+
+
+def test_what_the_server_sends_is_shown_as_text_never_run(browser, tmp_path):
+    # the new sinks (elicitation message, form descriptions and choices, sampling messages) keep
+    # the page's rule: server data reaches the DOM as textContent only
+    path = tmp_path / "hostile.py"
+    path.write_text(HOSTILE)
+    with dev_inspector(str(path)) as url:
+        ready(browser, url)
+        _tool(browser, "ask")
+        card = wait(browser, lambda b: b.find_elements(By.ID, "elicitation"))[0]
+        assert card.text.count('<img src=x onerror="document.body.dataset.pwned=1">') == 3  # message, choice, help
+        browser.find_element(By.ID, "elicit-accept").click()
+        card = wait(browser, lambda b: b.find_elements(By.ID, "sampling"))[0]
+        assert 'user: <img src=x onerror=' in card.text and 'system: <img src=x' in card.text
+        browser.find_element(By.ID, "sample-send").click()
+        assert '<img src=x onerror=' in _verdict(browser)
+        assert not browser.find_elements(By.CSS_SELECTOR, "main img, header img")
+        assert browser.execute_script("return document.body.dataset.pwned") is None
