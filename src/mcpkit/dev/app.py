@@ -1,11 +1,12 @@
 """The ASGI app of ``mcpkit dev``: the inspector page (static files shipped in this package) at
-``/``, a small JSON description of the server at ``/dev/info.json``, and the server's own MCP app
+``/``, a small JSON description of the server at ``/dev/info.json`` (its name, the revisions, and
+the tools its gates hide), and the server's own MCP app
 (Streamable HTTP at ``/mcp``, legacy SSE at ``/sse``) for everything else.
 
 The page speaks MCP to ``/mcp`` from the browser like any client does, on the same origin, so the
 server's Host and Origin checks (HS-01/HS-02) stay on as they are in production. The page and
 ``/dev/info.json`` pass the same checks first: a page on another site that rebinds its DNS name
-to 127.0.0.1 must not read the server's name and version either.
+to 127.0.0.1 must not read the server's name and version, nor what its policy hides, either.
 """
 
 from __future__ import annotations
