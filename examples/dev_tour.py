@@ -75,6 +75,23 @@ async def rsvp(ctx: Context, event: str) -> str:
 
 
 @server.tool(destructive=False, open_world=False)
+async def survey(ctx: Context) -> str:
+    """Ask with a titled choice and a multi-select (elicitation forms of 2025-11-25 and later)."""
+    answer = await ctx.elicit("How was the launch?", {
+        "type": "object",
+        "properties": {
+            "rating": {"title": "Rating", "oneOf": [{"const": "good", "title": "Good, thanks"},
+                                                    {"const": "bad", "title": "Could be better"}]},
+            "liked": {"type": "array", "title": "What you liked",
+                      "items": {"type": "string", "enum": ["talks", "food", "music"]}},
+        },
+        "required": ["rating"],
+    })
+    content = answer.get("content") or {}
+    return f"{answer['action']}: rating={content.get('rating')}, liked={', '.join(content.get('liked', []))}"
+
+
+@server.tool(destructive=False, open_world=False)
 async def haiku(ctx: Context, topic: str) -> str:
     """Ask the client's model (sampling) for a haiku."""
     result = await ctx.sample(f"Write a haiku about {topic}.", max_tokens=60, system_prompt="You are a poet.")

@@ -78,6 +78,24 @@ def test_elicitation_is_answered_with_a_form_built_from_the_requested_schema(tou
         assert '"result":{"action":"decline"}}' in raw
 
 
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_a_titled_choice_and_a_multi_select_in_an_elicitation_form(tour, browser, revision):
+    # EL-02: the rich enums of 2025-11-25 (a oneOf of titled consts, an array of an enum)
+    ready(browser, tour)
+    _revision(browser, revision)
+    _tool(browser, "survey")
+    wait(browser, lambda b: b.find_elements(By.ID, "elicitation"))
+    rating = Select(browser.find_element(By.ID, "elicit-rating"))
+    assert [o.text for o in rating.options] == ["Good, thanks", "Could be better"]
+    rating.select_by_visible_text("Could be better")
+    liked = Select(browser.find_element(By.ID, "elicit-liked"))
+    assert liked.is_multiple and [o.text for o in liked.options] == ["talks", "food", "music"]
+    liked.select_by_visible_text("talks")
+    liked.select_by_visible_text("music")
+    browser.find_element(By.ID, "elicit-accept").click()
+    assert "accept: rating=bad, liked=talks, music" in _verdict(browser)
+
+
 @pytest.mark.parametrize("revision", [*HANDSHAKE, "2026-07-28"])
 def test_sampling_is_answered_by_the_user_or_with_the_canned_answer(tour, browser, revision, tmp_path):
     ready(browser, tour)

@@ -54,7 +54,9 @@ function types(schema) {
   if (!schema || typeof schema !== "object") return [];
   if (typeof schema.type === "string") return [schema.type];
   if (Array.isArray(schema.type)) return schema.type;
-  if (Array.isArray(schema.enum)) return [...new Set(schema.enum.map((v) => (v === null ? "null" : typeof v === "number" ? "number" : typeof v)))];
+  const kind = (v) => (v === null ? "null" : typeof v === "number" ? "number" : typeof v);
+  if (Array.isArray(schema.enum)) return [...new Set(schema.enum.map(kind))];
+  if ("const" in schema) return [kind(schema.const)];
   if (schema.properties) return ["object"];
   const branches = schema.anyOf || schema.oneOf || [];
   return [...new Set(branches.flatMap(types))];
@@ -72,6 +74,23 @@ function enumOf(schema) {
 
 // an enum value as the user reads it: a string bare, anything else as JSON
 const shown = (value) => (typeof value === "string" ? value : JSON.stringify(value));
+
+// the labels of a titled enum (EL-02, 2025-11-25: oneOf/anyOf of {const, title}; the legacy
+// enumNames), else the values themselves
+function labelsOf(schema, choices) {
+  const branches = schema.oneOf || schema.anyOf;
+  if (Array.isArray(branches) && branches.every((b) => b && "const" in b)) return branches.map((b) => b.title || shown(b.const));
+  if (Array.isArray(schema.enumNames) && schema.enumNames.length === choices.length) return schema.enumNames.map(String);
+  return choices.map(shown);
+}
+
+// a multi-select: an array whose items are an enum (EL-02)
+function multiOf(schema, root) {
+  if (types(schema)[0] !== "array" || !schema.items) return null;
+  const items = resolve(schema.items, root);
+  const choices = enumOf(items);
+  return choices ? [items, choices] : null;
+}
 
 // One input (or a fieldset, for an object with properties) per property; read() gives the value by
 // the property's type, or undefined when left empty.
@@ -98,9 +117,21 @@ function field(path, raw, required, opts, depth) {
     const note = schema.description ? el("div", { class: "help", text: schema.description }) : null;
     return { nodes: [label, box, note], read, name };
   }
-  if (choices) {
+  const multi = multiOf(schema, opts.root);
+  if (multi) {
+    const [items, values] = multi;
+    const labels = labelsOf(items, values);
+    input = el("select", { id, name, multiple: true, size: String(Math.min(values.length, 6)) },
+      ...values.map((c, i) => el("option", { value: String(i), text: labels[i] })));
+    for (const option of input.options) option.selected = (schema.default || []).some((d) => JSON.stringify(d) === JSON.stringify(values[Number(option.value)]));
+    read = () => {
+      const picked = [...input.selectedOptions].map((o) => values[Number(o.value)]);
+      return picked.length || required ? picked : empty();
+    };
+  } else if (choices) {
+    const labels = labelsOf(schema, choices);
     input = el("select", { id, name }, ...(required && !nullable ? [] : [el("option", { value: "", text: "" })]),
-      ...choices.map((c, i) => el("option", { value: String(i), text: shown(c) })),
+      ...choices.map((c, i) => el("option", { value: String(i), text: labels[i] })),
       // values the server would take but its policy gates (a manager's hidden actions): shown, not chosen
       ...((opts.gatedChoices || {})[path.join(".")] || []).map(([value, why]) =>
         el("option", { value: `gated:${value}`, disabled: true, text: `${shown(value)} (gated: ${why})` })));
