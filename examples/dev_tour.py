@@ -92,6 +92,13 @@ async def survey(ctx: Context) -> str:
 
 
 @server.tool(destructive=False, open_world=False)
+async def connect_account(ctx: Context) -> str:
+    """Send the user to a web page (URL-mode elicitation, 2025-11-25)."""
+    answer = await ctx.elicit_url("Sign in to the calendar service.", "https://calendar.example.com/connect?id=42", "42")
+    return f"sign-in {answer['action']}"
+
+
+@server.tool(destructive=False, open_world=False)
 async def haiku(ctx: Context, topic: str) -> str:
     """Ask the client's model (sampling) for a haiku."""
     result = await ctx.sample(f"Write a haiku about {topic}.", max_tokens=60, system_prompt="You are a poet.")

@@ -96,6 +96,18 @@ def test_a_titled_choice_and_a_multi_select_in_an_elicitation_form(tour, browser
     assert "accept: rating=bad, liked=talks, music" in _verdict(browser)
 
 
+def test_a_url_elicitation_shows_the_url_as_a_link_apart_from_the_page(tour, browser):
+    ready(browser, tour)  # 2025-11-25, the revision of URL mode (EL-04)
+    _tool(browser, "connect_account")
+    wait(browser, lambda b: b.find_elements(By.ID, "elicitation"))
+    link = browser.find_element(By.ID, "elicit-url")
+    assert link.tag_name == "a" and link.get_attribute("href") == "https://calendar.example.com/connect?id=42"
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    assert "Sign in to the calendar service." in text(browser, "#elicitation")
+    browser.find_element(By.ID, "elicit-accept").click()
+    assert "sign-in accept" in _verdict(browser)
+
+
 @pytest.mark.parametrize("revision", [*HANDSHAKE, "2026-07-28"])
 def test_sampling_is_answered_by_the_user_or_with_the_canned_answer(tour, browser, revision, tmp_path):
     ready(browser, tour)

@@ -102,11 +102,19 @@ function elicitationCard(params, done) {
   return el("div", { class: "request", id: "elicitation" },
     el("h3", { text: url ? "The server asks you to open a URL (elicitation)" : "The server asks (elicitation)" }),
     el("p", { class: "description", text: params.message || "" }),
-    url ? el("pre", { text: params.url || "" }) : built.form, error,
+    url ? urlLink(params.url || "") : built.form, error,
     el("div", { class: "actions" },
       el("button", { type: "button", class: "primary", id: "elicit-accept", text: "Accept", onclick: () => answer("accept") }),
       el("button", { type: "button", id: "elicit-decline", text: "Decline", onclick: () => answer("decline") }),
       el("button", { type: "button", id: "elicit-cancel", text: "Cancel", onclick: () => answer("cancel") })));
+}
+
+// EL-04: the URL is shown in full, and a link only for http(s) (never javascript: or data:), opened
+// apart from this page (noopener)
+function urlLink(url) {
+  const safe = /^https?:\/\//i.test(url);
+  return el("p", {}, safe ? el("a", { href: url, target: "_blank", rel: "noopener noreferrer", id: "elicit-url", text: url })
+    : el("code", { id: "elicit-url", text: url }));
 }
 
 function sampled(text, model) {

@@ -12,7 +12,8 @@
 "use strict";
 
 const CLIENT_INFO = { name: "mcpkit-dev-inspector", version: "1" };
-const CLIENT_CAPABILITIES = { roots: { listChanged: true }, sampling: {}, elicitation: {} };
+// elicitation: both modes of 2025-11-25 (EL-04); a server of an earlier revision reads {} as forms
+const CLIENT_CAPABILITIES = { roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } };
 const META = {
   version: "io.modelcontextprotocol/protocolVersion",
   caps: "io.modelcontextprotocol/clientCapabilities",
