@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +42,8 @@ def dev_inspector(*args: str) -> Iterator[str]:
                 url = found.group(1)
                 break
         assert url, "mcpkit dev did not say where the inspector is"
+        # its stderr (audit lines under --policy) read on, so a full pipe never stops the server
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
         yield url
     finally:
         proc.terminate()
