@@ -84,6 +84,18 @@ def test_list_shows_every_kind_as_tables_and_as_json():
     assert "test://static-text" in {r["uri"] for r in found["resources"]}
 
 
+def test_list_names_a_model_parameter_and_a_nullable_one_by_their_types(tmp_path):
+    # a pydantic model is a $ref into $defs, an Optional model an anyOf: neither is "any"
+    (tmp_path / "models.py").write_text(
+        "from pydantic import BaseModel\nfrom mcpkit import Server\nserver = Server('models')\n"
+        "class Note(BaseModel):\n    title: str\n"
+        "@server.tool(open_world=False)\ndef keep(note: Note, draft: Note | None = None, tag: str | None = None) -> str:\n"
+        "    return note.title\n")
+    table = run("list", str(tmp_path / "models.py"))
+    assert table.returncode == 0, table.stderr
+    assert "note: Note, draft: Note|null?, tag: string|null?" in table.stdout
+
+
 def test_call_parses_values_as_json_and_reports_tool_errors_in_the_exit_code():
     added = run("call", REFERENCE, "add", "a=2", "b=40")
     assert added.returncode == 0, added.stderr

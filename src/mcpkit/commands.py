@@ -34,10 +34,30 @@ def _params(schema: dict[str, Any]) -> str:
     required = set(schema.get("required") or ())
     parts = []
     for name, prop in props.items():
-        kind = prop.get("type", "any") if isinstance(prop, dict) else "any"
-        kind = "|".join(kind) if isinstance(kind, list) else kind
+        kind = _kind(prop)
         parts.append(f"{name}: {kind}" + ("" if name in required else "?"))
     return ", ".join(parts)
+
+
+def _kind(prop: Any) -> str:
+    """A parameter's type in a word: a model's name for a ``$ref`` (pydantic's ``$defs``), the
+    branches of an ``anyOf``/``oneOf`` (``Model|null``), ``any`` only for a schema that says nothing."""
+    if not isinstance(prop, dict):
+        return "any"
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if isinstance(kind, str):
+        return kind
+    if isinstance(prop.get("$ref"), str):
+        return prop["$ref"].rsplit("/", 1)[-1]
+    for key in ("anyOf", "oneOf"):
+        if isinstance(prop.get(key), list):
+            return "|".join(dict.fromkeys(_kind(branch) for branch in prop[key]))
+    if "enum" in prop or "const" in prop:
+        values = prop["enum"] if "enum" in prop else [prop["const"]]
+        return "|".join(dict.fromkeys(type(v).__name__ if v is not None else "null" for v in values))
+    return "any"
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:

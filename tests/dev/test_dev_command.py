@@ -98,7 +98,8 @@ def test_dev_refuses_a_server_it_cannot_load(tmp_path):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("path", ["/", "/index.html", "/dev/info.json", "/static/app.js", "/favicon.ico"])
+@pytest.mark.parametrize("path", ["/", "/index.html", "/dev/info.json", "/static/app.js", "/static/client.js",
+                                  "/static/forms.js", "/favicon.ico"])
 async def test_the_page_and_its_info_keep_the_host_and_origin_checks_of_mcp(path: str) -> None:
     """DNS rebinding: a site whose name now points at 127.0.0.1 reads nothing, not even the
     server's name and version."""
@@ -116,6 +117,32 @@ async def test_the_page_and_its_info_keep_the_host_and_origin_checks_of_mcp(path
     assert ok.status in (200, 204)
     if path == "/dev/info.json":
         assert json.loads(await ok.read())["name"] == "secret-name"
+
+
+GATED = SERVER + '''
+@server.tool(read_only=True)
+def fetch(url: str) -> str:
+    """Reaches outside the server: open-world is undeclared."""
+    return url
+'''
+
+
+def test_dev_info_names_the_tools_the_policy_gates_with_the_reason(tmp_path, stop):
+    # TL-14: a gated tool is listed nowhere over MCP; the page learns it from the dev app, as
+    # `mcpkit docs` marks it, so it can show it greyed rather than let it vanish
+    path = tmp_path / "gated.py"
+    path.write_text(GATED)
+    proc, base = _start(str(path), "--port", "0", "--policy")
+    stop.append(proc)
+    info = httpx.get(base + "/dev/info.json").json()
+    assert [g["name"] for g in info["gated"]] == ["fetch"]
+    assert "set MCPKIT_ALLOW_OPEN_WORLD=1" in info["gated"][0]["reason"]
+    assert info["gated"][0]["inputSchema"]["required"] == ["url"]
+    listed = subprocess.run(mcpkit_command("list", base + "/mcp", "--json"), capture_output=True, text=True, timeout=60)
+    assert [t["name"] for t in json.loads(listed.stdout)["tools"]] == ["first"]  # still hidden over MCP
+    proc, base = _start(str(path), "--port", "0")
+    stop.append(proc)
+    assert httpx.get(base + "/dev/info.json").json()["gated"] == []  # no policy: nothing gated
 
 
 KEYED = '''

@@ -9,85 +9,27 @@ Each view is photographed; with MCPKIT_UPDATE_SCREENSHOTS=1 the pictures replace
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-from tests.conftest import component_missing
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
-from tests.conftest import mcpkit_command
+from tests.dev.browser import ROOT, browser, dev_inspector
+from tests.dev.browser import shoot as _shoot
+from tests.dev.browser import text as _text
+from tests.dev.browser import view as _view
+from tests.dev.browser import wait as _wait
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "weather.py"
-SHOTS = ROOT / "docs" / "img"
-CHROMIUM_ARGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1000,860")
+__all__ = ["browser"]  # the fixture, imported to be used here
 
 
 @pytest.fixture(scope="module")
 def inspector() -> Iterator[str]:
     """``mcpkit dev examples/weather.py`` on a free port; the inspector's URL."""
-    proc = subprocess.Popen(mcpkit_command("dev", str(EXAMPLE), "--port", "0"), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        url = None
-        for _ in range(10):
-            line = proc.stderr.readline()
-            found = re.search(r"inspector at (http://127\.0\.0\.1:\d+/)", line)
-            if found:
-                url = found.group(1)
-                break
-        assert url, "mcpkit dev did not say where the inspector is"
+    with dev_inspector(str(EXAMPLE)) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(20)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[webdriver.Chrome]:
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver):
-        component_missing("chromium and chromedriver are needed: bash tools/install-debian.sh chromium chromium-driver")
-    options = Options()
-    options.binary_location = chromium
-    for arg in CHROMIUM_ARGS:
-        options.add_argument(arg)
-    browser = webdriver.Chrome(options=options, service=Service(driver))
-    try:
-        yield browser
-    finally:
-        browser.quit()
-
-
-def _wait(browser: webdriver.Chrome, check, timeout: float = 20) -> object:
-    return WebDriverWait(browser, timeout).until(lambda b: check(b))
-
-
-def _shoot(browser: webdriver.Chrome, name: str, tmp_path: Path) -> None:
-    path = tmp_path / f"dev-{name}.png"
-    assert browser.save_screenshot(str(path))
-    if os.environ.get("MCPKIT_UPDATE_SCREENSHOTS") == "1":
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, SHOTS / path.name)
-
-
-def _view(browser: webdriver.Chrome, name: str) -> None:
-    browser.find_element(By.CSS_SELECTOR, f'#tabs button[data-view="{name}"]').click()
-
-
-def _text(browser: webdriver.Chrome, selector: str) -> str:
-    return browser.find_element(By.CSS_SELECTOR, selector).text
 
 
 def test_the_inspector_calls_a_tool_and_shows_every_view(inspector, browser, tmp_path):
@@ -101,7 +43,7 @@ def test_the_inspector_calls_a_tool_and_shows_every_view(inspector, browser, tmp
     assert browser.find_element(By.ID, "arg-days").get_attribute("placeholder") == "3"
     browser.find_element(By.ID, "arg-city").send_keys("Oslo")
     browser.find_element(By.ID, "arg-days").send_keys("2")
-    Select(browser.find_element(By.ID, "arg-unit")).select_by_visible_text('"fahrenheit"')
+    Select(browser.find_element(By.ID, "arg-unit")).select_by_visible_text("fahrenheit")  # the value as the user reads it, no JSON quotes
     browser.find_element(By.ID, "call-tool").click()
     verdict = _wait(browser, lambda b: b.find_elements(By.ID, "call-verdict"))[0]
     assert verdict.text.startswith("result")
@@ -131,7 +73,8 @@ def test_the_inspector_calls_a_tool_and_shows_every_view(inspector, browser, tmp
     # prompts
     _view(browser, "prompts")
     browser.find_element(By.CSS_SELECTOR, '#prompt-list li[data-name="packing"]').click()
-    browser.find_element(By.ID, "prompt-city").send_keys("Lima")
+    # the form is built once completion said which arguments are choices
+    _wait(browser, lambda b: b.find_elements(By.ID, "prompt-city"))[0].send_keys("Lima")
     browser.find_element(By.ID, "get-prompt").click()
     _wait(browser, lambda b: "for Lima over 3 days" in _text(b, "#prompt-detail"))
     _shoot(browser, "prompts", tmp_path)

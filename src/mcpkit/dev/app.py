@@ -1,11 +1,12 @@
 """The ASGI app of ``mcpkit dev``: the inspector page (static files shipped in this package) at
-``/``, a small JSON description of the server at ``/dev/info.json``, and the server's own MCP app
+``/``, a small JSON description of the server at ``/dev/info.json`` (its name, the revisions, and
+the tools its gates hide), and the server's own MCP app
 (Streamable HTTP at ``/mcp``, legacy SSE at ``/sse``) for everything else.
 
 The page speaks MCP to ``/mcp`` from the browser like any client does, on the same origin, so the
 server's Host and Origin checks (HS-01/HS-02) stay on as they are in production. The page and
 ``/dev/info.json`` pass the same checks first: a page on another site that rebinds its DNS name
-to 127.0.0.1 must not read the server's name and version either.
+to 127.0.0.1 must not read the server's name and version, nor what its policy hides, either.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ __all__ = ["DevApp", "STATIC_FILES"]
 #: file name -> content type; nothing else is served from the package
 STATIC_FILES = {
     "index.html": "text/html; charset=utf-8",
+    "client.js": "text/javascript; charset=utf-8",
+    "forms.js": "text/javascript; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
@@ -30,6 +33,26 @@ _HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosni
 
 #: the paths this app answers itself (and /static/...), before the MCP app
 _OWN = frozenset({"/", "/index.html", "/dev/info.json", "/favicon.ico"})
+
+
+def _gated(server: Any) -> dict[str, Any]:
+    """What the gates hide (TL-14: listed nowhere, so the page cannot learn it over MCP), told the
+    way ``mcpkit docs`` tells it: each hidden tool with its description, schema and the reason, and
+    a manager's hidden actions by tool. Served only behind the Host/Origin guard, as the page is."""
+    from ..reference_docs import server_listing
+
+    _, listing = server_listing(server)
+    gated, actions = [], {}
+    for tool in listing["tools"]:
+        if tool.get("x-mcpkit-hidden"):
+            gated.append({"name": tool["name"], "description": tool.get("description", ""),
+                          "annotations": tool.get("annotations", {}), "inputSchema": tool.get("inputSchema", {}),
+                          "reason": tool["x-mcpkit-hidden"]})
+        hidden = [{"name": a["name"], "reason": a["x-mcpkit-hidden"]} for a in tool.get("x-mcpkit-actions") or ()
+                  if a.get("x-mcpkit-hidden")]
+        if hidden:
+            actions[tool["name"]] = hidden
+    return {"gated": gated, "gated_actions": actions}
 
 
 def _static(name: str) -> bytes:
@@ -47,7 +70,7 @@ class DevApp:
             "name": server.name, "version": server.version, "title": server.title,
             "endpoint": getattr(mcp_app, "path", "/mcp"),
             "revisions": [*HANDSHAKE_VERSIONS, *MODERN_VERSIONS], "modern": list(MODERN_VERSIONS),
-            "latest": HANDSHAKE_VERSIONS[-1], "reload": reload,
+            "latest": HANDSHAKE_VERSIONS[-1], "reload": reload, **_gated(server),
         }).encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -1,220 +1,17 @@
-// mcpkit dev: a small MCP inspector. It speaks Streamable HTTP to the server on this origin, as any
-// client does: the handshake revisions (initialize, a session, a GET stream for notifications) or
-// 2026-07-28 (server/discover, _meta and Mcp-* headers on every request, no session).
+// mcpkit dev: the inspector page. client.js speaks MCP, forms.js builds forms from schemas; this
+// file lays out the views and answers what the server asks of the client (elicitation, sampling,
+// roots), with the user in the loop. Server data only ever reaches the DOM as textContent.
 "use strict";
 
-const $ = (sel) => document.querySelector(sel);
-const el = (tag, attrs = {}, ...children) => {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? "" : v);
-  }
-  for (const child of children) if (child !== null && child !== undefined) node.append(child);
-  return node;
-};
 const pretty = (value) => JSON.stringify(value, null, 2);
 const now = () => new Date().toLocaleTimeString([], { hour12: false });
+const SKILLS = "io.modelcontextprotocol/skills";
 
-// ------------------------------------------------------------------------------------ the client
-
-const CLIENT_INFO = { name: "mcpkit-dev-inspector", version: "1" };
-const META = {
-  version: "io.modelcontextprotocol/protocolVersion",
-  caps: "io.modelcontextprotocol/clientCapabilities",
-  info: "io.modelcontextprotocol/clientInfo",
+const state = {
+  info: null, client: null, selected: {}, subscribed: new Set(), shownResource: null,
+  roots: [{ uri: "file:///home/user/project", name: "project" }],
+  sampling: { auto: false, text: "A canned answer from the mcpkit dev page." },
 };
-const NAME_PARAM = { "tools/call": "name", "prompts/get": "name", "resources/read": "uri" };
-
-class McpClient {
-  constructor(endpoint, revision, modern, hooks) {
-    this.endpoint = endpoint;
-    this.revision = revision;
-    this.modern = modern;
-    this.hooks = hooks; // {raw(dir, msg), notification(msg), lost(text)}
-    this.sessionId = null;
-    this.nextId = 1;
-    this.getStream = null;
-    this.tools = new Map();
-  }
-
-  headers(method, params) {
-    const h = { "Content-Type": "application/json", Accept: "application/json, text/event-stream" };
-    if (this.sessionId) h["Mcp-Session-Id"] = this.sessionId;
-    if (this.revision && (this.modern || method !== "initialize")) h["MCP-Protocol-Version"] = this.revision;
-    if (this.modern && method) {
-      h["Mcp-Method"] = method;
-      const field = NAME_PARAM[method];
-      if (field && params && typeof params[field] === "string") h["Mcp-Name"] = headerValue(params[field]);
-      if (method === "tools/call") Object.assign(h, this.paramHeaders(params));
-    }
-    return h;
-  }
-
-  paramHeaders(params) {
-    // 2026-07-28: parameters a tool marks with x-mcp-header are mirrored in Mcp-Param-* headers
-    const out = {};
-    const schema = (this.tools.get(params.name) || {}).inputSchema || {};
-    for (const [prop, spec] of Object.entries(schema.properties || {})) {
-      const header = spec && spec["x-mcp-header"];
-      const value = (params.arguments || {})[prop];
-      if (header && value !== undefined && value !== null) out[`Mcp-Param-${header}`] = headerValue(String(value));
-    }
-    return out;
-  }
-
-  envelope(method, params) {
-    if (!this.modern) return params;
-    const meta = Object.assign({}, (params || {})._meta, {
-      [META.version]: this.revision, [META.caps]: {}, [META.info]: CLIENT_INFO,
-    });
-    return Object.assign({}, params, { _meta: meta });
-  }
-
-  async connect() {
-    if (this.modern) {
-      const result = await this.request("server/discover");
-      this.info = (result._meta || {})["io.modelcontextprotocol/serverInfo"] || result.serverInfo || {};
-      this.capabilities = result.capabilities || {};
-      return result;
-    }
-    const result = await this.request("initialize", {
-      protocolVersion: this.revision, capabilities: {}, clientInfo: CLIENT_INFO,
-    });
-    this.revision = result.protocolVersion;
-    this.info = result.serverInfo || {};
-    this.capabilities = result.capabilities || {};
-    await this.notify("notifications/initialized");
-    this.openGetStream();
-    return result;
-  }
-
-  async notify(method, params) {
-    const msg = { jsonrpc: "2.0", method };
-    if (params) msg.params = params;
-    this.hooks.raw("out", msg);
-    const response = await fetch(this.endpoint, { method: "POST", headers: this.headers(method), body: JSON.stringify(msg) });
-    if (response.status !== 202 && response.status !== 200) this.hooks.lost(`${method}: HTTP ${response.status}`);
-  }
-
-  async request(method, params, onProgress) {
-    const id = this.nextId++;
-    let sent = this.envelope(method, params);
-    if (onProgress) sent = Object.assign({}, sent, { _meta: Object.assign({}, (sent || {})._meta, { progressToken: `p${id}` }) });
-    const msg = { jsonrpc: "2.0", id, method };
-    if (sent !== undefined) msg.params = sent;
-    this.hooks.raw("out", msg);
-    const response = await fetch(this.endpoint, {
-      method: "POST", headers: this.headers(method, params), body: JSON.stringify(msg),
-    });
-    const sid = response.headers.get("Mcp-Session-Id");
-    if (sid) this.sessionId = sid;
-    if (response.status === 404 && this.sessionId) {
-      this.sessionId = null;
-      throw new SessionLost("the session is gone (the server restarted?)");
-    }
-    const type = response.headers.get("Content-Type") || "";
-    let answer = null;
-    const take = (message) => {
-      this.hooks.raw("in", message);
-      if (message.id === id && ("result" in message || "error" in message)) answer = message;
-      else this.onMessage(message, onProgress, `p${id}`);
-    };
-    if (type.startsWith("text/event-stream")) {
-      await readSse(response.body, take);
-    } else {
-      const text = await response.text();
-      if (!text) throw new RpcFailure({ code: response.status, message: `HTTP ${response.status} with no body` });
-      const parsed = JSON.parse(text);
-      for (const message of Array.isArray(parsed) ? parsed : [parsed]) take(message);
-    }
-    if (!answer) throw new RpcFailure({ code: response.status, message: `no answer to ${method} (HTTP ${response.status})` });
-    if (answer.error) throw new RpcFailure(answer.error);
-    return answer.result;
-  }
-
-  onMessage(message, onProgress, token) {
-    if (message.method === "notifications/progress" && onProgress && message.params && message.params.progressToken === token) {
-      onProgress(message.params);
-    }
-    if (message.method && message.id !== undefined) {
-      // a request from the server: this inspector declared no client capabilities
-      const reply = { jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "The inspector does not handle " + message.method } };
-      this.hooks.raw("out", reply);
-      fetch(this.endpoint, { method: "POST", headers: this.headers(), body: JSON.stringify(reply) });
-      return;
-    }
-    if (message.method) this.hooks.notification(message);
-  }
-
-  openGetStream() {
-    const controller = new AbortController();
-    this.getStream = controller;
-    fetch(this.endpoint, { method: "GET", headers: Object.assign(this.headers(), { Accept: "text/event-stream" }), signal: controller.signal })
-      .then((response) => (response.ok ? readSse(response.body, (m) => { this.hooks.raw("in", m); this.onMessage(m); }) : null))
-      .catch(() => {});
-  }
-
-  async close() {
-    if (this.getStream) this.getStream.abort();
-    if (this.sessionId) {
-      const headers = this.headers();
-      this.sessionId = null;
-      try { await fetch(this.endpoint, { method: "DELETE", headers }); } catch (e) { /* gone already */ }
-    }
-  }
-
-  async listAll(method, key) {
-    const items = [];
-    let cursor;
-    do {
-      const result = await this.request(method, cursor ? { cursor } : undefined);
-      items.push(...(result[key] || []));
-      cursor = result.nextCursor;
-    } while (cursor);
-    return items;
-  }
-}
-
-class RpcFailure extends Error {
-  constructor(error) { super(error.message); this.error = error; }
-}
-class SessionLost extends Error {}
-
-function headerValue(text) {
-  return /^[\x20-\x7e]*$/.test(text) && text.trim() === text ? text
-    : `=?base64?${btoa(String.fromCharCode(...new TextEncoder().encode(text)))}?=`;
-}
-
-async function readSse(body, onMessage) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  let data = [];
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let cut;
-    while ((cut = buffer.search(/\r?\n/)) >= 0) {
-      const line = buffer.slice(0, cut);
-      buffer = buffer.slice(buffer[cut] === "\r" ? cut + 2 : cut + 1);
-      if (line === "") {
-        if (data.length) {
-          const text = data.join("\n");
-          data = [];
-          try { onMessage(JSON.parse(text)); } catch (e) { /* a priming event has no JSON */ }
-        }
-      } else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-    }
-  }
-}
-
-// ------------------------------------------------------------------------------------ the page
-
-const state = { info: null, client: null, selected: {} };
 
 function setStatus(text, kind) {
   const status = $("#status");
@@ -246,18 +43,135 @@ function onNotification(message) {
     feed("log", `[${p.level}]${p.logger ? " " + p.logger : ""} ${data}`);
   } else if (message.method === "notifications/progress") {
     feed("progress", `${p.progress}${p.total !== undefined ? "/" + p.total : ""}${p.message ? " " + p.message : ""}  (token ${p.progressToken})`);
+  } else if (message.method === "notifications/subscriptions/acknowledged") {
+    feed("notice", `listening: ${JSON.stringify(p.notifications || {})}`);
   } else {
     feed("notice", `${message.method}${message.params ? " " + JSON.stringify(message.params) : ""}`);
+    if (message.method === "notifications/resources/updated") resourceUpdated(p.uri);
     if (message.method.endsWith("/list_changed")) refreshLists();
   }
 }
 
+// ------------------------------------------------------------------------- what the server asks
+
+// The server's requests wait in the panel above the views until the user answers; each resolves to
+// the result the page sends back (or rejects with a JSON-RPC error).
+const pending = new Map(); // request id or input key -> {card, reject}
+
+function serverRequest(method, params, id) {
+  if (method === "roots/list") {
+    feed("notice", `roots/list answered with ${state.roots.length} root(s)`);
+    return Promise.resolve({ roots: state.roots.filter((r) => r.uri) });
+  }
+  if (method === "sampling/createMessage" && state.sampling.auto) {
+    feed("notice", "sampling/createMessage answered with the canned answer");
+    return Promise.resolve(sampled(state.sampling.text, "mcpkit-dev-canned"));
+  }
+  if (method !== "elicitation/create" && method !== "sampling/createMessage") {
+    return Promise.reject({ error: { code: -32601, message: `Method not found: ${method}` } });
+  }
+  return new Promise((resolve, reject) => {
+    const finish = (settle, value) => {
+      pending.delete(id);
+      card.remove();
+      $("#requests").hidden = pending.size === 0;
+      settle(value);
+    };
+    const card = method === "elicitation/create" ? elicitationCard(params, (v) => finish(resolve, v))
+      : samplingCard(params, (v) => finish(resolve, v), (e) => finish(reject, e));
+    pending.set(id, { card, cancel: () => finish(reject, { error: { code: -32800, message: "cancelled by the server" } }) });
+    $("#requests").append(card);
+    $("#requests").hidden = false;
+    feed("notice", `${method}: waiting for your answer`);
+  });
+}
+
+function serverCancelled(id) {
+  const entry = pending.get(id);
+  if (entry) { feed("notice", `the server withdrew its request ${id}`); entry.cancel(); }
+}
+
+function elicitationCard(params, done) {
+  const url = params.mode === "url";
+  const built = url ? null : buildForm(params.requestedSchema || {}, { prefix: "elicit-" });
+  const error = el("p", { class: "verdict err" });
+  const answer = (action) => {
+    if (action !== "accept" || url) { done({ action }); return; }
+    try { done({ action, content: built.values() }); } catch (e) { error.textContent = e.message; }
+  };
+  return el("div", { class: "request", id: "elicitation" },
+    el("h3", { text: url ? "The server asks you to open a URL (elicitation)" : "The server asks (elicitation)" }),
+    el("p", { class: "description", text: params.message || "" }),
+    url ? urlLink(params.url || "") : built.form, error,
+    el("div", { class: "actions" },
+      el("button", { type: "button", class: "primary", id: "elicit-accept", text: "Accept", onclick: () => answer("accept") }),
+      el("button", { type: "button", id: "elicit-decline", text: "Decline", onclick: () => answer("decline") }),
+      el("button", { type: "button", id: "elicit-cancel", text: "Cancel", onclick: () => answer("cancel") })));
+}
+
+// EL-04: the URL is shown in full, and a link only for http(s) (never javascript: or data:), opened
+// apart from this page (noopener)
+function urlLink(url) {
+  const safe = /^https?:\/\//i.test(url);
+  return el("p", {}, safe ? el("a", { href: url, target: "_blank", rel: "noopener noreferrer", id: "elicit-url", text: url })
+    : el("code", { id: "elicit-url", text: url }));
+}
+
+function sampled(text, model) {
+  return { role: "assistant", content: { type: "text", text }, model, stopReason: "endTurn" };
+}
+
+function samplingCard(params, done, fail) {
+  const text = el("textarea", { id: "sample-text", rows: "3" });
+  text.value = state.sampling.text;
+  const model = el("input", { type: "text", id: "sample-model", value: "mcpkit-dev" });
+  const messages = (params.messages || []).flatMap((m) => {
+    const blocks = Array.isArray(m.content) ? m.content : [m.content];
+    return blocks.map((b) => el("pre", { text: `${m.role}: ${b && b.type === "text" ? b.text : JSON.stringify(b)}` }));
+  });
+  return el("div", { class: "request", id: "sampling" },
+    el("h3", { text: "The server asks your model (sampling)" }),
+    ...(params.systemPrompt ? [el("p", { class: "description", text: `system: ${params.systemPrompt}` })] : []),
+    ...messages,
+    el("p", { class: "hint", text: `maxTokens ${params.maxTokens}; answer as the model:` }),
+    el("form", { class: "params", onsubmit: (e) => e.preventDefault() },
+      el("label", { for: "sample-text", text: "text" }), text, el("label", { for: "sample-model", text: "model" }), model),
+    el("div", { class: "actions" },
+      el("button", { type: "button", class: "primary", id: "sample-send", text: "Send", onclick: () => done(sampled(text.value, model.value)) }),
+      el("button", { type: "button", id: "sample-decline", text: "Decline",
+        onclick: () => fail({ error: { code: -1, message: "User rejected sampling request" } }) })));
+}
+
+// ------------------------------------------------------------------------------- the client tab
+
+function renderClientView() {
+  const rows = $("#roots");
+  rows.replaceChildren(...state.roots.map((root, i) => el("li", {},
+    el("input", { type: "text", class: "root-uri", value: root.uri, "aria-label": "root URI",
+      onchange: (e) => { root.uri = e.target.value; rootsEdited(false); } }),
+    el("input", { type: "text", class: "root-name", value: root.name || "", "aria-label": "root name",
+      onchange: (e) => { root.name = e.target.value; rootsEdited(false); } }),
+    el("button", { type: "button", text: "remove", onclick: () => { state.roots.splice(i, 1); rootsEdited(); } }))));
+  $("#sampling-auto").checked = state.sampling.auto;
+  $("#sampling-text").value = state.sampling.text;
+}
+
+function rootsEdited(render = true) {
+  if (render) renderClientView(); // a row added or removed; an edited row keeps its inputs (and the focus)
+  // RT-03: a client that declares roots.listChanged tells the server when they change
+  if (state.client) state.client.rootsChanged().catch((e) => feed("error", `roots: ${e.message}`));
+}
+
+// ------------------------------------------------------------------------------------ connecting
+
 async function connect() {
   delete document.body.dataset.connected;
   if (state.client) await state.client.close();
+  for (const entry of [...pending.values()]) entry.cancel();
+  state.subscribed.clear();
   const revision = $("#revision").value;
   const client = new McpClient(state.info.endpoint, revision, state.info.modern.includes(revision), {
-    raw: logRaw, notification: onNotification, lost: (text) => feed("error", text),
+    raw: logRaw, notification: onNotification, lost: (text) => feed("error", text), serverRequest, serverCancelled,
   });
   state.client = client;
   setStatus("connecting…");
@@ -266,6 +180,7 @@ async function connect() {
     const info = client.info || {};
     $("#server-name").textContent = `${info.title || info.name || state.info.name} ${info.version || ""}`;
     setStatus(`connected, ${client.revision}${client.sessionId ? ", session " + client.sessionId.slice(0, 8) : ""}`, "ok");
+    $("#ping").disabled = client.modern;
     feed("notice", `connected with revision ${client.revision}`);
     await refreshLists();
     document.body.dataset.connected = client.revision; // the lists are those of this connection
@@ -285,6 +200,14 @@ async function call(fn) {
   }
 }
 
+async function ping() {
+  const started = performance.now();
+  try {
+    await call(() => state.client.ping());
+    feed("notice", `ping answered in ${Math.round(performance.now() - started)} ms`);
+  } catch (e) { feed("error", `ping: ${e.message}`); }
+}
+
 async function refreshLists() {
   const client = state.client;
   const caps = client.capabilities || {};
@@ -300,15 +223,23 @@ async function refreshLists() {
   const resources = await grab("resources", "resources/list", "resources");
   const templates = await grab("resources", "resources/templates/list", "resourceTemplates");
   const prompts = await grab("prompts", "prompts/list", "prompts");
-  renderList("#tool-list", tools.map((t) => ({ key: t.name, name: t.name, sub: t.title || t.description, item: t })), showTool, "tools");
+  const skills = SKILLS in (caps.extensions || {}) ? await grab("resources", "skills/list", "skills") : [];
+  // a tool the policy's gates hide is not listed; the dev app knows it from the server itself
+  const gated = (state.info.gated || []).filter((g) => !client.tools.has(g.name));
+  renderList("#tool-list", [...tools.map((t) => ({ key: t.name, name: t.name, sub: t.title || t.description, item: t })),
+    ...gated.map((g) => ({ key: g.name, name: g.name, sub: `gated: ${g.reason}`, item: g, kind: "gated" }))], showTool, "tools");
   const resourceItems = resources.map((r) => ({ key: r.uri, name: r.name || r.uri, sub: r.uri, item: r, kind: "resource" }));
   const templateItems = templates.map((t) => ({ key: t.uriTemplate, name: t.name || t.uriTemplate, sub: t.uriTemplate, item: t, kind: "template" }));
   renderList("#resource-list", [...(resourceItems.length ? [{ group: "resources" }] : []), ...resourceItems,
     ...(templateItems.length ? [{ group: "templates" }] : []), ...templateItems], showResource, "resources");
   renderList("#prompt-list", prompts.map((p) => ({ key: p.name, name: p.name, sub: p.description, item: p })), showPrompt, "prompts");
-  count("#count-tools", tools.length);
+  renderList("#skill-list", skills.map((s) => ({ key: s.uri, name: skillName(s), sub: (s.frontmatter || {}).description, item: s })),
+    showSkill, "skills");
+  $('#tabs button[data-view="skills"]').hidden = !(SKILLS in (caps.extensions || {}));
+  count("#count-tools", tools.length + gated.length);
   count("#count-resources", resources.length + templates.length);
   count("#count-prompts", prompts.length);
+  count("#count-skills", skills.length);
 }
 
 function renderList(selector, entries, show, kind) {
@@ -317,7 +248,7 @@ function renderList(selector, entries, show, kind) {
   if (!entries.length) list.append(el("li", { class: "group", text: `no ${kind}` }));
   for (const entry of entries) {
     if (entry.group) { list.append(el("li", { class: "group", text: entry.group })); continue; }
-    const li = el("li", { "data-name": entry.key, onclick: () => {
+    const li = el("li", { "data-name": entry.key, class: entry.kind === "gated" ? "gated" : "", onclick: () => {
       list.querySelectorAll("li.selected").forEach((n) => n.classList.remove("selected"));
       li.classList.add("selected");
       state.selected[kind] = entry.key;
@@ -328,93 +259,22 @@ function renderList(selector, entries, show, kind) {
   }
 }
 
-// ------------------------------------------------------------------------------------ forms
+// ------------------------------------------------------------------------------------ views
 
-function types(schema) {
-  if (!schema || typeof schema !== "object") return [];
-  if (typeof schema.type === "string") return [schema.type];
-  if (Array.isArray(schema.type)) return schema.type;
-  if (Array.isArray(schema.enum)) return [...new Set(schema.enum.map((v) => (v === null ? "null" : typeof v === "number" ? "number" : typeof v)))];
-  const branches = schema.anyOf || schema.oneOf || [];
-  return [...new Set(branches.flatMap(types))];
-}
-
-function enumOf(schema) {
-  if (Array.isArray(schema.enum)) return schema.enum;
-  const branches = schema.anyOf || schema.oneOf;
-  if (Array.isArray(branches) && branches.every((b) => b && (Array.isArray(b.enum) || "const" in b))) {
-    return branches.flatMap((b) => b.enum || [b.const]);
-  }
-  return null;
-}
-
-// One input per property; read() gives the value by the property's type, or undefined when empty.
-function field(name, schema, required, prefix) {
-  const kinds = types(schema);
-  const choices = enumOf(schema);
-  const id = `${prefix}${name}`;
-  let input;
-  let read;
-  if (choices) {
-    input = el("select", { id, name }, ...(required ? [] : [el("option", { value: "", text: "" })]),
-      ...choices.map((c, i) => el("option", { value: String(i), text: JSON.stringify(c) })));
-    if ("default" in schema) input.value = String(choices.findIndex((c) => JSON.stringify(c) === JSON.stringify(schema.default)));
-    read = () => (input.value === "" ? undefined : choices[Number(input.value)]);
-  } else if (kinds.length === 1 && kinds[0] === "boolean") {
-    input = el("input", { id, name, type: "checkbox" });
-    input.checked = schema.default === true;
-    read = () => input.checked;
-  } else if (kinds.length === 1 && (kinds[0] === "integer" || kinds[0] === "number")) {
-    input = el("input", { id, name, type: "number", step: kinds[0] === "integer" ? "1" : "any", placeholder: "default" in schema ? String(schema.default) : "" });
-    read = () => (input.value === "" ? undefined : Number(input.value));
-  } else if (kinds.length === 1 && kinds[0] === "string") {
-    input = el("input", { id, name, type: "text", placeholder: "default" in schema ? String(schema.default) : "" });
-    read = () => (input.value === "" ? undefined : input.value);
-  } else {
-    input = el("textarea", { id, name, placeholder: "JSON" + ("default" in schema ? ", default " + JSON.stringify(schema.default) : "") });
-    read = () => {
-      if (input.value.trim() === "") return undefined;
-      try { return JSON.parse(input.value); } catch (e) { throw new Error(`${name}: not valid JSON (${e.message})`); }
-    };
-  }
-  const label = el("label", { for: id }, name, required ? el("span", { class: "req", text: " *" }) : null);
-  const kindText = kinds.join(" | ") || "any";
-  const help = el("div", { class: "help", text: [kindText, schema.description].filter(Boolean).join(" · ") });
-  return { nodes: [label, input, help], read, name };
-}
-
-// prefix: element ids are unique across views (arg- for tools, res- for resources, prompt- for prompts)
-function buildForm(schema, skip = [], prefix = "arg-") {
-  const form = el("form", { class: "params", onsubmit: (e) => e.preventDefault() });
-  const required = new Set(schema.required || []);
-  const fields = [];
-  for (const [name, prop] of Object.entries(schema.properties || {})) {
-    if (skip.includes(name)) continue;
-    const f = field(name, prop || {}, required.has(name), prefix);
-    fields.push(f);
-    form.append(...f.nodes);
-  }
-  const values = () => {
-    const out = {};
-    for (const f of fields) {
-      const v = f.read();
-      if (v !== undefined) out[f.name] = v;
-    }
-    return out;
-  };
-  return { form, values, empty: fields.length === 0 };
-}
-
-// A manager tool: an `action` selector and one oneOf branch per action, each with its own form.
-function actionForms(schema) {
+// A manager tool: an `action` selector and one oneOf branch per action, each with its own form;
+// an action the gates hide is offered disabled, with its reason.
+function actionForms(schema, gatedActions) {
   const branches = (schema.oneOf || []).filter((b) => b && b.properties && b.properties.action && "const" in b.properties.action);
   if (!branches.length || branches.length !== (schema.oneOf || []).length) return null;
   const holder = el("div");
-  const select = el("select", { id: "arg-action", name: "action" }, ...branches.map((b) => el("option", { value: b.properties.action.const, text: b.properties.action.const })));
+  const names = branches.map((b) => b.properties.action.const);
+  const hidden = Object.entries(gatedActions || {}).filter(([name]) => !names.includes(name));
+  const select = el("select", { id: "arg-action", name: "action" }, ...names.map((n) => el("option", { value: n, text: n })),
+    ...hidden.map(([name, why]) => el("option", { value: name, disabled: true, text: `${name} (gated: ${why})` })));
   let current;
   const show = () => {
     const branch = branches.find((b) => b.properties.action.const === select.value);
-    current = buildForm(branch, ["action"]);
+    current = buildForm(branch, { skip: ["action"], root: schema });
     holder.replaceChildren(el("p", { class: "description", text: branch.description || "" }), current.form);
   };
   select.addEventListener("change", show);
@@ -442,25 +302,36 @@ function renderContent(blocks) {
   return out;
 }
 
-// ------------------------------------------------------------------------------------ views
+function failure(e) {
+  return [el("p", { class: "verdict err", id: "call-verdict", text: "JSON-RPC error" }), el("pre", { text: pretty(e.error || { message: e.message }) })];
+}
 
-function showTool(tool) {
+function showTool(tool, kind) {
   const detail = $("#tool-detail");
   const schema = tool.inputSchema || {};
-  const built = actionForms(schema) || buildForm(schema);
+  const gated = kind === "gated";
+  const gatedActions = Object.fromEntries(((state.info.gated_actions || {})[tool.name] || []).map((a) => [a.name, a.reason]));
+  const built = (!gated && actionForms(schema, gatedActions))
+    || buildForm(schema, { disabled: gated, gatedChoices: { action: Object.entries(gatedActions) } });
   const outcome = el("div", { class: "outcome", id: "tool-outcome" });
   const bar = el("progress", { max: "1", value: "0", hidden: true });
-  const run = el("button", { type: "button", class: "primary", id: "call-tool", text: "Call " + tool.name });
+  const run = el("button", { type: "button", class: "primary", id: "call-tool", text: "Call " + tool.name, disabled: gated });
+  const stop = el("button", { type: "button", id: "cancel-call", text: "Cancel", hidden: true });
+  let running = null;
+  stop.addEventListener("click", () => {
+    if (running !== null) state.client.cancel(running, "cancelled from the mcpkit dev page");
+  });
   run.addEventListener("click", async () => {
     let args;
     try { args = built.values(); } catch (e) { outcome.replaceChildren(el("p", { class: "verdict err", text: e.message })); return; }
     outcome.replaceChildren(el("p", { class: "hint", text: "calling…" }));
     bar.hidden = false; bar.removeAttribute("value");
+    stop.hidden = false;
     const started = performance.now();
     try {
       const result = await call(() => state.client.request("tools/call", { name: tool.name, arguments: args }, (p) => {
         if (p.total) { bar.max = p.total; bar.value = p.progress; }
-      }));
+      }, (id) => { running = id; }));
       const ms = Math.round(performance.now() - started);
       const isError = result.isError === true;
       outcome.replaceChildren(
@@ -470,16 +341,19 @@ function showTool(tool) {
         ...section("envelope (the whole result)", el("pre", { text: pretty(result) })),
       );
     } catch (e) {
-      outcome.replaceChildren(el("p", { class: "verdict err", id: "call-verdict", text: "JSON-RPC error" }),
-        el("pre", { text: pretty(e.error || { message: e.message }) }));
-    } finally { bar.hidden = true; }
+      if (e instanceof Cancelled) {
+        outcome.replaceChildren(el("p", { class: "verdict cancelled", id: "call-verdict", text: `cancelled · request ${running}` }));
+        feed("notice", `${tool.name}: request ${running} cancelled`);
+      } else outcome.replaceChildren(...failure(e));
+    } finally { bar.hidden = true; stop.hidden = true; running = null; }
   });
   detail.replaceChildren(
     el("h2", { text: tool.name }),
+    ...(gated ? [el("p", { class: "gated-reason", id: "gated-reason", text: `Gated: not listed or callable in the current configuration: ${tool.reason}` })] : []),
     el("p", { class: "description", text: [tool.title, tool.description].filter(Boolean).join(" — ") }),
     badges(tool.annotations),
     built.form,
-    el("div", { class: "actions" }, run, bar),
+    el("div", { class: "actions" }, run, stop, bar),
     outcome,
     ...section("inputSchema", el("pre", { text: pretty(schema) })),
     ...(tool.outputSchema ? section("outputSchema", el("pre", { text: pretty(tool.outputSchema) })) : []),
@@ -505,42 +379,105 @@ function expand(template, values) {
   });
 }
 
-function showResource(item, kind) {
-  const detail = $("#resource-detail");
-  const outcome = el("div", { class: "outcome" });
-  const read = async (uri) => {
-    outcome.replaceChildren(el("p", { class: "hint", text: `reading ${uri}…` }));
-    try {
-      const result = await call(() => state.client.request("resources/read", { uri }));
-      outcome.replaceChildren(...(result.contents || []).flatMap((c) => section(`${c.uri} ${c.mimeType || ""}`,
-        "text" in c ? el("pre", { text: c.text })
-          : (c.mimeType || "").startsWith("image/") ? el("img", { src: `data:${c.mimeType};base64,${c.blob}`, alt: c.uri })
-            : el("pre", { text: `${Math.floor((c.blob || "").length * 3 / 4)} bytes of binary content` }))),
-      ...section("envelope (the whole result)", el("pre", { text: pretty(result) })));
-    } catch (e) {
-      outcome.replaceChildren(el("p", { class: "verdict err", text: "JSON-RPC error" }), el("pre", { text: pretty(e.error || { message: e.message }) }));
-    }
+// completion/complete for one argument of a prompt or template (CP-01..CP-03), with the other
+// arguments filled so far as its context
+function completer(ref, values) {
+  if (!("completions" in (state.client.capabilities || {}))) return null;
+  return async (name, value) => {
+    let filled = {};
+    try { filled = values() || {}; } catch (e) { /* no form yet, or a field not valid yet: no context */ }
+    const others = Object.fromEntries(Object.entries(filled).filter(([k, v]) => k !== name && typeof v === "string"));
+    const params = { ref, argument: { name, value } };
+    if (Object.keys(others).length) params.context = { arguments: others };
+    const result = await call(() => state.client.request("completion/complete", params));
+    const completion = result.completion || {};
+    const values = (completion.values || []).map(String);
+    values.more = completion.hasMore === true || (completion.total || 0) > values.length;
+    return values;
   };
-  if (kind === "template") {
-    const schema = { properties: Object.fromEntries(templateVariables(item.uriTemplate).map((n) => [n, { type: "string" }])) };
-    const built = buildForm(schema, [], "res-");
-    detail.replaceChildren(el("h2", { text: item.uriTemplate }), el("p", { class: "description", text: item.description || item.name || "" }),
-      built.form, el("div", { class: "actions" }, el("button", { type: "button", class: "primary", text: "Read", onclick: () => read(expand(item.uriTemplate, built.values())) })), outcome);
-  } else {
-    detail.replaceChildren(el("h2", { text: item.uri }), el("p", { class: "description", text: [item.name, item.description].filter(Boolean).join(" — ") }),
-      el("div", { class: "actions" }, el("button", { type: "button", class: "primary", text: "Read", onclick: () => read(item.uri) })), outcome);
-    read(item.uri);
+}
+
+async function readInto(outcome, uri) {
+  try {
+    const result = await call(() => state.client.request("resources/read", { uri }));
+    outcome.replaceChildren(...(result.contents || []).flatMap((c) => section(`${c.uri} ${c.mimeType || ""}`,
+      "text" in c ? el("pre", { class: "resource-text", text: c.text })
+        : (c.mimeType || "").startsWith("image/") ? el("img", { src: `data:${c.mimeType};base64,${c.blob}`, alt: c.uri })
+          : el("pre", { text: `${Math.floor((c.blob || "").length * 3 / 4)} bytes of binary content` }))),
+    ...section("envelope (the whole result)", el("pre", { text: pretty(result) })));
+  } catch (e) {
+    outcome.replaceChildren(...failure(e));
   }
 }
 
-function showPrompt(prompt) {
+function resourceUpdated(uri) {
+  const shown = state.shownResource;
+  if (!shown || !state.subscribed.has(shown.uri) || !(uri === shown.uri || uri.startsWith(shown.uri))) return;
+  shown.updates += 1;
+  $("#res-updates").textContent = `updated ${shown.updates}× (last at ${now()}), read again`;
+  readInto(shown.outcome, shown.uri);
+}
+
+function subscribeButton(uri) {
+  const caps = (state.client.capabilities || {}).resources || {};
+  if (!caps.subscribe) return null;
+  const button = el("button", { type: "button", id: "subscribe" });
+  const label = () => { button.textContent = state.subscribed.has(uri) ? "Unsubscribe" : "Subscribe"; };
+  button.addEventListener("click", async () => {
+    const on = !state.subscribed.has(uri);
+    if (on) state.subscribed.add(uri); else state.subscribed.delete(uri);
+    try {
+      await call(() => (on ? state.client.subscribe(uri, state.subscribed) : state.client.unsubscribe(uri, state.subscribed)));
+      feed("notice", `${on ? "subscribed to" : "unsubscribed from"} ${uri}`);
+    } catch (e) {
+      if (on) state.subscribed.delete(uri); else state.subscribed.add(uri);
+      feed("error", `subscribe ${uri}: ${e.message}`);
+    }
+    label();
+  });
+  label();
+  return button;
+}
+
+function showResource(item, kind) {
+  const detail = $("#resource-detail");
+  const outcome = el("div", { class: "outcome" });
+  state.shownResource = null;
+  if (kind === "template") {
+    const schema = { properties: Object.fromEntries(templateVariables(item.uriTemplate).map((n) => [n, { type: "string" }])) };
+    let built;
+    built = buildForm(schema, { prefix: "res-", complete: completer({ type: "ref/resource", uri: item.uriTemplate }, () => built.values()) });
+    detail.replaceChildren(el("h2", { text: item.uriTemplate }), el("p", { class: "description", text: item.description || item.name || "" }),
+      built.form, el("div", { class: "actions" }, el("button", { type: "button", class: "primary", text: "Read",
+        onclick: () => readInto(outcome, expand(item.uriTemplate, built.values())) })), outcome);
+  } else {
+    state.shownResource = { uri: item.uri, outcome, updates: 0 };
+    detail.replaceChildren(el("h2", { text: item.uri }), el("p", { class: "description", text: [item.name, item.description].filter(Boolean).join(" — ") }),
+      el("div", { class: "actions" }, el("button", { type: "button", class: "primary", text: "Read", onclick: () => readInto(outcome, item.uri) }),
+        subscribeButton(item.uri), el("span", { class: "hint", id: "res-updates" })), outcome);
+    readInto(outcome, item.uri);
+  }
+}
+
+async function showPrompt(prompt) {
   const detail = $("#prompt-detail");
+  detail.replaceChildren(el("h2", { text: prompt.name }), el("p", { class: "hint", text: "asking which values the arguments take…" }));
+  const ref = { type: "ref/prompt", name: prompt.name };
   const schema = { properties: {}, required: [] };
+  let built = null;
+  const complete = completer(ref, () => built && built.values());
   for (const a of prompt.arguments || []) {
     schema.properties[a.name] = { type: "string", description: a.description };
     if (a.required) schema.required.push(a.name);
+    // an argument whose completion offers every value up front (a Literal, an enum) is a choice
+    if (complete) {
+      let offered = [];
+      try { offered = await complete(a.name, ""); } catch (e) { /* none */ }
+      if (offered.length && !offered.more) schema.properties[a.name].enum = [...offered];
+    }
   }
-  const built = buildForm(schema, [], "prompt-");
+  if (state.selected.prompts !== prompt.name) return; // another prompt was picked while completion answered
+  built = buildForm(schema, { prefix: "prompt-", complete });
   const outcome = el("div", { class: "outcome" });
   const get = async () => {
     try {
@@ -548,11 +485,28 @@ function showPrompt(prompt) {
       outcome.replaceChildren(...(result.messages || []).flatMap((m) => section(m.role, ...renderContent([m.content]))),
         ...section("envelope (the whole result)", el("pre", { text: pretty(result) })));
     } catch (e) {
-      outcome.replaceChildren(el("p", { class: "verdict err", text: "JSON-RPC error" }), el("pre", { text: pretty(e.error || { message: e.message }) }));
+      outcome.replaceChildren(...failure(e));
     }
   };
   detail.replaceChildren(el("h2", { text: prompt.name }), el("p", { class: "description", text: prompt.description || "" }),
     built.form, el("div", { class: "actions" }, el("button", { type: "button", class: "primary", id: "get-prompt", text: "Get prompt", onclick: get })), outcome);
+}
+
+function skillName(entry) {
+  return (entry.frontmatter || {}).name || entry.uri.replace(/^skill:\/\//, "").replace(/\/SKILL\.md$/, "");
+}
+
+// A skill (the Skills extension, SEP-2640): its frontmatter, its SKILL.md, and each of its files
+function showSkill(entry) {
+  const detail = $("#skill-detail");
+  const outcome = el("div", { class: "outcome", id: "skill-file" });
+  const files = el("ul", { class: "files" }, ...(entry.resources || []).map((r) => el("li", {},
+    el("button", { type: "button", class: "link", "data-uri": r.uri, text: r.uri.slice(entry.uri.length - "SKILL.md".length) || r.uri,
+      onclick: () => readInto(outcome, r.uri) }),
+    el("span", { class: "hint", text: ` ${r.size} bytes · ${r.digest}` }))));
+  detail.replaceChildren(el("h2", { text: skillName(entry) }), el("p", { class: "description", text: (entry.frontmatter || {}).description || "" }),
+    ...section("frontmatter", el("pre", { text: pretty(entry.frontmatter || {}) })), ...section("files", files), outcome);
+  readInto(outcome, entry.uri);
 }
 
 // ------------------------------------------------------------------------------------ start
@@ -569,9 +523,14 @@ async function start() {
   select.value = state.info.latest;
   select.addEventListener("change", connect);
   $("#reconnect").addEventListener("click", connect);
+  $("#ping").addEventListener("click", ping);
   document.querySelectorAll("#tabs button").forEach((b) => b.addEventListener("click", () => selectView(b.dataset.view)));
   $("#clear-feed").addEventListener("click", () => { $("#feed").replaceChildren(); count("#count-feed"); });
   $("#clear-raw").addEventListener("click", () => { $("#raw").replaceChildren(); count("#count-raw"); });
+  $("#add-root").addEventListener("click", () => { state.roots.push({ uri: "file:///", name: "" }); rootsEdited(); });
+  $("#sampling-auto").addEventListener("change", (e) => { state.sampling.auto = e.target.checked; });
+  $("#sampling-text").addEventListener("input", (e) => { state.sampling.text = e.target.value; });
+  renderClientView();
   window.addEventListener("beforeunload", () => state.client && state.client.close());
   await connect();
   document.body.dataset.ready = "true";
