@@ -34,6 +34,10 @@ def _failed(report) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
         ("lazy_tools", {("capabilities.list-changed", "warning")}, 0),
         ("answers_notifications", {("protocol.notification-unanswered", "error")}, 1),
         ("ignores_eof", {("stdio.exit-on-eof", "warning")}, 0),
+        ("error_object", {("protocol.error-object", "error")}, 1),
+        ("result_and_error", {("protocol.result-or-error", "error")}, 1),
+        ("progress_foreign_token", {("progress.token", "error")}, 1),
+        ("progress_down", {("progress.increases", "error")}, 1),
     ],
 )
 async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
@@ -98,6 +102,20 @@ async def test_pretty_printed_json_is_reported_as_such_at_once() -> None:
     assert "the handshake answer was among them" in failure.message
     assert report.exit_code == 1 and report.error is None
     assert report.notes and "the other revisions were not tried" in report.notes[0]
+
+
+@pytest.mark.asyncio
+async def test_an_id_echoed_as_a_string_is_named_at_once_not_waited_for() -> None:
+    """A server answering request 1 with the id "1": the handshake fails at once, named by
+    protocol.response-id (not "no answer within 10 s", not a handshake failure)."""
+    started = time.monotonic()
+    report = await run_checks(fixture("string_ids"), revisions=["2025-11-25"], progress=False)
+    assert time.monotonic() - started < 8  # far below one 10 s request timeout
+    [failure] = report.failed()
+    assert (failure.rule, failure.revision) == ("protocol.response-id", "2025-11-25")
+    assert failure.message.startswith("a response carries the id '1' (a str); the requests were numbered with "
+                                      "integers")
+    assert report.exit_code == 1 and report.error is None
 
 
 @pytest.mark.asyncio

@@ -65,6 +65,8 @@ class Rule:
     default: bool = True
     #: rules with a higher order run later on a connection (stdout cleanliness runs last)
     order: int = 0
+    #: how to see the fault: what the rule sends or reads, and what a failing server does
+    reproduce: str = ""
 
     @property
     def family(self) -> str:

@@ -173,7 +173,8 @@ async def _connection(
     probe = Probe(version)
     findings: list[Finding] = []
     client = Client(options.target, transport=options.client_transport, protocol_version=version,
-                    headers=options.headers or None, timeout=options.timeout, inherit_env=options.inherit_env)
+                    headers=options.headers or None, timeout=options.timeout, inherit_env=options.inherit_env,
+                    on_message=probe.wire.observe)
     limit = patience * max(options.handshake_floor, min(
         MODERN_PROBE_TIMEOUT if version in revision_table.MODERN_VERSIONS else options.timeout, options.timeout))
     started = time.monotonic()
@@ -202,7 +203,7 @@ async def _connection(
         probe.answered = client.protocol_version
         if not probe.accepted:
             return probe, findings, None
-        ctx = CheckContext(options, client=client, revision=version)
+        ctx = CheckContext(options, client=client, revision=version, wire=probe.wire)
         for rule in rules:
             if rule.applies_to(version):
                 findings.extend(await _run_rule(rule, ctx, progress))
@@ -246,7 +247,7 @@ async def _close(client: Any, probe: Probe, options: Options) -> None:
 def _silent(probe: Probe) -> bool:
     """The handshake got no answer at all (not an error, not a counter-offer, not noise)."""
     return (probe.error is not None and probe.code is None and probe.answered is None and not probe.unreachable
-            and not probe.noise)
+            and not probe.noise and not probe.wire.heard)
 
 
 def _plan(revisions: list[str] | tuple[str, ...] | None, quick: bool) -> list[str]:
@@ -369,7 +370,7 @@ async def run_checks(
                 report.error = probe.error
                 rest = []
             elif probe is not None and probe.error is not None and probe.code is None and probe.answered is None \
-                    and rest:
+                    and not probe.wire.heard and rest:
                 report.notes.append(f"the handshake offering {first} got no answer ({probe.error}); the other "
                                     "revisions were not tried")
                 rest = []

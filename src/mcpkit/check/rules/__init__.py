@@ -16,4 +16,5 @@ from . import (  # noqa: F401 - each module registers its rules
     skills,
     stdio,
     tools,
+    wire,
 )

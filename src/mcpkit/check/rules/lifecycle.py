@@ -47,6 +47,13 @@ def _discover_shape(result: Any, offered: str) -> list[str]:
     return problems
 
 
+def _misnumbered(probe: Any) -> bool:
+    """The handshake's answer carried the id in another JSON type (protocol.response-id names it)."""
+    from ...client.errors import MismatchedId
+
+    return isinstance(probe.exception, MismatchedId)
+
+
 @rule(
     "lifecycle.handshake", keyword="MUST", requirements=("LC-01", "VN-03"), scope="server",
     title="initialize (server/discover for 2026-07-28) answers with a well-formed result",
@@ -67,8 +74,8 @@ async def check_handshake(ctx: CheckContext) -> list[Finding]:
     for version, probe in offers.items():
         modern = version in revisions.MODERN_VERSIONS
         if probe.error is not None:
-            if probe.unreachable or pretty_printed(probe.noise) is not None:
-                continue  # not the server's answer (exit code 2), or stdio.framing reports it
+            if probe.unreachable or pretty_printed(probe.noise) is not None or _misnumbered(probe):
+                continue  # not the server's answer (exit code 2), or stdio.framing/protocol.response-id report it
             if probe.code is not None or modern:
                 continue  # an error response (or no modern era): the revision is not served
             out.append(ctx.fail(f"the connection offering {version} failed: {probe.error}", revision=version))
@@ -78,7 +85,8 @@ async def check_handshake(ctx: CheckContext) -> list[Finding]:
             out.append(ctx.fail("; ".join(problems), revision=version, result=probe.result))
         elif probe.accepted:
             out.append(ctx.ok("well-formed " + ("discover" if modern else "initialize") + " result", revision=version))
-    explained = all(p.unreachable or pretty_printed(p.noise) is not None for p in offers.values() if not p.accepted)
+    explained = all(p.unreachable or pretty_printed(p.noise) is not None or _misnumbered(p)
+                    for p in offers.values() if not p.accepted)
     if offers and not any(p.accepted for p in offers.values()) and not out and not explained:
         answered = {v: (p.answered or p.error) for v, p in offers.items()}
         out.append(ctx.fail(f"no offered revision was accepted: {answered}"))
