@@ -38,6 +38,10 @@ def _failed(report) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
         ("result_and_error", {("protocol.result-or-error", "error")}, 1),
         ("progress_foreign_token", {("progress.token", "error")}, 1),
         ("progress_down", {("progress.increases", "error")}, 1),
+        ("prompts_undeclared", {("capabilities.declared", "error")}, 1),
+        ("tasks_unbacked", {("capabilities.backed", "error")}, 1),
+        ("task_required_base", set(), 0),
+        ("task_required_runs", {("tasks.required", "error")}, 1),
     ],
 )
 async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
@@ -50,6 +54,29 @@ async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
     if expected:  # a warning fails the run when asked to
         report.fail_on = "warning"
         assert report.exit_code == 1
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("name", "safe", "expected", "called"),
+    [
+        # the correct twin: the list change is announced, the missing id refused
+        ("plugin_base", ("install_plugin", "delete_*"), set(), {"install_plugin", "delete_note"}),
+        ("plugin_silent", ("install_plugin",), {("capabilities.list-changed", "warning")}, {"install_plugin"}),
+        ("plugin_unvalidated", ("delete_note",), {("tools.input-validated", "error")}, {"delete_note"}),
+        # not marked safe: neither tool is called (not read-only), so neither fault can show
+        ("plugin_silent", (), set(), set()),
+        ("plugin_unvalidated", (), set(), set()),
+    ],
+)
+async def test_tools_marked_safe_are_called_and_show_their_faults(
+    name: str, safe: tuple[str, ...], expected: set[tuple[str, str]], called: set[str],
+) -> None:
+    """--safe-tool NAME lets the checker call a tool that is not read-only: a list it changes
+    without list_changed, or its missing required argument accepted, is then named."""
+    report = await run_checks(fixture(name), safe_tools=safe, progress=False)
+    assert _failed(report) == expected, [f.to_dict() for f in report.failed()]
+    assert {t["tool"] for t in report.tools_called} == called
 
 
 @pytest.mark.asyncio

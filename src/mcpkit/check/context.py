@@ -59,6 +59,11 @@ class Options:
     #: the tools the rules called: {"tool", "revision", "why"} (the report lists them)
     tools_called: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def calls_tools(self) -> bool:
+        """Some tool may be called: --call-tools, or a --safe-tool pattern."""
+        return self.call_read_only or bool(self.safe_tools)
+
 
 @dataclass
 class Probe:
@@ -245,7 +250,7 @@ class CheckContext:
     @property
     def calling(self) -> bool:
         """Some tool may be called (--call-tools, or --safe-tool)."""
-        return self.options.call_read_only or bool(self.options.safe_tools)
+        return self.options.calls_tools
 
     def may_call(self, tool: dict[str, Any]) -> bool:
         """``tool`` may be called: annotated readOnlyHint with --call-tools, or named by a

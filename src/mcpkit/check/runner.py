@@ -42,7 +42,7 @@ SLOW_START = 2.0
 #: how many connections run at once after the first (a server that cannot run twice: jobs=1)
 JOBS = 2
 #: the rules that run only when asked for: rule id -> the run_checks option
-OPTIONAL = {"tools.read-only-output": "call_read_only", "conformance.suite": "conformance", "security.pin-drift": "pin"}
+OPTIONAL = {"tools.read-only-output": "calls_tools", "conformance.suite": "conformance", "security.pin-drift": "pin"}
 
 _ANSWERED = re.compile(r"answered protocol version (.+), which")
 
@@ -293,6 +293,7 @@ async def run_checks(
     transport: str = "auto",
     revisions: list[str] | tuple[str, ...] | None = None,
     call_read_only: bool = False,
+    safe_tools: tuple[str, ...] | list[str] = (),
     conformance: bool = False,
     headers: dict[str, str] | None = None,
     timeout: float = RULE_TIMEOUT,
@@ -315,7 +316,8 @@ async def run_checks(
     on each connection the server accepts at the offered revision, then the server-wide rules.
 
     ``rules``/``skip`` take rule ids or families (an unknown one raises ValueError);
-    ``call_read_only`` lets rules call the tools annotated readOnlyHint (never others);
+    ``call_read_only`` lets rules call the tools annotated readOnlyHint; ``safe_tools`` (name
+    globs) the tools the user marks safe to call with made-up arguments (none other is called);
     ``deadline`` bounds the whole run in seconds (what ran is reported, the report says it is
     incomplete); ``baseline`` holds fingerprints of known failures, which do not fail the run;
     ``hosts`` ("claude,openai", or a list) picks the hosts.* rules (default claude, openai, gemini;
@@ -326,6 +328,7 @@ async def run_checks(
 
     kind = _transport_kind(target, transport)
     options = Options(target=target, transport=kind, headers=dict(headers or {}), call_read_only=call_read_only,
+                      safe_tools=tuple(safe_tools),
                       conformance=conformance, timeout=timeout, client_transport=transport,
                       hosts=parse_hosts(hosts), pin=pin, pin_key=pin_key, inherit_env=inherit_env)
     offered = _plan(revisions, quick)

@@ -15,6 +15,7 @@ from . import (  # noqa: F401 - each module registers its rules
     security,
     skills,
     stdio,
+    tasks,
     tools,
     wire,
 )
