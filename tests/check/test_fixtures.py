@@ -283,6 +283,12 @@ async def test_http_fixture_without_host_and_origin_guards() -> None:
          "a notification got HTTP 200 (application/json); an accepted notification gets 202 with no body"),
         ("version_header_ignored", "http.protocol-version-header",
          "a request with MCP-Protocol-Version: 1999-01-01 got HTTP 200; expected 400"),
+        ("text_plain", "http.content-type",
+         "initialize was answered HTTP 200 with Content-Type: text/plain; charset=utf-8; a request's answer is "
+         "application/json or text/event-stream"),
+        ("get_json", "http.get-stream",
+         "GET on the endpoint got HTTP 200 with Content-Type: application/json; it is an SSE stream "
+         "(text/event-stream) or 405"),
     ],
 )
 async def test_http_fixtures_fail_their_must(name: str, rule_id: str, message: str) -> None:
@@ -299,6 +305,18 @@ async def test_the_guarded_http_fixture_passes() -> None:
         report = await run_checks(url, progress=False)
     assert report.failed() == [], [f.to_dict() for f in report.failed()]
     assert report.exit_code == 0
+    for rule_id in ("http.content-type", "http.session-id", "http.get-stream"):
+        assert by_rule(report, rule_id) == {None: "pass"}, rule_id
+
+
+@pytest.mark.asyncio
+async def test_a_session_id_with_a_space_is_named() -> None:
+    with http_fixture("session_id_space") as url:
+        report = await run_checks(url, progress=False)
+    [failure] = report.failed()
+    assert (failure.rule, failure.severity) == ("http.session-id", "error")
+    assert failure.message.startswith("the session id 'session ") and failure.message.endswith(
+        "' holds U+0020; only visible ASCII (0x21 to 0x7E) is allowed")
 
 
 @pytest.mark.asyncio
