@@ -10,7 +10,7 @@ import pytest
 
 from mcpkit.check import run_checks
 from mcpkit.check.model import EXIT_INFRASTRUCTURE
-from tests.check.helpers import HANDSHAKE_ONLY, by_rule, fixture, http_fixture
+from tests.check.helpers import FIXTURES, HANDSHAKE_ONLY, by_rule, fixture, http_fixture
 
 LEGACY = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 
@@ -363,3 +363,32 @@ async def test_the_conformance_suite_is_optional_and_skipped_without_its_runner(
     assert failure.status == "fail"
     assert failure.message == "1 of 2 scenarios failed: dns-rebinding-protection"
     assert report.exit_code == 1
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("name", "expected", "message"),
+    [
+        ("good", set(), None),
+        ("negative_ttl", {("caching.ttl", "error")}, "tools/list page 2 carries ttlMs -1; it is an integer of 0 or more"),
+        ("scope_per_page", {("caching.scope", "error")},
+         "tools/list changes its cacheScope between pages (page 1: 'public', page 2: 'private')"),
+    ],
+)
+async def test_caching_hints_are_judged_on_2026_07_28(
+    name: str, expected: set[tuple[str, str]], message: str | None,
+) -> None:
+    """2026-07-28 caching hints: ttlMs is never negative (CA-02) and one list keeps one cacheScope
+    over its pages (CA-04); the revisions without hints are not judged."""
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        import cache_hints
+    finally:
+        sys.path.remove(str(FIXTURES))
+    report = await run_checks(getattr(cache_hints, name)(), progress=False)
+    assert _failed(report) == expected, [f.to_dict() for f in report.failed()]
+    assert {f.revision for f in report.findings if f.rule.startswith("caching.")} == {"2026-07-28"}
+    if message is not None:
+        assert message in {f.message for f in report.failed()}
+    else:
+        assert by_rule(report, "caching.ttl") == by_rule(report, "caching.scope") == {"2026-07-28": "pass"}

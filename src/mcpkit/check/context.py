@@ -227,6 +227,28 @@ class CheckContext:
             self.cache["first-pages"] = pages
         return pages
 
+    async def all_pages(self, method: str) -> list[Any]:
+        """Every page of a declared list as the server answered it, from the first page of
+        :meth:`first_pages` on, following nextCursor (at most 100 pages; cached per connection). A
+        page that failed ends the walk (pagination.cursor reports it)."""
+        walked = self.cache.setdefault("all-pages", {})
+        if method not in walked:
+            pages: list[Any] = []
+            page = (await self.first_pages()).get(method)
+            seen: set[str] = set()
+            while isinstance(page, dict) and len(pages) < 100:
+                pages.append(page)
+                cursor = page.get("nextCursor")
+                if not isinstance(cursor, str) or cursor in seen:
+                    break
+                seen.add(cursor)
+                try:
+                    page = await self.request(method, {"cursor": cursor})
+                except Exception:  # noqa: BLE001 - pagination.cursor's finding
+                    break
+            walked[method] = pages
+        return walked[method]  # type: ignore[no-any-return]
+
     async def call_tool(self, tool: dict[str, Any], arguments: dict[str, Any], why: str) -> Any:
         """tools/call of ``tool``: only with --call-tools, and only for a tool annotated
         readOnlyHint: true (the checker never runs a tool that may change anything). Raises
