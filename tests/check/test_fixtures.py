@@ -42,6 +42,9 @@ def _failed(report) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
         ("tasks_unbacked", {("capabilities.backed", "error")}, 1),
         ("task_required_base", set(), 0),
         ("task_required_runs", {("tasks.required", "error")}, 1),
+        ("templates_base", set(), 0),
+        ("templates_unserved", {("resources.templates-served", "info")}, 0),
+        ("read_other_uri", {("resources.read-uri", "info")}, 0),
     ],
 )
 async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
@@ -51,8 +54,8 @@ async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
     assert _failed(report) == expected, [f.to_dict() for f in report.failed()]
     assert report.negotiated == HANDSHAKE_ONLY
     assert report.exit_code == exit_code
-    if expected:  # a warning fails the run when asked to
-        report.fail_on = "warning"
+    if expected:  # a warning (an info) fails the run when asked to
+        report.fail_on = "info"
         assert report.exit_code == 1
 
 
