@@ -247,7 +247,7 @@ async def _close(client: Any, probe: Probe, options: Options) -> None:
 def _silent(probe: Probe) -> bool:
     """The handshake got no answer at all (not an error, not a counter-offer, not noise)."""
     return (probe.error is not None and probe.code is None and probe.answered is None and not probe.unreachable
-            and not probe.noise and not probe.wire.heard)
+            and not probe.noise and not probe.wire.answers)
 
 
 def _plan(revisions: list[str] | tuple[str, ...] | None, quick: bool) -> list[str]:
@@ -373,7 +373,7 @@ async def run_checks(
                 report.error = probe.error
                 rest = []
             elif probe is not None and probe.error is not None and probe.code is None and probe.answered is None \
-                    and not probe.wire.heard and rest:
+                    and not probe.wire.answers and rest:
                 report.notes.append(f"the handshake offering {first} got no answer ({probe.error}); the other "
                                     "revisions were not tried")
                 rest = []

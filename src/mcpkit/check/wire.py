@@ -29,13 +29,18 @@ class Wire:
     #: kind -> what was wrong, one line each: "error-object", "result-and-error", "id-type",
     #: "progress-token", "progress-order"
     problems: dict[str, list[str]] = field(default_factory=dict)
-    #: how many messages arrived (a server that answered with a broken envelope was not silent)
+    #: kind -> how many problems of that kind there were (all, not only those kept)
+    counts: dict[str, int] = field(default_factory=dict)
+    #: how many messages arrived
     heard: int = 0
+    #: how many of them were responses (a server that answered with a broken envelope was not silent)
+    answers: int = 0
     #: progress token the checker sent -> the last progress value seen for it (None: none yet)
     tokens: dict[Any, float | None] = field(default_factory=dict)
 
     def _add(self, kind: str, text: str) -> None:
         found = self.problems.setdefault(kind, [])
+        self.counts[kind] = self.counts.get(kind, 0) + 1
         if len(found) < KEEP:
             found.append(text)
 
@@ -49,6 +54,7 @@ class Wire:
             if msg.get("method") == "notifications/progress" and "id" not in msg:
                 self._progress(msg.get("params"))
             return
+        self.answers += 1
         self._response(msg)
 
     def _response(self, msg: dict[str, Any]) -> None:

@@ -352,6 +352,12 @@ def _media_type(headers: Any) -> str:
     return (headers.get("content-type") or "").split(";", 1)[0].strip().lower()
 
 
+def _labelled(headers: Any) -> str:
+    """How an answer was labelled, for a message."""
+    label = headers.get("content-type")
+    return f"Content-Type: {label}" if label else "no Content-Type"
+
+
 @rule(
     "http.content-type", keyword="MUST", requirements=("HL-06",), scope="server", transports=("http",),
     title="a POSTed request is answered with Content-Type application/json or text/event-stream",
@@ -379,10 +385,8 @@ async def check_content_type(ctx: CheckContext) -> list[Finding]:
     media = _media_type(headers)
     if media in ANSWER_TYPES:
         return [ctx.ok(f"{what} answered with {media}")]
-    label = headers.get("content-type")
-    said = f"Content-Type: {label}" if label else "no Content-Type"
-    return [ctx.fail(f"{what} was answered HTTP {status} with {said}; a request's answer is application/json or "
-                     "text/event-stream", content_type=label)]
+    return [ctx.fail(f"{what} was answered HTTP {status} with {_labelled(headers)}; a request's answer is "
+                     "application/json or text/event-stream", content_type=headers.get("content-type"))]
 
 
 #: HL-15: the characters a session id may hold
@@ -447,7 +451,6 @@ async def check_get_stream(ctx: CheckContext) -> list[Finding]:
     if status == 405 or (200 <= status < 300 and media == "text/event-stream"):
         return [ctx.ok(f"GET got HTTP {status}" + (" (an SSE stream)" if status != 405 else ""))]
     if 200 <= status < 300:
-        said = f"Content-Type: {headers.get('content-type')}" if headers.get("content-type") else "no Content-Type"
-        return [ctx.fail(f"GET on the endpoint got HTTP {status} with {said}; it is an SSE stream "
+        return [ctx.fail(f"GET on the endpoint got HTTP {status} with {_labelled(headers)}; it is an SSE stream "
                          "(text/event-stream) or 405", status=status)]
     raise ctx.skip(f"GET on the endpoint got HTTP {status} (neither a stream nor 405; not judged)")

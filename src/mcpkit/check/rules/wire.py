@@ -28,7 +28,8 @@ def _judge(ctx: CheckContext, kind: str, what: str) -> list[Finding]:
         heard += 1
         found = probe.wire.problems.get(kind)
         if found:
-            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            count = probe.wire.counts.get(kind, len(found))
+            more = f" (and {count - 1} more)" if count > 1 else ""
             out.append(ctx.fail(found[0] + more, revision=version, problems=found))
     if not heard:
         raise ctx.skip("the server sent nothing")
