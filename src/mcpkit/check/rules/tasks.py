@@ -17,8 +17,9 @@ REFUSALS = (-32601, -32600)
     title="a tool with execution.taskSupport \"required\" called without a task is refused (-32601), not run",
     fix="answer tools/call of a tool whose execution.taskSupport is \"required\" with -32601 when the request "
     "has no task field, before running anything",
-    quote="If a tool has taskSupport: \"required\" and the client does not include a task parameter, the server "
-    "MUST return a -32601 (Method not found) error.",
+    quote="(spec/requirements.md TK-03:) If a client calls a \"required\" tool without a task, the server MUST "
+    "return -32601. (The error-handling section instead allows -32600 \"Task augmentation required\"; either "
+    "refusal passes here.)",
     source="2025-11-25/basic/utilities/tasks#tool-level-negotiation",
     fixes={
         "mcpkit": "mcpkit serves tasks through the 2026-07-28 extension; a hand-written 2025-11-25 tasks "

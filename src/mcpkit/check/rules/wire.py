@@ -41,9 +41,9 @@ def _judge(ctx: CheckContext, kind: str, what: str) -> list[Finding]:
     title="every error response has an integer code and a string message",
     fix="answer errors with {\"code\": <integer>, \"message\": \"<one sentence>\"} (and data if you like); "
     "the code is a number such as -32602, never a string",
-    quote="Errors MUST include an error code and message. [...] error: { code: number; message: string; "
-    "data?: unknown } (schema: JSONRPCError.error.code is an integer)",
-    source="basic/index#error-responses, schema JSONRPCError",
+    quote="(spec/requirements.md BP-06, MUST:) error has an integer code and a string message. (schema Error: "
+    "code: integer, message: string, both required)",
+    source="basic/index#error-responses, schema Error",
     fixes=_BUILT_IN | {"ts": "throw new McpError(ErrorCode.X, message): the code is a number"},
     reproduce="reads every error the server sent during the run (the handshake and every rule's requests); "
     "a server answering an error as {\"code\": \"internal\"} fails",
