@@ -250,12 +250,12 @@ class CheckContext:
         return walked[method]  # type: ignore[no-any-return]
 
     async def call_tool(self, tool: dict[str, Any], arguments: dict[str, Any], why: str) -> Any:
-        """tools/call of ``tool``: only with --call-tools, and only for a tool annotated
-        readOnlyHint: true (the checker never runs a tool that may change anything). Raises
+        """tools/call of ``tool``: only for a tool annotated readOnlyHint: true under
+        --call-tools, or one a --safe-tool pattern names (the checker runs nothing else). Raises
         Skip otherwise; returns the result, or raises what the request raised."""
         name = tool.get("name")
         if not self.may_call(tool):
-            if not self.calling:
+            if not self.options.calls_tools:
                 raise Skip("calling tools is off (pass --call-tools to call the tools annotated readOnlyHint, "
                            "--safe-tool NAME for others)")
             raise Skip(f"tool {name!r} is not annotated readOnlyHint: true nor named by --safe-tool; the checker "
@@ -268,11 +268,6 @@ class CheckContext:
             "tools/call", {"name": name, "arguments": arguments, "_meta": {"progressToken": token}},
             timeout=self.timeout, fulfil_inputs=False,
         )
-
-    @property
-    def calling(self) -> bool:
-        """Some tool may be called (--call-tools, or --safe-tool)."""
-        return self.options.calls_tools
 
     def may_call(self, tool: dict[str, Any]) -> bool:
         """``tool`` may be called: annotated readOnlyHint with --call-tools, or named by a
