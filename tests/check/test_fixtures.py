@@ -149,6 +149,17 @@ async def test_an_id_echoed_as_a_string_is_named_at_once_not_waited_for() -> Non
 
 
 @pytest.mark.asyncio
+async def test_an_id_echoed_as_a_string_on_an_sse_stream_is_named_too() -> None:
+    """Over Streamable HTTP the misnumbered answer comes on a stream that then ends: it still is the
+    answer (named by protocol.response-id), not "the stream ended before its answer"."""
+    with http_fixture("string_ids_sse") as url:
+        report = await run_checks(url, progress=False)
+    assert _failed(report) == {("protocol.response-id", "error")}, [f.to_dict() for f in report.failed()]
+    assert {f.revision for f in report.failed()} == set(LEGACY)
+    assert report.exit_code == 1 and report.error is None
+
+
+@pytest.mark.asyncio
 async def test_bad_tool_names_name_the_offending_tools() -> None:
     report = await run_checks(fixture("bad_tool_names"), revisions=["2025-11-25"], progress=False)
     assert sorted(f.message for f in report.failed()) == [

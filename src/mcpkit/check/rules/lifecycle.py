@@ -85,8 +85,9 @@ async def check_handshake(ctx: CheckContext) -> list[Finding]:
             out.append(ctx.fail("; ".join(problems), revision=version, result=probe.result))
         elif probe.accepted:
             out.append(ctx.ok("well-formed " + ("discover" if modern else "initialize") + " result", revision=version))
-    explained = all(p.unreachable or pretty_printed(p.noise) is not None or _misnumbered(p)
-                    for p in offers.values() if not p.accepted)
+    # a server misnumbering its answers accepts nothing: protocol.response-id names why
+    explained = any(_misnumbered(p) for p in offers.values()) or all(
+        p.unreachable or pretty_printed(p.noise) is not None for p in offers.values() if not p.accepted)
     if offers and not any(p.accepted for p in offers.values()) and not out and not explained:
         answered = {v: (p.answered or p.error) for v, p in offers.items()}
         out.append(ctx.fail(f"no offered revision was accepted: {answered}"))
