@@ -10,7 +10,7 @@ import pytest
 
 from mcpkit.check import run_checks
 from mcpkit.check.model import EXIT_INFRASTRUCTURE
-from tests.check.helpers import HANDSHAKE_ONLY, by_rule, fixture, http_fixture
+from tests.check.helpers import FIXTURES, HANDSHAKE_ONLY, by_rule, fixture, http_fixture
 
 LEGACY = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 
@@ -50,6 +50,17 @@ def _failed(report) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
                       ("security.suspicious-instructions", "warning"), ("security.context-parameters", "error"),
                       ("security.secret-parameters", "warning"), ("security.long-description", "warning"),
                       ("hosts.openai", "info")}, 1),  # OpenAI: the long description is over 1024 characters
+        ("error_object", {("protocol.error-object", "error")}, 1),
+        ("result_and_error", {("protocol.result-or-error", "error")}, 1),
+        ("progress_foreign_token", {("progress.token", "error")}, 1),
+        ("progress_down", {("progress.increases", "error")}, 1),
+        ("prompts_undeclared", {("capabilities.declared", "error")}, 1),
+        ("tasks_unbacked", {("capabilities.backed", "error")}, 1),
+        ("task_required_base", set(), 0),
+        ("task_required_runs", {("tasks.required", "error")}, 1),
+        ("templates_base", set(), 0),
+        ("templates_unserved", {("resources.templates-served", "info")}, 0),
+        ("read_other_uri", {("resources.read-uri", "info")}, 0),
     ],
 )
 async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
@@ -62,6 +73,29 @@ async def test_a_fixture_fails_exactly_the_rules_of_its_fault(
     if expected:  # a warning or info fails the run when asked to
         report.fail_on = "info"
         assert report.exit_code == 1
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("name", "safe", "expected", "called"),
+    [
+        # the correct twin: the list change is announced, the missing id refused
+        ("plugin_base", ("install_plugin", "delete_*"), set(), {"install_plugin", "delete_note"}),
+        ("plugin_silent", ("install_plugin",), {("capabilities.list-changed", "warning")}, {"install_plugin"}),
+        ("plugin_unvalidated", ("delete_note",), {("tools.input-validated", "error")}, {"delete_note"}),
+        # not marked safe: neither tool is called (not read-only), so neither fault can show
+        ("plugin_silent", (), set(), set()),
+        ("plugin_unvalidated", (), set(), set()),
+    ],
+)
+async def test_tools_marked_safe_are_called_and_show_their_faults(
+    name: str, safe: tuple[str, ...], expected: set[tuple[str, str]], called: set[str],
+) -> None:
+    """--safe-tool NAME lets the checker call a tool that is not read-only: a list it changes
+    without list_changed, or its missing required argument accepted, is then named."""
+    report = await run_checks(fixture(name), safe_tools=safe, progress=False)
+    assert _failed(report) == expected, [f.to_dict() for f in report.failed()]
+    assert {t["tool"] for t in report.tools_called} == called
 
 
 @pytest.mark.asyncio
@@ -114,6 +148,31 @@ async def test_pretty_printed_json_is_reported_as_such_at_once() -> None:
     assert "the handshake answer was among them" in failure.message
     assert report.exit_code == 1 and report.error is None
     assert report.notes and "the other revisions were not tried" in report.notes[0]
+
+
+@pytest.mark.asyncio
+async def test_an_id_echoed_as_a_string_is_named_at_once_not_waited_for() -> None:
+    """A server answering request 1 with the id "1": the handshake fails at once, named by
+    protocol.response-id (not "no answer within 10 s", not a handshake failure)."""
+    started = time.monotonic()
+    report = await run_checks(fixture("string_ids"), revisions=["2025-11-25"], progress=False)
+    assert time.monotonic() - started < 8  # far below one 10 s request timeout
+    [failure] = report.failed()
+    assert (failure.rule, failure.revision) == ("protocol.response-id", "2025-11-25")
+    assert failure.message.startswith("a response carries the id '1' (a str); the requests were numbered with "
+                                      "integers")
+    assert report.exit_code == 1 and report.error is None
+
+
+@pytest.mark.asyncio
+async def test_an_id_echoed_as_a_string_on_an_sse_stream_is_named_too() -> None:
+    """Over Streamable HTTP the misnumbered answer comes on a stream that then ends: it still is the
+    answer (named by protocol.response-id), not "the stream ended before its answer"."""
+    with http_fixture("string_ids_sse") as url:
+        report = await run_checks(url, progress=False)
+    assert _failed(report) == {("protocol.response-id", "error")}, [f.to_dict() for f in report.failed()]
+    assert {f.revision for f in report.failed()} == set(LEGACY)
+    assert report.exit_code == 1 and report.error is None
 
 
 @pytest.mark.asyncio
@@ -254,6 +313,12 @@ async def test_http_fixture_without_host_and_origin_guards() -> None:
          "a notification got HTTP 200 (application/json); an accepted notification gets 202 with no body"),
         ("version_header_ignored", "http.protocol-version-header",
          "a request with MCP-Protocol-Version: 1999-01-01 got HTTP 200; expected 400"),
+        ("text_plain", "http.content-type",
+         "initialize was answered HTTP 200 with Content-Type: text/plain; charset=utf-8; a request's answer is "
+         "application/json or text/event-stream"),
+        ("get_json", "http.get-stream",
+         "GET on the endpoint got HTTP 200 with Content-Type: application/json; it is an SSE stream "
+         "(text/event-stream) or 405"),
     ],
 )
 async def test_http_fixtures_fail_their_must(name: str, rule_id: str, message: str) -> None:
@@ -270,6 +335,18 @@ async def test_the_guarded_http_fixture_passes() -> None:
         report = await run_checks(url, progress=False)
     assert report.failed() == [], [f.to_dict() for f in report.failed()]
     assert report.exit_code == 0
+    for rule_id in ("http.content-type", "http.session-id", "http.get-stream"):
+        assert by_rule(report, rule_id) == {None: "pass"}, rule_id
+
+
+@pytest.mark.asyncio
+async def test_a_session_id_with_a_space_is_named() -> None:
+    with http_fixture("session_id_space") as url:
+        report = await run_checks(url, progress=False)
+    [failure] = report.failed()
+    assert (failure.rule, failure.severity) == ("http.session-id", "error")
+    assert failure.message.startswith("the session id 'session ") and failure.message.endswith(
+        "' holds U+0020; only visible ASCII (0x21 to 0x7E) is allowed")
 
 
 @pytest.mark.asyncio
@@ -316,3 +393,32 @@ async def test_the_conformance_suite_is_optional_and_skipped_without_its_runner(
     assert failure.status == "fail"
     assert failure.message == "1 of 2 scenarios failed: dns-rebinding-protection"
     assert report.exit_code == 1
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("name", "expected", "message"),
+    [
+        ("good", set(), None),
+        ("negative_ttl", {("caching.ttl", "error")}, "tools/list page 2 carries ttlMs -1; it is an integer of 0 or more"),
+        ("scope_per_page", {("caching.scope", "error")},
+         "tools/list changes its cacheScope between pages (page 1: 'public', page 2: 'private')"),
+    ],
+)
+async def test_caching_hints_are_judged_on_2026_07_28(
+    name: str, expected: set[tuple[str, str]], message: str | None,
+) -> None:
+    """2026-07-28 caching hints: ttlMs is never negative (CA-02) and one list keeps one cacheScope
+    over its pages (CA-04); the revisions without hints are not judged."""
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        import cache_hints
+    finally:
+        sys.path.remove(str(FIXTURES))
+    report = await run_checks(getattr(cache_hints, name)(), progress=False)
+    assert _failed(report) == expected, [f.to_dict() for f in report.failed()]
+    assert {f.revision for f in report.findings if f.rule.startswith("caching.")} == {"2026-07-28"}
+    if message is not None:
+        assert message in {f.message for f in report.failed()}
+    else:
+        assert by_rule(report, "caching.ttl") == by_rule(report, "caching.scope") == {"2026-07-28": "pass"}

@@ -182,6 +182,12 @@ def test_progress_is_drawn_only_when_enabled() -> None:
     assert hidden.getvalue() == ""
 
 
+def test_safe_tool_with_no_tool_calls_is_one_line_and_exit_2(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main([*fixture("good"), "--no-tool-calls", "--safe-tool", "echo"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "--no-tool-calls and --safe-tool contradict each other" in err
+
+
 def test_cli_exit_codes_and_formats(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert main([*fixture("good"), "--revision", REVISION]) == 0
     assert "OK  fixture 1.0.0" in capsys.readouterr().out

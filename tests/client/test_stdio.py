@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit.client import Client, ClientError, ClientTimeout, RpcError, UnsupportedVersion
+from mcpkit.client import Client, ClientError, ClientTimeout, MismatchedId, RpcError, UnsupportedVersion
 from tests.conftest import mcpkit_command
 
 aio = pytest.mark.asyncio
@@ -43,6 +43,22 @@ async def test_default_offer_is_the_newest_handshake_and_an_unknown_offer_gets_t
         assert client.protocol_version == "2025-11-25"
     async with Client(serve(wire), protocol_version="1999-01-01") as client:
         assert client.protocol_version == "2025-11-25"
+
+
+@aio
+async def test_an_answer_echoing_the_id_as_a_string_fails_its_request_at_once_named() -> None:
+    """A server answering request 1 with the id "1" answers nothing: the request fails as soon as
+    that answer arrives, naming both ids, instead of waiting out its timeout; on_message saw it."""
+    seen: list[dict[str, Any]] = []
+    fixture = Path(__file__).resolve().parents[1] / "check" / "fixtures" / "string_ids.py"
+    client = Client([sys.executable, str(fixture)], timeout=60, on_message=seen.append)
+    try:
+        with pytest.raises(MismatchedId, match=r"answered request 1 with the id '1' \(a string, not an integer\)") as err:
+            await asyncio.wait_for(client.connect(), 30)  # bounded: the 60 s timeout would fail it
+        assert (err.value.request_id, err.value.answered) == (1, "1")
+        assert [m["id"] for m in seen] == ["1"] and "result" in seen[0]
+    finally:
+        await client.close()
 
 
 @aio

@@ -47,8 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tools.add_argument("--call-tools", "--call-read-only", dest="call_tools", action="store_true",
                        help="call the tools annotated readOnlyHint: true (never any other) with sample and "
                        "invalid arguments, to check their results and errors")
-    tools.add_argument("--no-tool-calls", dest="call_tools", action="store_false",
+    tools.add_argument("--no-tool-calls", dest="call_tools", action="store_const", const=None,
                        help="call no tool (the default)")
+    sel.add_argument("--safe-tool", action="append", metavar="NAME", default=[],
+                     help="also call this tool (a name or a glob such as 'notes_*'; repeatable) with sample and "
+                     "invalid arguments, as --call-tools does read-only ones: you vouch that running it with "
+                     "made-up arguments changes nothing that matters")
     sel.add_argument("--hosts", metavar="LIST", default=None,
                      help="the hosts whose hosts.* rules run: a comma list of claude, bedrock, vertex, openai, "
                      "openai-strict, gemini, gemini-openapi, cursor, vscode, or 'all' (default claude,openai,gemini)")
@@ -165,8 +169,11 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(target, str):
             return _fail("--sse needs an http(s):// URL")
         transport = "sse"
+    if args.call_tools is None and args.safe_tool:
+        return _fail("--no-tool-calls and --safe-tool contradict each other; drop one")
     options: dict[str, Any] = {
         "revisions": args.revision, "call_read_only": bool(args.call_tools), "conformance": args.conformance,
+        "safe_tools": tuple(args.safe_tool),
         "headers": _headers(args.header), "rules": args.rule, "skip": args.skip, "quick": args.quick,
         "deadline": args.deadline, "fail_on": args.fail_on, "baseline": baseline, "transport": transport,
         "hosts": args.hosts, "pin": args.pin, "pin_key": args.pin_key,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import revisions
 from .model import Finding, Rule
+from .wire import PROGRESS_PREFIX, Wire
 
 __all__ = ["CheckContext", "Options", "Probe", "Skip", "RULE_TIMEOUT", "describe", "read_only"]
 
@@ -30,8 +32,11 @@ class Options:
     target: Any
     transport: str
     headers: dict[str, str] = field(default_factory=dict)
-    #: --call-tools: the rules may call the tools annotated readOnlyHint: true (never others)
+    #: --call-tools: the rules may call the tools annotated readOnlyHint: true
     call_read_only: bool = False
+    #: --safe-tool: name patterns (fnmatch) of further tools the user marks safe to call with
+    #: made-up arguments (a tool that changes a list, one that requires a task)
+    safe_tools: tuple[str, ...] = ()
     conformance: bool = False
     timeout: float = RULE_TIMEOUT
     #: the transport argument the Client gets ("auto", "stdio", "http", "sse", "memory")
@@ -53,6 +58,11 @@ class Options:
     first_answer: str | None = None
     #: the tools the rules called: {"tool", "revision", "why"} (the report lists them)
     tools_called: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def calls_tools(self) -> bool:
+        """Some tool may be called: --call-tools, or a --safe-tool pattern."""
+        return self.call_read_only or bool(self.safe_tools)
 
 
 @dataclass
@@ -82,6 +92,8 @@ class Probe:
     eof_grace: float = 0.0
     #: seconds from the start of the connection to the handshake's answer
     handshake_time: float | None = None
+    #: every message the server sent on the connection, judged as it arrived (check/wire.py)
+    wire: Wire = field(default_factory=Wire)
 
     @property
     def accepted(self) -> bool:
@@ -94,9 +106,11 @@ class CheckContext:
 
     def __init__(
         self, options: Options, *, client: Any = None, revision: str | None = None,
-        probes: dict[str, Probe] | None = None,
+        probes: dict[str, Probe] | None = None, wire: Wire | None = None,
     ) -> None:
         self.options = options
+        #: this connection's wire (connection rules): what the server sent, as it arrived
+        self.wire = wire if wire is not None else Wire()
         self.client = client
         self.revision = revision
         self.probes = probes or {}
@@ -213,19 +227,55 @@ class CheckContext:
             self.cache["first-pages"] = pages
         return pages
 
+    async def all_pages(self, method: str) -> list[Any]:
+        """Every page of a declared list as the server answered it, from the first page of
+        :meth:`first_pages` on, following nextCursor (at most 100 pages; cached per connection). A
+        page that failed ends the walk (pagination.cursor reports it)."""
+        walked = self.cache.setdefault("all-pages", {})
+        if method not in walked:
+            pages: list[Any] = []
+            page = (await self.first_pages()).get(method)
+            seen: set[str] = set()
+            while isinstance(page, dict) and len(pages) < 100:
+                pages.append(page)
+                cursor = page.get("nextCursor")
+                if not isinstance(cursor, str) or cursor in seen:
+                    break
+                seen.add(cursor)
+                try:
+                    page = await self.request(method, {"cursor": cursor})
+                except Exception:  # noqa: BLE001 - pagination.cursor's finding
+                    break
+            walked[method] = pages
+        return walked[method]  # type: ignore[no-any-return]
+
     async def call_tool(self, tool: dict[str, Any], arguments: dict[str, Any], why: str) -> Any:
-        """tools/call of ``tool``: only with --call-tools, and only for a tool annotated
-        readOnlyHint: true (the checker never runs a tool that may change anything). Raises
+        """tools/call of ``tool``: only for a tool annotated readOnlyHint: true under
+        --call-tools, or one a --safe-tool pattern names (the checker runs nothing else). Raises
         Skip otherwise; returns the result, or raises what the request raised."""
         name = tool.get("name")
-        if not self.options.call_read_only:
-            raise Skip("calling tools is off (pass --call-tools to call the tools annotated readOnlyHint)")
-        if not read_only(tool):
-            raise Skip(f"tool {name!r} is not annotated readOnlyHint: true; the checker does not call it")
+        if not self.may_call(tool):
+            if not self.options.calls_tools:
+                raise Skip("calling tools is off (pass --call-tools to call the tools annotated readOnlyHint, "
+                           "--safe-tool NAME for others)")
+            raise Skip(f"tool {name!r} is not annotated readOnlyHint: true nor named by --safe-tool; the checker "
+                       "does not call it")
         self.options.tools_called.append({"tool": name, "revision": self.revision, "why": why})
+        # a progress token of the checker's own: the progress rules judge what comes back for it (PR-02, PR-03)
+        token = f"{PROGRESS_PREFIX}{len(self.options.tools_called)}"
+        self.wire.sent_token(token)
         return await self.client.request(
-            "tools/call", {"name": name, "arguments": arguments}, timeout=self.timeout, fulfil_inputs=False
+            "tools/call", {"name": name, "arguments": arguments, "_meta": {"progressToken": token}},
+            timeout=self.timeout, fulfil_inputs=False,
         )
+
+    def may_call(self, tool: dict[str, Any]) -> bool:
+        """``tool`` may be called: annotated readOnlyHint with --call-tools, or named by a
+        --safe-tool pattern (the user vouches that running it changes nothing that matters)."""
+        name = tool.get("name")
+        if self.options.call_read_only and read_only(tool):
+            return True
+        return isinstance(name, str) and any(fnmatch.fnmatchcase(name, p) for p in self.options.safe_tools)
 
     async def tools(self) -> list[dict[str, Any]]:
         if not self.has("tools"):

@@ -160,7 +160,7 @@ def rules_listing(fmt: str) -> str:
             "id": r.id, "severity": r.severity, "keyword": r.keyword, "keywords": r.keywords,
             "requirements": list(r.requirements), "revisions": list(r.revisions), "scope": r.scope,
             "transports": list(r.transports), "default": r.default, "title": r.title, "fix": r.fix,
-            "quote": r.quote, "source": r.source, "fixes": r.fixes,
+            "quote": r.quote, "source": r.source, "fixes": r.fixes, "reproduce": r.reproduce,
         } for r in rules], indent=2)
     width = max(len(r.id) for r in rules)
     lines = [f"{'RULE':<{width}}  {'SEVERITY':<8}  {'KEYWORD':<7}  REQUIREMENTS / REVISIONS / WHAT"]
@@ -217,6 +217,9 @@ def rules_markdown() -> str:
         out.append("")
         out.append(f"**Reproduce:** {reproduce(r)}")
         out.append("")
+        if r.reproduce:
+            out.append(f"**What it does:** {r.reproduce}.")
+            out.append("")
         out.append(f"**How to fix it:** {r.fix}.")
         out.append("")
         for key, label in FRAMEWORKS.items():

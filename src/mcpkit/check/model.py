@@ -69,6 +69,8 @@ class Rule:
     #: options of ``mcpkit check`` the failure needs ("wrong_error_codes --call-tools"); how
     #: docs/rules.md says to reproduce a failure. "" when no fixture does
     example: str = ""
+    #: how to see the fault: what the rule sends or reads, and what a failing server does
+    reproduce: str = ""
 
     @property
     def family(self) -> str:

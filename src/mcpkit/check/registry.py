@@ -41,6 +41,7 @@ def rule(
     default: bool = True,
     order: int = 0,
     example: str = "",
+    reproduce: str = "",
 ) -> Callable[[Check], Check]:
     """Register ``async def check(ctx) -> list[Finding]`` as the rule ``rule_id``."""
     for word in (keyword, *(keywords or {}).values()):
@@ -61,6 +62,7 @@ def rule(
             id=rule_id, keyword=keyword, requirements=requirements, title=title, fix=fix, check=check,
             quote=" ".join(quote.split()), source=source, revisions=revisions, keywords=dict(keywords or {}),
             fixes=fixes, scope=scope, transports=transports, default=default, order=order, example=example,
+            reproduce=" ".join(reproduce.split()),
         )
         return check
 

@@ -43,7 +43,7 @@ SLOW_START = 2.0
 #: how many connections run at once after the first (a server that cannot run twice: jobs=1)
 JOBS = 2
 #: the rules that run only when asked for: rule id -> the run_checks option
-OPTIONAL = {"tools.read-only-output": "call_read_only", "conformance.suite": "conformance", "security.pin-drift": "pin"}
+OPTIONAL = {"tools.read-only-output": "calls_tools", "conformance.suite": "conformance", "security.pin-drift": "pin"}
 
 _ANSWERED = re.compile(r"answered protocol version (.+), which")
 
@@ -173,7 +173,8 @@ async def _connection(
     probe = Probe(version)
     findings: list[Finding] = []
     client = Client(options.target, transport=options.client_transport, protocol_version=version,
-                    headers=options.headers or None, timeout=options.timeout, inherit_env=options.inherit_env)
+                    headers=options.headers or None, timeout=options.timeout, inherit_env=options.inherit_env,
+                    on_message=probe.wire.observe)
     limit = patience * max(options.handshake_floor, min(
         MODERN_PROBE_TIMEOUT if version in revision_table.MODERN_VERSIONS else options.timeout, options.timeout))
     started = time.monotonic()
@@ -206,7 +207,7 @@ async def _connection(
         probe.answered = client.protocol_version
         if not probe.accepted:
             return probe, findings, None
-        ctx = CheckContext(options, client=client, revision=version)
+        ctx = CheckContext(options, client=client, revision=version, wire=probe.wire)
         for rule in rules:
             if rule.applies_to(version):
                 findings.extend(await _run_rule(rule, ctx, progress))
@@ -250,7 +251,7 @@ async def _close(client: Any, probe: Probe, options: Options) -> None:
 def _silent(probe: Probe) -> bool:
     """The handshake got no answer at all (not an error, not a counter-offer, not noise)."""
     return (probe.error is not None and probe.code is None and probe.answered is None and not probe.unreachable
-            and not probe.noise)
+            and not probe.noise and not probe.wire.answers)
 
 
 def _plan(revisions: list[str] | tuple[str, ...] | None, quick: bool) -> list[str]:
@@ -296,6 +297,7 @@ async def run_checks(
     transport: str = "auto",
     revisions: list[str] | tuple[str, ...] | None = None,
     call_read_only: bool = False,
+    safe_tools: tuple[str, ...] | list[str] = (),
     conformance: bool = False,
     headers: dict[str, str] | None = None,
     timeout: float = RULE_TIMEOUT,
@@ -318,7 +320,8 @@ async def run_checks(
     on each connection the server accepts at the offered revision, then the server-wide rules.
 
     ``rules``/``skip`` take rule ids or families (an unknown one raises ValueError);
-    ``call_read_only`` lets rules call the tools annotated readOnlyHint (never others);
+    ``call_read_only`` lets rules call the tools annotated readOnlyHint; ``safe_tools`` (name
+    globs) the tools the user marks safe to call with made-up arguments (none other is called);
     ``deadline`` bounds the whole run in seconds (what ran is reported, the report says it is
     incomplete); ``baseline`` holds fingerprints of known failures, which do not fail the run;
     ``hosts`` ("claude,openai", or a list) picks the hosts.* rules (default claude, openai, gemini;
@@ -329,6 +332,7 @@ async def run_checks(
 
     kind = _transport_kind(target, transport)
     options = Options(target=target, transport=kind, headers=dict(headers or {}), call_read_only=call_read_only,
+                      safe_tools=tuple(safe_tools),
                       conformance=conformance, timeout=timeout, client_transport=transport,
                       hosts=parse_hosts(hosts), pin=pin, pin_key=pin_key, inherit_env=inherit_env)
     offered = _plan(revisions, quick)
@@ -373,7 +377,7 @@ async def run_checks(
                 report.error = probe.error
                 rest = []
             elif probe is not None and probe.error is not None and probe.code is None and probe.answered is None \
-                    and rest:
+                    and not probe.wire.answers and rest:
                 report.notes.append(f"the handshake offering {first} got no answer ({probe.error}); the other "
                                     "revisions were not tried")
                 rest = []

@@ -10,14 +10,14 @@ httpx is imported only by the HTTP transports (the ``client`` extra).
 """
 
 from .client import Client
-from .errors import (ClientError, ClientTimeout, HttpRpcError, MessageTooLarge, RpcError, ToolCallError,
-                     UnsupportedVersion)
+from .errors import (ClientError, ClientTimeout, HttpRpcError, MessageTooLarge, MismatchedId, RpcError,
+                     ToolCallError, UnsupportedVersion)
 from .listening import Backoff, StreamState
 from .proxies import ToolProxies, ToolProxy
 from .skills import SkillVerificationError
 
 __all__ = [
     "Client", "RpcError", "ClientError", "ClientTimeout", "HttpRpcError", "ToolCallError", "ToolProxies", "ToolProxy",
-    "UnsupportedVersion", "Backoff", "StreamState", "MessageTooLarge",
+    "UnsupportedVersion", "Backoff", "StreamState", "MessageTooLarge", "MismatchedId",
     "SkillVerificationError",
 ]

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol import revisions
-from .errors import ClientError, ClientTimeout, MessageTooLarge, RpcError, UnsupportedVersion
+from .errors import ClientError, ClientTimeout, MessageTooLarge, MismatchedId, RpcError, UnsupportedVersion
 from .listening import Backoff, StreamState
 from .proxies import ToolProxies
 from .transports import Transport, make_transport
@@ -73,6 +73,7 @@ class Client:
         elicitation_handler: Callable[[dict[str, Any]], Any] | None = None,
         roots: list[dict[str, Any]] | Callable[[], Any] | None = None,
         on_notification: Callable[[dict[str, Any]], Any] | None = None,
+        on_message: Callable[[dict[str, Any]], Any] | None = None,
         on_log: Callable[[dict[str, Any]], Any] | None = None,
         on_stream_state: Callable[[StreamState], Any] | None = None,
         reconnect: Backoff | None = None,
@@ -94,6 +95,9 @@ class Client:
         self.elicitation_handler = elicitation_handler
         self.roots = roots
         self.on_notification = on_notification
+        #: called with every message the server sends, as it arrives and before it is routed
+        #: (what a checker or a recorder sees of the wire)
+        self.on_message = on_message
         self.on_log = on_log
         #: called with each new :attr:`stream_state`
         self.on_stream_state = on_stream_state
@@ -409,6 +413,8 @@ class Client:
         self._call_back(self.on_stream_state, state)
 
     def _on_message(self, msg: dict[str, Any]) -> None:
+        if self.on_message is not None:
+            self._call_back(self.on_message, msg)
         if "method" in msg:
             if "id" in msg:
                 self._keep(self.server_requests, msg)
@@ -418,13 +424,34 @@ class Client:
             else:
                 self._on_notification(msg)
             return
-        fut = self._pending.pop(msg.get("id"), None) if isinstance(msg.get("id"), (int, str)) else None
+        rid = msg.get("id")
+        fut = self._pending.pop(rid, None) if isinstance(rid, (int, str)) else None
+        if fut is None and (mismatched := self._retyped(rid)) is not None:
+            # BP-05/BP-06: an answer must echo its request's id with its JSON type; "1" for 1 answers
+            # nothing, and waiting for the timeout would blame the wrong thing: fail it now, named
+            fut = self._pending.pop(mismatched)
+            if not fut.done():
+                fut.set_exception(MismatchedId(mismatched, rid))
+            self._keep(self.unmatched, msg)
+            return
         if fut is None or fut.done():
             self._keep(self.unmatched, msg)
         elif "error" in msg:
             fut.set_exception(RpcError.from_error(msg["error"]))
         else:
             fut.set_result(msg.get("result"))
+
+    def _retyped(self, rid: Any) -> Any:
+        """The id of a pending request that ``rid`` (an id matching none) spells with another JSON
+        type ("1" or 1.0 for 1, 7 for "7"), or None."""
+        if not isinstance(rid, (str, int, float)) or isinstance(rid, bool):
+            return None
+        for pending in self._pending:
+            if type(pending) is type(rid):
+                continue
+            if str(pending) == str(rid) or (isinstance(rid, float) and rid == pending):
+                return pending
+        return None
 
     def _call_back(self, callback: Callable[..., Any] | None, *args: Any) -> None:
         if callback is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["RpcError", "ClientError", "ClientTimeout", "HttpRpcError", "MessageTooLarge", "ToolCallError",
-           "UnsupportedVersion"]
+           "UnsupportedVersion", "MismatchedId"]
 
 
 class RpcError(Exception):
@@ -59,6 +59,19 @@ class UnsupportedVersion(ClientError):
 
     def __init__(self, answered: Any) -> None:
         super().__init__(f"the server answered protocol version {answered!r}, which this client cannot speak")
+        self.answered = answered
+
+
+class MismatchedId(ClientError):
+    """The server answered the request ``request_id`` with ``answered`` (the same id in another JSON
+    type, e.g. "1" for 1): a response must carry its request's id unchanged (JSON-RPC 2.0, BP-05)."""
+
+    def __init__(self, request_id: Any, answered: Any) -> None:
+        kinds = {str: "a string", int: "an integer", float: "a float"}
+        super().__init__(f"the server answered request {request_id!r} with the id {answered!r} "
+                         f"({kinds.get(type(answered), 'another type')}, not {kinds.get(type(request_id), 'the same')}); "
+                         "a response must echo its request's id with the same JSON type")
+        self.request_id = request_id
         self.answered = answered
 
 

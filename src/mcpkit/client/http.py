@@ -516,7 +516,12 @@ class StreamableHttpTransport(_HttpBase):
 
 
 def _answers(message: Any, want: Any) -> bool:
-    return want is not None and isinstance(message, dict) and "method" not in message and message.get("id") == want
+    """``message`` is the answer to request ``want``: its id, or the same id in another JSON type
+    ("1" for 1), which Client fails at once as MismatchedId rather than waiting on the stream."""
+    if want is None or not isinstance(message, dict) or "method" in message:
+        return False
+    rid = message.get("id")
+    return rid == want or (isinstance(rid, (str, int)) and not isinstance(rid, bool) and str(rid) == str(want))
 
 
 class SseTransport(_HttpBase):

@@ -1,6 +1,7 @@
 """The rule families of ``mcpkit check``; importing this package registers every rule."""
 
 from . import (  # noqa: F401 - each module registers its rules
+    caching,
     capabilities,
     conformance,
     discovery,
@@ -15,5 +16,7 @@ from . import (  # noqa: F401 - each module registers its rules
     security,
     skills,
     stdio,
+    tasks,
     tools,
+    wire,
 )

@@ -54,11 +54,11 @@ def _failure(ctx: CheckContext, capability: str, method: str, exc: BaseException
 @rule(
     "capabilities.backed", example="absent_list_changed",
     keyword="MUST",
-    requirements=("LC-06", "VN-04", "TL-01", "RS-01", "RS-10", "PM-01", "LG-02", "CP-01"),
+    requirements=("LC-06", "VN-04", "TL-01", "RS-01", "RS-10", "PM-01", "LG-02", "CP-01", "TK-01"),
     title="every declared capability is backed: its methods exist and answer",
     fix="declare only what you serve: implement the methods of each declared capability "
-    "(tools/list, resources/list, resources/subscribe, prompts/list, logging/setLevel, completion/complete) "
-    "or drop the capability",
+    "(tools/list, resources/list, resources/subscribe, prompts/list, logging/setLevel, completion/complete, "
+    "tasks/list, tasks/cancel) or drop the capability",
     quote="Servers that support tools MUST declare the tools capability. (schema, ServerCapabilities.tools: "
     "Present if the server offers any tools to call; likewise resources, prompts, logging, completions.)",
     source="server/tools#capabilities, schema ServerCapabilities",
@@ -69,6 +69,9 @@ def _failure(ctx: CheckContext, capability: str, method: str, exc: BaseException
         "ts": "register the handler of every capability you pass to new Server(info, {capabilities}); "
         "McpServer declares them as you register tools/resources/prompts",
     },
+    reproduce="calls the first page of every declared list, resources/subscribe and unsubscribe, "
+    "logging/setLevel, completion/complete, and (2025-11-25) tasks/list and tasks/cancel of a made-up task "
+    "when tasks.list/tasks.cancel are declared; -32601 for any of them fails",
 )
 async def check_backed(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
@@ -90,6 +93,12 @@ async def check_backed(ctx: CheckContext) -> list[Finding]:
             probes.append(("resources.subscribe", "resources/unsubscribe", {"uri": uri}, False))
         if ctx.has("logging"):
             probes.append(("logging", "logging/setLevel", {"level": "info"}, True))
+    if ctx.revision == "2025-11-25":  # the core tasks of 2025-11-25 (TK-01); 2026-07-28 moved them to an extension
+        if ctx.capability("tasks", "list") is not None:
+            probes.append(("tasks.list", "tasks/list", {}, True))
+        if ctx.capability("tasks", "cancel") is not None:
+            # a made-up task: -32602 (TK-14) shows the method is there; -32601 that it is not
+            probes.append(("tasks.cancel", "tasks/cancel", {"taskId": "mcpkit-check-no-such-task"}, False))
     if ctx.has("completions"):
         ref, argument = await _completion_ref(ctx)
         probes.append(("completions", "completion/complete", {"ref": ref, "argument": {"name": argument, "value": ""}},
@@ -106,6 +115,50 @@ async def check_backed(ctx: CheckContext) -> list[Finding]:
     unserved = f" ({', '.join(optional)}: not served, which the spec allows)" if optional else ""
     return out or [ctx.ok(f"{len(checked)} method(s) of the declared capabilities answer: {', '.join(checked)}"
                           + unserved)]
+
+
+#: list method -> (result key, the capability that must be declared to serve it)
+_SERVED = {"tools/list": ("tools", "tools"), "resources/list": ("resources", "resources"),
+           "prompts/list": ("prompts", "prompts")}
+
+
+@rule(
+    "capabilities.declared", example="prompts_undeclared", keyword="MUST", requirements=("LC-06", "TL-01", "RS-01"),
+    title="what is served is declared: a list with items (tools, resources, prompts) has its capability",
+    fix="declare the capability of every feature you serve (prompts: {}, tools: {}, resources: {}) in the "
+    "initialize result (server/discover in 2026-07-28), or stop serving it",
+    quote="Servers that support prompts MUST declare the prompts capability during initialization. "
+    "(Likewise tools and resources; lifecycle: both parties declare the features they support.)",
+    source="server/prompts#capabilities, server/tools#capabilities, server/resources#capabilities",
+    fixes={
+        "mcpkit": "built in: capabilities are derived from what is registered",
+        "sdk": "with the low-level Server, capabilities come from the handlers you register; "
+        "do not strip them from the initialization options",
+        "fastmcp": "built in",
+        "ts": "pass the capability to new Server(info, {capabilities}) for every handler you set",
+    },
+    reproduce="for each of tools, resources and prompts that the server does not declare, calls its list "
+    "method once; a list that answers with items fails (an empty list or an error passes)",
+)
+async def check_declared(ctx: CheckContext) -> list[Finding]:
+    out: list[Finding] = []
+    asked = []
+    for method, (key, capability) in _SERVED.items():
+        if ctx.capability(capability) is not None:
+            continue
+        asked.append(method)
+        try:
+            result = await ctx.request(method)
+        except Exception:  # noqa: BLE001 - an error is what an undeclared feature gets
+            continue
+        items = result.get(key) if isinstance(result, dict) else None
+        if isinstance(items, list) and items:
+            names = [str(i.get("uri" if key == "resources" else "name")) for i in items[:5] if isinstance(i, dict)]
+            out.append(ctx.fail(f"{method} serves {len(items)} item(s) ({', '.join(names)}) but the {capability} "
+                                "capability is not declared", method=method))
+    if not asked:
+        raise ctx.skip("tools, resources and prompts are all declared")
+    return out or [ctx.ok(f"{', '.join(asked)}: nothing served undeclared")]
 
 
 #: list method -> (result key, the capability holding listChanged, the notification)

@@ -59,13 +59,16 @@ async def check_unknown_tool(ctx: CheckContext) -> list[Finding]:
     return [ctx.fail(f"an unknown tool got a result: {result!r:.200}")]
 
 
-def _pick(tools: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], str] | None:
-    """A read-only tool with required properties to leave out (only those are ever called)."""
+def _pick(ctx: CheckContext, tools: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    """A tool with required properties to leave out: one the checker may call (read-only under
+    --call-tools, or named by --safe-tool), else a read-only one (call_tool then says why it is not
+    called)."""
+    candidates = []
     for tool in tools:
         made = invalid_arguments(tool.get("inputSchema"))
-        if made is not None and isinstance(tool.get("name"), str) and read_only(tool):
-            return tool, made[0], made[1]
-    return None
+        if made is not None and isinstance(tool.get("name"), str) and (read_only(tool) or ctx.may_call(tool)):
+            candidates.append((tool, made[0], made[1]))
+    return next((c for c in candidates if ctx.may_call(c[0])), candidates[0] if candidates else None)
 
 
 async def _invalid_call(ctx: CheckContext) -> tuple[str, str, Any, BaseException | None]:
@@ -73,9 +76,10 @@ async def _invalid_call(ctx: CheckContext) -> tuple[str, str, Any, BaseException
     (tool name, what is wrong with the arguments, result, the exception instead)."""
     cached = ctx.cache.get("invalid-call")
     if cached is None:
-        picked = _pick(await ctx.tools())
+        picked = _pick(ctx, await ctx.tools())
         if picked is None:
-            raise ctx.skip("no tool annotated readOnlyHint: true has required properties to leave out")
+            raise ctx.skip("no tool annotated readOnlyHint: true (or named by --safe-tool) has required properties "
+                           "to leave out")
         tool, arguments, why = picked
         try:
             cached = (tool["name"], why, await ctx.call_tool(tool, arguments, "arguments missing their required "

@@ -50,6 +50,8 @@ class Http:
         supported = ctx.supported
         self.modern_only = bool(supported) and not any(v in revisions.HANDSHAKE_VERSIONS for v in supported)
         self.sessions: list[str] = []
+        #: the headers of the last initialize (server/discover) answer
+        self.answered: Any = {}
 
     async def __aenter__(self) -> Http:
         return self
@@ -105,7 +107,19 @@ class Http:
         else:
             body = _initialize(self.version)
         status, headers = await self.post(body, **extra)
+        self.answered = headers
         return status, headers.get("mcp-session-id")
+
+    async def get(self, session: str | None) -> tuple[int, Any]:
+        """A GET asking for the standalone SSE stream: (status, headers); the body is not read."""
+        headers = {**self._headers(session, {}), "Accept": "text/event-stream"}
+        headers.pop("Content-Type", None)
+        request = self.client.build_request("GET", self.url, headers=headers)
+        response = await self.client.send(request, stream=True)
+        try:
+            return response.status_code, response.headers
+        finally:
+            await response.aclose()
 
     async def delete(self, session: str) -> int:
         response = await self.client.delete(self.url, headers=self._headers(session, {}))
@@ -332,3 +346,115 @@ async def check_protocol_version_header(ctx: CheckContext) -> list[Finding]:
         return [ctx.ok(f"MCP-Protocol-Version: {bogus} got 400")]
     return [ctx.fail(f"a request with MCP-Protocol-Version: {bogus} got HTTP {status}; expected 400",
                      status=status)]
+
+
+#: HL-06: the media types a request's answer may carry
+ANSWER_TYPES = ("application/json", "text/event-stream")
+
+
+def _media_type(headers: Any) -> str:
+    return (headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+
+
+def _labelled(headers: Any) -> str:
+    """How an answer was labelled, for a message."""
+    label = headers.get("content-type")
+    return f"Content-Type: {label}" if label else "no Content-Type"
+
+
+@rule(
+    "http.content-type", example="text_plain", keyword="MUST", requirements=("HL-06",), scope="server", transports=("http",),
+    title="a POSTed request is answered with Content-Type application/json or text/event-stream",
+    fix="label the answer to a request Content-Type: application/json (one JSON object) or text/event-stream "
+    "(an SSE stream), nothing else",
+    quote="If the input is a JSON-RPC request, the server MUST either return Content-Type: text/event-stream, "
+    "to initiate an SSE stream, or Content-Type: application/json, to return one JSON object.",
+    source="basic/transports#sending-messages-to-the-server",
+    fixes={
+        "mcpkit": "built in",
+        "sdk": "built in (StreamableHTTPSessionManager)",
+        "fastmcp": "built in",
+        "ts": "built in (StreamableHTTPServerTransport); a hand-written handler sets res.type('application/json')",
+    },
+    reproduce="POSTs initialize (server/discover for a 2026-07-28-only server) and reads the Content-Type of "
+    "the 2xx answer; text/plain, or none, fails",
+)
+async def check_content_type(ctx: CheckContext) -> list[Finding]:
+    async with Http(ctx) as http:
+        what = "server/discover" if http.modern_only else "initialize"
+        status, _ = await http.initialize()
+        headers = http.answered
+    if not 200 <= status < 300:
+        raise ctx.skip(f"a plain {what} POST got HTTP {status}; pass credentials with --header")
+    media = _media_type(headers)
+    if media in ANSWER_TYPES:
+        return [ctx.ok(f"{what} answered with {media}")]
+    return [ctx.fail(f"{what} was answered HTTP {status} with {_labelled(headers)}; a request's answer is "
+                     "application/json or text/event-stream", content_type=headers.get("content-type"))]
+
+
+#: HL-15: the characters a session id may hold
+VISIBLE_ASCII = frozenset(chr(c) for c in range(0x21, 0x7F))
+
+
+@rule(
+    "http.session-id", example="session_id_space", keyword="MUST", requirements=("HL-15",), scope="server", transports=("http",),
+    revisions=since("2025-03-26")[:-1],
+    title="a session id holds only visible ASCII characters (0x21 to 0x7E)",
+    fix="mint session ids from visible ASCII only (a UUID, a hex or base64url token): no space, no control "
+    "character, nothing beyond ASCII",
+    quote="The session ID SHOULD be globally unique and cryptographically secure (e.g., a securely generated "
+    "UUID, a JWT, or a cryptographic hash). The session ID MUST only contain visible ASCII characters (ranging "
+    "from 0x21 to 0x7E).",
+    source="basic/transports#session-management",
+    fixes=_SESSION_FIXES | {"ts": "use sessionIdGenerator: () => randomUUID()"},
+    reproduce="POSTs initialize and reads the Mcp-Session-Id of the answer; a space, a control character or a "
+    "non-ASCII one fails (a server without sessions is skipped)",
+)
+async def check_session_id(ctx: CheckContext) -> list[Finding]:
+    async with Http(ctx) as http:
+        if http.modern_only:
+            raise ctx.skip("2026-07-28 has no sessions")
+        session = await _control(ctx, http)
+    if not session:
+        raise ctx.skip("the server issues no Mcp-Session-Id (no sessions)")
+    bad = sorted({c for c in session if c not in VISIBLE_ASCII})
+    if bad:
+        shown = ", ".join(f"U+{ord(c):04X}" for c in bad)
+        return [ctx.fail(f"the session id {session!r} holds {shown}; only visible ASCII (0x21 to 0x7E) is allowed",
+                         session=session)]
+    return [ctx.ok(f"a session id of {len(session)} visible ASCII characters")]
+
+
+@rule(
+    "http.get-stream", example="get_json", keyword="MUST", requirements=("HL-11",), scope="server", transports=("http",),
+    title="a GET on the endpoint is answered with an SSE stream (text/event-stream) or 405",
+    fix="answer GET on the MCP endpoint with Content-Type: text/event-stream (the stream of server messages) or "
+    "405 Method Not Allowed when you offer none; never a JSON or HTML page",
+    quote="The server MUST either return Content-Type: text/event-stream in response to this HTTP GET, or else "
+    "return HTTP 405 Method Not Allowed, indicating that the server does not offer an SSE stream at this "
+    "endpoint.",
+    source="basic/transports#listening-for-messages-from-the-server",
+    fixes={
+        "mcpkit": "built in",
+        "sdk": "built in (StreamableHTTPSessionManager)",
+        "fastmcp": "built in; a custom route on the same path must not answer GET",
+        "ts": "pass GET to transport.handleRequest, or answer it with 405",
+    },
+    reproduce="initializes a session (if the server has sessions) and GETs the endpoint with Accept: "
+    "text/event-stream, reading only the status and headers; a 2xx answer that is not text/event-stream fails "
+    "(another status is reported as not judged)",
+)
+async def check_get_stream(ctx: CheckContext) -> list[Finding]:
+    async with Http(ctx) as http:
+        session = await _control(ctx, http)
+        if session:
+            await http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=session)
+        status, headers = await http.get(session)
+    media = _media_type(headers)
+    if status == 405 or (200 <= status < 300 and media == "text/event-stream"):
+        return [ctx.ok(f"GET got HTTP {status}" + (" (an SSE stream)" if status != 405 else ""))]
+    if 200 <= status < 300:
+        return [ctx.fail(f"GET on the endpoint got HTTP {status} with {_labelled(headers)}; it is an SSE stream "
+                         "(text/event-stream) or 405", status=status)]
+    raise ctx.skip(f"GET on the endpoint got HTTP {status} (neither a stream nor 405; not judged)")

@@ -47,6 +47,13 @@ def _discover_shape(result: Any, offered: str) -> list[str]:
     return problems
 
 
+def _misnumbered(probe: Any) -> bool:
+    """The handshake's answer carried the id in another JSON type (protocol.response-id names it)."""
+    from ...client.errors import MismatchedId
+
+    return isinstance(probe.exception, MismatchedId)
+
+
 @rule(
     "lifecycle.handshake", example="bad_server_info",
     keyword="MUST", requirements=("LC-01", "VN-03"), scope="server",
@@ -68,8 +75,8 @@ async def check_handshake(ctx: CheckContext) -> list[Finding]:
     for version, probe in offers.items():
         modern = version in revisions.MODERN_VERSIONS
         if probe.error is not None:
-            if probe.unreachable or pretty_printed(probe.noise) is not None:
-                continue  # not the server's answer (exit code 2), or stdio.framing reports it
+            if probe.unreachable or pretty_printed(probe.noise) is not None or _misnumbered(probe):
+                continue  # not the server's answer (exit code 2), or stdio.framing/protocol.response-id report it
             if probe.code is not None or modern:
                 continue  # an error response (or no modern era): the revision is not served
             out.append(ctx.fail(f"the connection offering {version} failed: {probe.error}", revision=version))
@@ -79,7 +86,9 @@ async def check_handshake(ctx: CheckContext) -> list[Finding]:
             out.append(ctx.fail("; ".join(problems), revision=version, result=probe.result))
         elif probe.accepted:
             out.append(ctx.ok("well-formed " + ("discover" if modern else "initialize") + " result", revision=version))
-    explained = all(p.unreachable or pretty_printed(p.noise) is not None for p in offers.values() if not p.accepted)
+    # a server misnumbering its answers accepts nothing: protocol.response-id names why
+    explained = any(_misnumbered(p) for p in offers.values()) or all(
+        p.unreachable or pretty_printed(p.noise) is not None for p in offers.values() if not p.accepted)
     if offers and not any(p.accepted for p in offers.values()) and not out and not explained:
         answered = {v: (p.answered or p.error) for v, p in offers.items()}
         out.append(ctx.fail(f"no offered revision was accepted: {answered}"))

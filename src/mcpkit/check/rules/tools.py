@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from ...server.validation import compile_schema, describe_errors, format_errors
-from ..context import CheckContext, Skip, read_only
+from ..context import CheckContext, Skip
 from ..model import Finding
 from ..registry import rule, since
 from ..samples import sample_arguments
@@ -97,8 +97,8 @@ def _output_problems(tool: dict[str, Any], result: Any, modern: bool) -> str | N
     "tools.read-only-output", example="bad_output --call-tools",
     keyword="MUST", requirements=("TL-07", "TL-09"), default=False,
     revisions=since("2025-06-18"),
-    title="read-only tools called with sample arguments (--call-tools) return structuredContent that "
-    "matches their outputSchema",
+    title="tools called with sample arguments (read-only ones under --call-tools, those named by --safe-tool) "
+    "return structuredContent that matches their outputSchema",
     fix="return structuredContent that validates against the tool's outputSchema (and content[] always)",
     quote="If an output schema is provided: Servers MUST provide structured results that conform to this schema.",
     source="server/tools#output-schema",
@@ -110,9 +110,10 @@ def _output_problems(tool: dict[str, Any], result: Any, modern: bool) -> str | N
     },
 )
 async def check_read_only_output(ctx: CheckContext) -> list[Finding]:
-    tools = [t for t in await ctx.tools() if read_only(t)]
+    tools = [t for t in await ctx.tools() if ctx.may_call(t)]
     if not tools:
-        raise ctx.skip("no tool is annotated readOnlyHint: true")
+        raise ctx.skip("no tool is annotated readOnlyHint: true" + (" or named by --safe-tool" if ctx.options.safe_tools
+                                                                     else ""))
     out: list[Finding] = []
     called = 0
     for tool in tools:
@@ -135,4 +136,4 @@ async def check_read_only_output(ctx: CheckContext) -> list[Finding]:
         problem = _output_problems(tool, result, ctx.modern)
         if problem:
             out.append(ctx.fail(f"tool {name!r} {problem}", tool=name, arguments=args))
-    return out or [ctx.ok(f"{called} read-only tool(s) called")]
+    return out or [ctx.ok(f"{called} tool(s) called")]
