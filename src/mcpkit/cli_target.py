@@ -14,7 +14,8 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_target", "client_for", "print_log", "revision", "run", "target_of", "unauthorized"]
+__all__ = ["add_target", "client_for", "headers_of", "inherit_env_of", "print_log", "revision", "run", "target_of",
+           "unauthorized"]
 
 
 def revision(value: str) -> str:
@@ -42,7 +43,8 @@ def target_of(args: argparse.Namespace) -> tuple[Any, str]:
     return target.client_target(sse=getattr(args, "sse", False))
 
 
-def _headers(args: argparse.Namespace) -> dict[str, str]:
+def headers_of(args: argparse.Namespace) -> dict[str, str]:
+    """The --header options as a dict."""
     out: dict[str, str] = {}
     for item in getattr(args, "header", None) or ():
         name, sep, value = item.partition(":")
@@ -70,12 +72,12 @@ def client_for(args: argparse.Namespace, target: Any = None, transport: str | No
         target, transport = target_of(args)
     if transport in ("http", "sse"):
         require(("a URL target", "client"))
-    return _Closing(Client(target, transport=transport or "auto", headers=_headers(args) or None,
+    return _Closing(Client(target, transport=transport or "auto", headers=headers_of(args) or None,
                            protocol_version=getattr(args, "protocol_version", None), timeout=args.timeout,
-                           inherit_env=_inherit_env(args), **options))
+                           inherit_env=inherit_env_of(args), **options))
 
 
-def _inherit_env(args: argparse.Namespace) -> bool | list[str]:
+def inherit_env_of(args: argparse.Namespace) -> bool | list[str]:
     """A command line is a program we may not have written: it sees an allow-list of our
     environment and what --pass-env names (mcpkit.client.environment); the user's own server
     (Target.runs_own_code) sees everything, as under ``mcpkit serve``."""
