@@ -265,7 +265,8 @@ async function connect() {
     await client.connect();
     const info = client.info || {};
     $("#server-name").textContent = `${info.title || info.name || state.info.name} ${info.version || ""}`;
-    setStatus(`connected, ${client.revision}${client.sessionId ? ", session " + client.sessionId.slice(0, 8) : ""}`, "ok");
+    if (document.body.dataset.server === "down") setStatus("the server did not load (see above)", "err");
+    else setStatus(`connected, ${client.revision}${client.sessionId ? ", session " + client.sessionId.slice(0, 8) : ""}`, "ok");
     feed("notice", `connected with revision ${client.revision}`);
     await refreshLists();
     document.body.dataset.connected = client.revision; // the lists are those of this connection
@@ -555,6 +556,37 @@ function showPrompt(prompt) {
     built.form, el("div", { class: "actions" }, el("button", { type: "button", class: "primary", id: "get-prompt", text: "Get prompt", onclick: get })), outcome);
 }
 
+// ------------------------------------------------------------------------------------ the server behind
+
+// /dev/events: the state of the server behind this page (mcpkit dev --reload restarts it, the
+// page's own port and session stay). A restart shows the new lists at once; a server that did not
+// load shows why (file:line and message) until a change fixes it.
+function watchServer() {
+  const events = new EventSource("/dev/events");
+  let first = true;
+  events.onmessage = (event) => {
+    const s = JSON.parse(event.data);
+    const banner = $("#load-error");
+    document.body.dataset.server = s.state;
+    if (s.state === "down") {
+      banner.textContent = `The server did not load: ${s.error}`;
+      banner.hidden = false;
+      setStatus("the server did not load (see above)", "err");
+      feed("error", `the server did not load: ${s.error}`);
+    } else if (s.state === "restarting" || s.state === "starting") {
+      setStatus(`restarting the server${s.changed ? " (" + s.changed.join(", ") + " changed)" : ""}…`);
+    } else if (s.state === "up") {
+      banner.hidden = true;
+      banner.textContent = "";
+      if (!first) {
+        feed("notice", "the server restarted: reconnecting");
+        connect();
+      }
+    }
+    first = false;
+  };
+}
+
 // ------------------------------------------------------------------------------------ start
 
 function selectView(name) {
@@ -573,7 +605,9 @@ async function start() {
   $("#clear-feed").addEventListener("click", () => { $("#feed").replaceChildren(); count("#count-feed"); });
   $("#clear-raw").addEventListener("click", () => { $("#raw").replaceChildren(); count("#count-raw"); });
   window.addEventListener("beforeunload", () => state.client && state.client.close());
+  if (state.info.attached) $("#attached").textContent = `attached to ${state.info.attached}`;
   await connect();
+  watchServer();
   document.body.dataset.ready = "true";
 }
 
