@@ -39,29 +39,27 @@ def second() -> str:
 '''
 
 
-class Dev:
-    """A running `mcpkit dev`, its base URL, and its stderr read line by line."""
+class Running:
+    """A running ``mcpkit`` command, its stderr read line by line."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(mcpkit_command("dev", *args, "--port", "0"), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(mcpkit_command(*args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
-        found = self.until(r"inspector at (http://127\.0\.0\.1:\d+)/")
-        self.base = found.group(1)
 
     def until(self, pattern: str) -> re.Match[str]:
         """Read stderr up to the line matching ``pattern`` (the process ends: it is not there)."""
         while True:
             line = self.proc.stderr.readline()
             if not line:
-                raise AssertionError(f"mcpkit dev ended before {pattern!r}:\n{''.join(self.lines)}")
+                raise AssertionError(f"it ended before {pattern!r}:\n{''.join(self.lines)}")
             self.lines.append(line)
             found = re.search(pattern, line)
             if found:
                 return found
 
     def stop(self) -> str:
-        """Ctrl-C; everything it wrote after what was read."""
+        """Ctrl-C; everything it wrote on stderr."""
         if self.proc.poll() is None:
             self.proc.send_signal(2)
         try:
@@ -69,8 +67,16 @@ class Dev:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             out, err = self.proc.communicate()
-        assert out == "", out  # the page's process writes nothing but to stderr
+        assert "Traceback" not in out, out
         return "".join(self.lines) + err
+
+
+class Dev(Running):
+    """A running `mcpkit dev` on a free port, and its base URL."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        super().__init__("dev", *args, "--port", "0", env=env)
+        self.base = self.until(r"inspector at (http://127\.0\.0\.1:\d+)/").group(1)
 
 
 @pytest.fixture

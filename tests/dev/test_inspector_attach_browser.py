@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.conftest import component_missing, mcpkit_command
+from tests.conftest import component_missing
+from tests.dev.test_dev_attach import Running
 from tests.dev.test_inspector_browser import EXAMPLE, _text, _wait, browser  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,33 +32,6 @@ def everything() -> str:
     if done.returncode != 0 or not done.stdout.strip():
         component_missing(f"tools/install-mcp-servers.sh failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return str(Path(done.stdout.strip().splitlines()[-1]) / "node_modules" / ".bin" / "mcp-server-everything")
-
-
-class Running:
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(mcpkit_command(*args), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-
-    def until(self, pattern: str) -> re.Match[str]:
-        while True:
-            line = self.proc.stderr.readline()
-            if not line:
-                raise AssertionError(f"it ended before {pattern!r}:\n{''.join(self.lines)}")
-            self.lines.append(line)
-            found = re.search(pattern, line)
-            if found:
-                return found
-
-    def stop(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            _, err = self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
-        return "".join(self.lines) + err
 
 
 @pytest.fixture

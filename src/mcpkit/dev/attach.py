@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import sys
 import tempfile
@@ -60,21 +59,6 @@ class DevEvents:
         finally:
             with self._lock:
                 self._queues.discard(queue)
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """A server that does not start is said once, by the dev command or the page: the bridge's
-    and the proxy's warnings about it would repeat it."""
-    loggers = [logging.getLogger(name) for name in ("mcpkit.bridge", "mcpkit.proxy")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
 
 
 def _echo(text: str) -> None:
@@ -122,7 +106,10 @@ class Attachment:
             if self.state_file is not None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.state_file)
-            with _quiet():
+            from ..proxy.cli import quiet_start
+
+            # a server that does not start is said once, by the dev command or the page
+            with quiet_start(True):
                 upstream = Shown(self.server, self.target, name="server", **self.options)
                 if self.state_file is None:
                     upstream.start()  # a server that drops is started (or reached) again, as by mcpkit proxy
