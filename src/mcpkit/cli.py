@@ -55,6 +55,10 @@ def _serve(args: argparse.Namespace) -> int:
     from .targets import resolve
 
     target = resolve(args.target)
+    if getattr(args, "verbose", False):
+        from .server.details import show
+
+        show()  # -v: internal errors name the exception and its line (server/details.py)
     if target.loadable() is None:
         raise SystemExit(f"mcpkit: serve runs an mcpkit server (a .py file or package.module:ATTR); "
                          f"{args.target!r} is {'a URL' if target.is_url else 'another command'}: run it as it is, "

@@ -299,3 +299,54 @@ def test_dev_says_in_one_line_what_it_cannot_attach_to(args, said):
     assert said in lines[-1] and not any(said in line for line in lines[:-1]), done.stderr
     if said != "did not start":
         assert len(lines) == 1, done.stderr
+
+
+FAILING = '''from mcpkit import Server
+
+server = Server("failing", "1.0")
+
+
+@server.resource("data://boom")
+def boom() -> str:
+    raise RuntimeError("disk on fire")
+
+
+@server.tool(read_only=True, open_world=False)
+def broken() -> str:
+    raise RuntimeError("tool on fire")
+'''
+
+
+@pytest.mark.parametrize("reload", [False, True], ids=["loaded", "behind-the-proxy"])
+def test_in_development_an_internal_error_names_the_exception_and_its_line(tmp_path, devs, reload):
+    path = tmp_path / "failing.py"
+    path.write_text(FAILING)
+    dev = Dev(str(path), *(["--reload"] if reload else []))
+    devs.append(dev)
+    read = subprocess.run(mcpkit_command("read", dev.base + "/mcp", "data://boom"), capture_output=True, text=True,
+                          timeout=60)
+    assert re.search(rf"Internal error: RuntimeError: disk on fire at {re.escape(str(path))}:8 \(correlation id "
+                     r"[0-9a-f]{16}\)", read.stderr), read.stderr
+    called = subprocess.run(mcpkit_command("call", dev.base + "/mcp", "broken"), capture_output=True, text=True,
+                            timeout=60)
+    assert f"RuntimeError: tool on fire at {path}:13" in called.stderr, called.stderr
+    said = dev.stop()  # and the server's log line, with the traceback, in dev's terminal
+    assert 'raise RuntimeError("disk on fire")' in said and "CancelledError" not in said, said
+
+
+def test_serve_v_names_the_exception_and_production_does_not(tmp_path):
+    path = tmp_path / "failing.py"
+    path.write_text(FAILING)
+
+    async def read(*flags: str) -> Any:
+        async with Client(mcpkit_command("serve", str(path), *flags), inherit_env=True) as client:
+            try:
+                await client.read_resource("data://boom")
+            except Exception as exc:  # noqa: BLE001 - the RpcError is the point
+                return exc
+        raise AssertionError("the read did not fail")
+
+    verbose, quiet = asyncio.run(read("-v")), asyncio.run(read())
+    assert verbose.message == f"Internal error: RuntimeError: disk on fire at {path}:8."
+    assert quiet.message == "Internal error." and "disk" not in json.dumps(quiet.data)
+    assert re.fullmatch(r"[0-9a-f]{16}", quiet.data["correlationId"])

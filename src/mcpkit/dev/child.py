@@ -72,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     from ..targets import resolve
     from ..transports.stdio import guard_stdout, run_stdio
 
+    from ..server.details import show
+
+    show()  # the developer is the client: internal errors name the exception and its line
     out_fd = guard_stdout()  # ST-02, as under mcpkit serve: before the user's module is imported
     error: str | None = None
     extra: list[str] = []

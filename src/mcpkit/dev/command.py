@@ -77,7 +77,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.reload:
         return _reload(args, target, loadable)
     from ..cli_serving import policy_env, policy_flags_apply
+    from ..server.details import show
 
+    show()  # the developer is the client: internal errors name the exception and its line
     policy_env(args)
     server = target.load()
     policy_flags_apply(server, args)  # --read-only and --root refused where they change nothing, as by serve
