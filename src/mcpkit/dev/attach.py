@@ -87,6 +87,8 @@ class Attachment:
         self.upstream: Any = None
         self.files: frozenset[str] = frozenset()
         self.error: str | None = None
+        #: the last load failed on a one-line refusal (a flag that cannot apply), not in the code
+        self.refused = False
         self._restarting = threading.Lock()
 
     def start(self) -> bool:
@@ -160,6 +162,7 @@ class Attachment:
             return None  # it did not get that far (a bad interpreter): its stderr says why
         if state.get("files"):
             self.files = frozenset(state["files"])  # after a failure: what it imported until then
+        self.refused = bool(state.get("refused"))
         return state.get("error")
 
     def owns(self, path: str) -> bool:

@@ -77,20 +77,27 @@ def main(argv: list[str] | None = None) -> int:
     show()  # the developer is the client: internal errors name the exception and its line
     out_fd = guard_stdout()  # ST-02, as under mcpkit serve: before the user's module is imported
     error: str | None = None
+    refused = False  # a one-line refusal (a flag or switch that cannot apply), not the code failing
     extra: list[str] = []
     server: Any = None
+    stage = "flags"
     try:
         policy_env(args)
+        stage = "load"
         server = resolve(args.target).load()
+        stage = "flags"
         policy_flags_apply(server, args)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure to load is the developer's to see
         error, where = load_error(exc, args.watched)
         extra = [where] if where else []
+        # a flag that cannot apply, or a TARGET that names no server: not the code failing
+        refused = stage == "flags" or (isinstance(exc, SystemExit) and where is None)
+        if refused and not isinstance(exc, SystemExit):
+            error = str(exc)
     with open(args.state, "w", encoding="utf-8") as out:
-        json.dump({"files": sorted({*own_files(args.watched), *extra}), "error": error}, out)
+        json.dump({"files": sorted({*own_files(args.watched), *extra}), "error": error, "refused": refused}, out)
     if error is not None:
-        print(f"mcpkit dev: the server did not load: {error}", file=sys.stderr, flush=True)
-        return 2
+        return 2  # the dev process says why, once, in its terminal and on the page
     from ..startup import announce, startup_line
 
     announce(startup_line(server, "stdio"))

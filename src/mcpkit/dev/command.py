@@ -160,7 +160,10 @@ def _reload(args: argparse.Namespace, target: Any, loadable: Any) -> int:
                                daemon=True)
     try:
         if not attachment.start():
-            print(f"mcpkit dev: waiting for a change to {watched} to start it again", file=sys.stderr, flush=True)
+            if attachment.refused:  # a mistake in the asking (--read-only on a server without gates): one line, 2
+                raise SystemExit(f"mcpkit: {attachment.error}")
+            print(f"mcpkit dev: the server did not load: {attachment.error}; waiting for a change to {watched}",
+                  file=sys.stderr, flush=True)
         print(f"mcpkit dev: watching the files of {watched} that the server imports", file=sys.stderr, flush=True)
         watcher.start()
         _serve(args, attachment.server, DevApp(attachment.server, attachment.server.http_app(), reload=True,
@@ -184,6 +187,8 @@ def _watch(watchfiles: Any, watched: str, attachment: Any, stop: threading.Event
         print(f"mcpkit dev: {', '.join(names)} changed; restarting the server", file=sys.stderr, flush=True)
         if attachment.restart(names):
             print("mcpkit dev: the server is up again", file=sys.stderr, flush=True)
+        else:
+            print(f"mcpkit dev: the server did not load: {attachment.error}", file=sys.stderr, flush=True)
 
 
 class _StdioCredential:
