@@ -60,3 +60,19 @@ def test_a_tool_error_shows_the_servers_stderr_without_its_startup_line(failing)
     done = subprocess.run(mcpkit_command("call", failing, "broken"), capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "--- the server's stderr ---" in done.stderr
     assert "RuntimeError: tool on fire" in done.stderr and "mcpkit: serving" not in done.stderr
+
+
+def test_a_reader_that_goes_is_no_error_to_print(tmp_path):
+    # `mcpkit list X | head -1` printed "mcpkit: [Errno 32] Broken pipe" and exit code 1
+    lines = ["from mcpkit import Server", "server = Server('many', '1.0')"]
+    for i in range(2000):
+        lines += ["@server.tool(read_only=True, open_world=False)", f"def tool_{i}(a: int) -> int:",
+                  f"    '''Tool number {i}, described at some length so that the listing is long.'''", "    return a"]
+    (tmp_path / "many.py").write_text("\n".join(lines) + "\n")
+    proc = subprocess.Popen(mcpkit_command("list", str(tmp_path / "many.py")), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("Tools (2000)")
+    proc.stdout.close()  # as head does once it has its line
+    err = proc.stderr.read()
+    assert proc.wait(60) == 141, err  # as a command that SIGPIPE ended
+    assert err == "", err

@@ -130,6 +130,8 @@ def run(coro: Any) -> int:
 
     try:
         return int(asyncio.run(coro) or 0)
+    except BrokenPipeError:
+        raise  # the reader of our output went (`| head`): not the server's error (cli.main)
     except (ClientError, RpcError, OSError) as exc:
         if getattr(exc, "status", None) == 401:  # no credentials, or the wrong ones: a mistake in the asking
             print(f"mcpkit: {unauthorized(exc)}", file=sys.stderr)
