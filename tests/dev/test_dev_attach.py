@@ -350,3 +350,20 @@ def test_serve_v_names_the_exception_and_production_does_not(tmp_path):
     assert verbose.message == f"Internal error: RuntimeError: disk on fire at {path}:8."
     assert quiet.message == "Internal error." and "disk" not in json.dumps(quiet.data)
     assert re.fullmatch(r"[0-9a-f]{16}", quiet.data["correlationId"])
+
+
+@pytest.mark.asyncio
+async def test_the_event_stream_keeps_the_host_and_origin_checks_of_mcp() -> None:
+    """DNS rebinding: a site whose name now points at 127.0.0.1 does not follow the server's
+    state (its load errors name files of this machine)."""
+    from mcpkit import Server
+    from mcpkit.dev.app import DevApp
+    from tests.test_http import AsgiDriver
+
+    server = Server("secret-name", "9.9")
+    driver = AsgiDriver(DevApp(server, server.http_app()))
+    rebound = await driver.open("GET", "/dev/events", {"host": "attacker.example:8000"})
+    assert rebound.status == 403
+    foreign = await driver.open("GET", "/dev/events", {"host": "127.0.0.1:8000", "origin": "http://attacker.example"})
+    assert foreign.status == 403
+    await driver.aclose()
