@@ -82,6 +82,11 @@ def test_every_form_of_target_is_read_the_same_way(weather, tmp_path, monkeypatc
     assert resolve(f"{sys.executable} weather.py").loadable().location == str(weather)
     assert resolve(f"{sys.executable} -m mcpkit serve weather.py").loadable().kind == "file"
     assert resolve("node build/index.js").loadable() is None
+    # a server's executable given by its path runs as itself (it was handed to Python)
+    executable = tmp_path / "mcp-server-x"
+    executable.write_text("#!/usr/bin/env node\nconsole.log('x')\n")
+    executable.chmod(0o755)
+    assert (resolve(str(executable)).kind, resolve(str(executable)).command()) == ("command", [str(executable)])
     with pytest.raises(TargetError, match="no such file"):
         resolve("missing.py")
     with pytest.raises(TargetError, match="importable module"):

@@ -43,6 +43,8 @@ EXTRAS: dict[str, Extra] = {
     "reload": Extra((("watchfiles", "watchfiles"),), "dev --reload"),
     "metrics": Extra((("prometheus_client", "prometheus-client"),), "serve --metrics"),
     "otel": Extra((("opentelemetry", "opentelemetry-api"),), "serve --otel"),
+    "otel-sdk": Extra((("opentelemetry", "opentelemetry-api"), ("opentelemetry.sdk", "opentelemetry-sdk")),
+                      "serve --otel-console"),
     "regex": Extra((("re2", "google-re2"),), "servers matching user-given patterns"),
     "pydantic": Extra((("pydantic", "pydantic"),), "pydantic models"),
 }

@@ -55,6 +55,10 @@ def _serve(args: argparse.Namespace) -> int:
     from .targets import resolve
 
     target = resolve(args.target)
+    if getattr(args, "verbose", False):
+        from .server.details import show
+
+        show()  # -v: internal errors name the exception and its line (server/details.py)
     if target.loadable() is None:
         raise SystemExit(f"mcpkit: serve runs an mcpkit server (a .py file or package.module:ATTR); "
                          f"{args.target!r} is {'a URL' if target.is_url else 'another command'}: run it as it is, "
@@ -182,6 +186,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader of stdout went (`mcpkit list X | head`): nothing to say, but stdout must not
+        # be flushed again at exit (that would print the error); 141 as for a SIGPIPE death
+        _stdout_gone()
+        return 141
     except SystemExit as exc:
         if isinstance(exc.code, str):
             print(exc.code if exc.code.startswith("mcpkit") else f"mcpkit: {exc.code}", file=sys.stderr)
@@ -203,6 +212,15 @@ def main(argv: list[str] | None = None) -> int:
         if last_resort is not None and kept is not None:
             last_resort.setFormatter(kept[0])
             last_resort.setLevel(kept[1])
+
+
+def _stdout_gone() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:

@@ -138,7 +138,9 @@ def needed_extras(args: argparse.Namespace) -> list[tuple[str, str]]:
     if args.metrics:
         needed.append(("--metrics", "metrics"))
     otel = otel_asked(args)
-    if otel is not None:
+    if getattr(args, "otel_console", False):
+        needed.append(("--otel-console", "otel-sdk"))
+    elif otel is not None:
         needed.append((otel, "otel"))
     if (args.auth or "").partition(":")[0] == "jwt":
         from .cli_auth import named
@@ -153,6 +155,8 @@ def otel_asked(args: argparse.Namespace) -> str | None:
     from .switches import claim, read
 
     claim("MCPKIT_OTEL")
+    if getattr(args, "otel_console", False):
+        return "--otel-console"
     return "--otel" if args.otel else "MCPKIT_OTEL=" + os.environ["MCPKIT_OTEL"] if read("MCPKIT_OTEL") else None
 
 
@@ -214,8 +218,16 @@ def observed(server: Any, args: argparse.Namespace) -> Any:
         except OSError as exc:
             raise SystemExit(f"mcpkit: {exc.strerror or exc}") from None
     if otel is not None:
-        from .observe.otel import OpenTelemetry
+        from .observe.otel import OpenTelemetry, console_provider, sdk_configured
 
+        if otel == "--otel-console":
+            console_provider(server.name)  # the SDK, printing each span on stderr (stdout is the protocol's)
+        elif not sdk_configured():
+            # the API alone records into its no-op: say so once, with the ways to see something
+            logging.getLogger("mcpkit").warning(
+                "%s: no OpenTelemetry SDK is configured in this process, so spans and metrics go nowhere; "
+                "use --otel-console to print spans on stderr, or run under opentelemetry-instrument "
+                "(docs/observability.md)", otel)
         others = getattr(server.observer, "observers", [server.observer] if server.observer else [])
         server.observe(*others, OpenTelemetry())
     return server
@@ -301,6 +313,9 @@ def add_serving_options(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--otel", action="store_true",
                        help="trace and measure every request with OpenTelemetry, to the globally configured "
                        "providers (needs opentelemetry-api: mcpkit[otel]; also MCPKIT_OTEL=1)")
+    serve.add_argument("--otel-console", action="store_true",
+                       help="--otel with the OpenTelemetry SDK printing each span as a JSON line on stderr "
+                       "(needs mcpkit[otel-sdk])")
     from .cli_auth import add_arguments as add_auth_arguments
 
     add_auth_arguments(serve)

@@ -14,7 +14,8 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_target", "client_for", "print_log", "revision", "run", "target_of", "unauthorized"]
+__all__ = ["add_target", "client_for", "headers_of", "inherit_env_of", "print_log", "revision", "run", "stderr_tail",
+           "target_of", "unauthorized", "with_stderr"]
 
 
 def revision(value: str) -> str:
@@ -42,7 +43,8 @@ def target_of(args: argparse.Namespace) -> tuple[Any, str]:
     return target.client_target(sse=getattr(args, "sse", False))
 
 
-def _headers(args: argparse.Namespace) -> dict[str, str]:
+def headers_of(args: argparse.Namespace) -> dict[str, str]:
+    """The --header options as a dict."""
     out: dict[str, str] = {}
     for item in getattr(args, "header", None) or ():
         name, sep, value = item.partition(":")
@@ -70,12 +72,12 @@ def client_for(args: argparse.Namespace, target: Any = None, transport: str | No
         target, transport = target_of(args)
     if transport in ("http", "sse"):
         require(("a URL target", "client"))
-    return _Closing(Client(target, transport=transport or "auto", headers=_headers(args) or None,
+    return _Closing(Client(target, transport=transport or "auto", headers=headers_of(args) or None,
                            protocol_version=getattr(args, "protocol_version", None), timeout=args.timeout,
-                           inherit_env=_inherit_env(args), **options))
+                           inherit_env=inherit_env_of(args), **options))
 
 
-def _inherit_env(args: argparse.Namespace) -> bool | list[str]:
+def inherit_env_of(args: argparse.Namespace) -> bool | list[str]:
     """A command line is a program we may not have written: it sees an allow-list of our
     environment and what --pass-env names (mcpkit.client.environment); the user's own server
     (Target.runs_own_code) sees everything, as under ``mcpkit serve``."""
@@ -128,13 +130,48 @@ def run(coro: Any) -> int:
 
     try:
         return int(asyncio.run(coro) or 0)
+    except BrokenPipeError:
+        raise  # the reader of our output went (`| head`): not the server's error (cli.main)
     except (ClientError, RpcError, OSError) as exc:
         if getattr(exc, "status", None) == 401:  # no credentials, or the wrong ones: a mistake in the asking
             print(f"mcpkit: {unauthorized(exc)}", file=sys.stderr)
             return 2
-        print(f"mcpkit: {exc}", file=sys.stderr)
+        message = str(exc)
+        data = getattr(exc, "data", None)
+        cid = data.get("correlationId") if isinstance(data, dict) else None
+        if isinstance(cid, str) and cid not in message:
+            # the server's log line about it names this id (an opaque -32603 names nothing else)
+            message = f"{message.rstrip('.')} (correlation id {cid})."
+        print(f"mcpkit: {message}", file=sys.stderr)
+        tail = stderr_tail(getattr(exc, "server_stderr", ""))
+        if tail:
+            print(f"--- the server's stderr ---\n{tail}", file=sys.stderr)
         # a command line that cannot be started is a mistake in the TARGET, as a missing file is
         return 2 if isinstance(exc, ClientError) and isinstance(exc.__cause__, OSError) else 1
+
+
+def stderr_tail(stderr: str, lines: int = 20) -> str:
+    """The end of a stdio server's stderr worth showing with an error: its start-up line
+    ("mcpkit: serving ...") says nothing about the error, and is left out."""
+    kept = [line for line in (stderr or "").strip().splitlines() if not line.startswith("mcpkit: serving ")]
+    return "\n".join(kept[-lines:])
+
+
+class with_stderr:  # noqa: N801 - used as a context manager, read as a phrase
+    """``async with client_for(...) as client, with_stderr(client):`` an RpcError leaving the
+    block carries the server's stderr (``server_stderr``), for :func:`run` to show with it."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        from .client import RpcError
+
+        if isinstance(exc, RpcError):
+            exc.server_stderr = self.client.stderr  # type: ignore[attr-defined]
 
 
 def unauthorized(exc: Any) -> str:

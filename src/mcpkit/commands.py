@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cli_target import add_target, client_for, print_log, run, target_of
+from .cli_target import add_target, client_for, print_log, run, stderr_tail, target_of, with_stderr
 from .reference_docs import first_line as _first_line
 
 __all__ = ["register"]
@@ -251,14 +251,14 @@ async def _call(args: argparse.Namespace) -> int:
         print(json.dumps(result["structuredContent"], indent=2, ensure_ascii=False))
     else:
         _print_content(result.get("content"), sys.stdout)
-    if stderr.strip():
-        tail = "\n".join(stderr.strip().splitlines()[-20:])
+    tail = stderr_tail(stderr)
+    if tail:
         print(f"--- the server's stderr ---\n{tail}", file=sys.stderr)
     return 1 if result.get("isError") else 0
 
 
 async def _read(args: argparse.Namespace) -> int:
-    async with client_for(args, on_log=print_log) as client:
+    async with client_for(args, on_log=print_log) as client, with_stderr(client):
         result = await client.read_resource(args.uri)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -287,7 +287,7 @@ async def _prompt(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise SystemExit(f"mcpkit: prompt arguments are key=value, got {pair!r}")
         arguments[key] = value  # prompt arguments are strings by the spec
-    async with client_for(args, on_log=print_log) as client:
+    async with client_for(args, on_log=print_log) as client, with_stderr(client):
         result = await client.get_prompt(args.name, arguments)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))

@@ -213,7 +213,6 @@ def _table() -> dict[str, Switch]:
                read_where=_AUTH_WHERE + " with --auth tokens", instead=_AUTH_INSTEAD),
         Switch("MCPKIT_CONFORMANCE", _text, "check"),
         Switch("MCPKIT_SERVE_ARGV", _argv, "internal"),
-        Switch("MCPKIT_DEV_RELOADING", boolean, "internal"),
     ]
     # each stands for an --auth option (cli_auth.ENVIRONMENT) and is parsed as that option is, with
     # the same message for the option and the variable

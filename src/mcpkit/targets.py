@@ -126,7 +126,8 @@ class Target:
 
 def resolve(text: str | None) -> Target:
     """Read TARGET. Rules, in order: nothing is the bundled reference server; ``http(s)://`` is a
-    URL; an existing file or a ``.py`` path is a file; a text with spaces is a command line; a
+    URL; an existing executable file not named ``.py`` is a command; an existing file or a ``.py``
+    path is a file; a text with spaces is a command line; a
     single word with ``:`` is ``module:attr``; a single word found on PATH is a command (a
     server's executable, like ``mcp-server-time``); any other single word is a module."""
     text = (text or "").strip()
@@ -135,6 +136,10 @@ def resolve(text: str | None) -> Target:
     if text.startswith(("http://", "https://")):
         return Target("url", text)
     path, _, attribute = text.rpartition(":") if _has_attribute(text) else (text, "", "")
+    if os.path.isfile(text) and not text.endswith(".py") and os.access(text, os.X_OK):
+        # a server's executable (node_modules/.bin/mcp-server-everything, a script with its own
+        # #! line): run as itself, as it would be on PATH, not handed to Python
+        return Target("command", text, argv=(os.path.abspath(text),))
     if os.path.isfile(text) or (" " not in text and (path.endswith(".py") or os.path.isfile(path))):
         file = text if os.path.isfile(text) else path
         if not os.path.isfile(file):

@@ -120,6 +120,9 @@ class StdioTransport(Transport):
         self._stderr_parts: list[str] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._closing = False
+        #: called with each piece of the child's stderr as it arrives (besides keeping it for
+        #: :attr:`stderr`): ``mcpkit dev`` shows the server's own output in its terminal
+        self.on_stderr: Callable[[str], Any] | None = None
 
     @property
     def stderr(self) -> str:  # type: ignore[override]
@@ -154,7 +157,10 @@ class StdioTransport(Transport):
     async def _read_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
         while chunk := await self.proc.stderr.read(65536):
-            self._stderr_parts.append(chunk.decode("utf-8", errors="replace"))
+            text = chunk.decode("utf-8", errors="replace")
+            self._stderr_parts.append(text)
+            if self.on_stderr is not None:
+                self.on_stderr(text)
 
     async def _read_stdout(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

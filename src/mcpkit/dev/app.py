@@ -1,7 +1,8 @@
 """The ASGI app of ``mcpkit dev``: the inspector page (static files shipped in this package) at
 ``/``, a small JSON description of the server at ``/dev/info.json`` (its name, the revisions, and
-the tools its gates hide), and the server's own MCP app
-(Streamable HTTP at ``/mcp``, legacy SSE at ``/sse``) for everything else.
+the tools its gates hide), the state of the server behind the page as a stream of events at
+``/dev/events`` (restarting, up, or why it did not load: dev/attach.py), and the server's own MCP
+app (Streamable HTTP at ``/mcp``, legacy SSE at ``/sse``) for everything else.
 
 The page speaks MCP to ``/mcp`` from the browser like any client does, on the same origin, so the
 server's Host and Origin checks (HS-01/HS-02) stay on as they are in production. The page and
@@ -11,6 +12,7 @@ to 127.0.0.1 must not read the server's name and version, nor what its policy hi
 
 from __future__ import annotations
 
+import asyncio
 import json
 from importlib import resources
 from typing import Any
@@ -32,7 +34,10 @@ _HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosni
 
 
 #: the paths this app answers itself (and /static/...), before the MCP app
-_OWN = frozenset({"/", "/index.html", "/dev/info.json", "/favicon.ico"})
+_OWN = frozenset({"/", "/index.html", "/dev/info.json", "/dev/events", "/favicon.ico"})
+#: how often an open event stream looks whether the server is shutting down (it then ends, so
+#: that the shutdown does not wait for it)
+_SHUTDOWN_CHECK = 0.25
 
 
 def _gated(server: Any) -> dict[str, Any]:
@@ -62,15 +67,31 @@ def _static(name: str) -> bytes:
 class DevApp:
     """The inspector page around ``mcp_app`` (from ``server.http_app()``)."""
 
-    def __init__(self, server: Any, mcp_app: Any, *, reload: bool = False) -> None:
+    def __init__(self, server: Any, mcp_app: Any, *, reload: bool = False, events: Any = None,
+                 attached: str | None = None) -> None:
+        from .attach import DevEvents
+
+        self.server = server
+        self.mcp_app = mcp_app
+        self.reload = reload
+        #: what the page is attached to when it is not a server loaded here (a command or a URL)
+        self.attached = attached
+        if events is None:
+            events = DevEvents()
+            events.publish(state="up", error=None)
+        self.events = events
+
+    @property
+    def info(self) -> bytes:
+        """Read at each request: the server's name may change at a restart."""
         from ..protocol.revisions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
-        self.mcp_app = mcp_app
-        self.info = json.dumps({
+        server = self.server
+        return json.dumps({
             "name": server.name, "version": server.version, "title": server.title,
-            "endpoint": getattr(mcp_app, "path", "/mcp"),
+            "endpoint": getattr(self.mcp_app, "path", "/mcp"),
             "revisions": [*HANDSHAKE_VERSIONS, *MODERN_VERSIONS], "modern": list(MODERN_VERSIONS),
-            "latest": HANDSHAKE_VERSIONS[-1], "reload": reload, **_gated(server),
+            "latest": HANDSHAKE_VERSIONS[-1], "reload": self.reload, "attached": self.attached, **_gated(server),
         }).encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -91,13 +112,42 @@ class DevApp:
             if path == "/dev/info.json":
                 await self._send(send, 200, "application/json", self.info)
                 return
+            if path == "/dev/events":
+                await self._stream(receive, send)
+                return
             if path == "/favicon.ico":
                 await self._send(send, 204, "text/plain", b"")
                 return
         await self.mcp_app(scope, receive, send)
+
+    async def _stream(self, receive: Any, send: Any) -> None:
+        """Server-sent events, one per state of the server behind the page, until the page goes
+        or this server shuts down."""
+        headers = [(b"content-type", b"text/event-stream"), *_HEADERS]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            with self.events.listening() as queue:
+                while not gone.done() and not getattr(self.mcp_app, "draining", False):
+                    try:
+                        state = await asyncio.wait_for(queue.get(), _SHUTDOWN_CHECK)
+                    except asyncio.TimeoutError:
+                        continue
+                    data = json.dumps(state).encode()
+                    await send({"type": "http.response.body", "body": b"data: " + data + b"\n\n", "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        except OSError:  # the page went while an event was written
+            pass
+        finally:
+            gone.cancel()
 
     @staticmethod
     async def _send(send: Any, status: int, content_type: str, body: bytes) -> None:
         headers = [(b"content-type", content_type.encode()), *_HEADERS]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -1,5 +1,7 @@
-"""``mcpkit dev TARGET [--port N] [--reload]``: serve an mcpkit server over Streamable HTTP on
-loopback with the inspector page next to it; ``--reload`` restarts it when its files change
+"""``mcpkit dev TARGET [--port N] [--reload]``: the inspector page on loopback, in front of any
+server: an mcpkit server loaded here (served over Streamable HTTP next to the page), or, through
+the proxy (dev/attach.py), a command of any language, a URL, or (``--reload``) the developer's own
+server run by dev/child.py and restarted behind the page when one of its files changes
 (watchfiles, the ``reload`` extra, imported only then)."""
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ import argparse
 import os
 import shlex
 import sys
+import threading
 from typing import Any
 
 __all__ = ["add_parser", "DEFAULT_PORT"]
@@ -24,18 +27,24 @@ def _port_number(value: str) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("dev", help="serve a server on loopback HTTP with a browser inspector (--reload to restart "
-                       "on changes)")
+    p = sub.add_parser("dev", help="a browser inspector on loopback in front of any server (--reload to restart "
+                       "yours on changes)")
     p.add_argument("target", nargs="?", metavar="TARGET",
-                   help="server.py, package.module:ATTR, or a command line running one (default: the reference "
-                   "server)")
+                   help="server.py, package.module:ATTR, a command line in quotes (any stdio server), or a URL "
+                   "(default: the reference server)")
     p.add_argument("--port", type=_port_number, default=None, help=f"the port on 127.0.0.1 (default {DEFAULT_PORT}, or a free "
                    "one when that is taken)")
-    p.add_argument("--reload", action="store_true", help="restart the server when a .py file under its folder changes")
+    p.add_argument("--reload", action="store_true", help="restart the server when a file of the folder it imported "
+                   "changes (the page stays)")
     p.add_argument("--open", action="store_true", help="open the inspector in the default web browser")
     p.add_argument("--root", action="append", metavar="DIR", help="policy: a sandbox root (as for serve)")
     p.add_argument("--read-only", action="store_true", help="policy: only read-only tools (as for serve)")
     p.add_argument("--policy", action="store_true", help="turn on the secure-by-default policy (as for serve)")
+    p.add_argument("--header", action="append", metavar="'NAME: VALUE'", help="an HTTP header for a URL target "
+                   "(repeatable)")
+    p.add_argument("--sse", action="store_true", help="the URL is a legacy HTTP+SSE endpoint")
+    p.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                   help="pass this variable to a command line's server (repeatable, as for list and call)")
     p.set_defaults(func=_run)
 
 
@@ -54,80 +63,132 @@ def _port(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from .._extras import require
-    from ..cli_serving import policy_env, policy_flags_apply
     from ..targets import resolve
 
     require(("mcpkit dev", "http"), *([("--reload", "reload")] if args.reload else []))
     target = resolve(args.target)
-    if target.loadable() is None:
-        raise SystemExit(f"mcpkit: dev serves an mcpkit server (a .py file or package.module:ATTR); for "
-                         f"{args.target!r} use: mcpkit list {shlex.quote(args.target)}, or the MCP Inspector")
-    port = _port(args)
+    loadable = target.loadable()
+    if loadable is None:
+        return _attach(args, target)
+    for flag, given in (("--header", args.header), ("--sse", args.sse), ("--pass-env", args.pass_env)):
+        if given:
+            raise SystemExit(f"mcpkit: dev {flag} applies to a URL or a command line; {args.target!r} is an mcpkit "
+                             "server served here")
     if args.reload:
-        return _reload(args, target, port)
+        return _reload(args, target, loadable)
+    from ..cli_serving import policy_env, policy_flags_apply
+    from ..server.details import show
+
+    show()  # the developer is the client: internal errors name the exception and its line
     policy_env(args)
     server = target.load()
     policy_flags_apply(server, args)  # --read-only and --root refused where they change nothing, as by serve
-    from ..startup import announce, startup_line
-    from ..switches import read
-    from ..transports.serve import serve_http
     from .app import DevApp
 
     mcp_app = server.http_app(**_as_on_stdio(server))
-    app = DevApp(server, mcp_app, reload=read("MCPKIT_DEV_RELOADING", default=False))
+    _serve(args, server, DevApp(server, mcp_app))
+    return 0
+
+
+def _serve(args: argparse.Namespace, server: Any, app: Any, sock: Any = None) -> None:
+    from ..startup import announce, startup_line
+    from ..transports.serve import serve_http
 
     def ready(base: str) -> None:
-        announce(startup_line(server, "http", base + mcp_app.path))
+        announce(startup_line(server, "http", base + app.mcp_app.path))
         announce(f"mcpkit dev: inspector at {base}/  (Ctrl-C to stop)")
         if args.open:
             import webbrowser
 
             webbrowser.open(base + "/")
 
-    serve_http(server, host="127.0.0.1", port=port, timeout_graceful_shutdown=1.0, app=app, on_ready=ready,
-               bind_option="--port")
+    serve_http(server, host="127.0.0.1", port=_port(args) if sock is None else 0, timeout_graceful_shutdown=1.0,
+               app=app, on_ready=ready, bind_option="--port", sock=sock)
+
+
+def _attach(args: argparse.Namespace, target: Any) -> int:
+    """Any other server, through the proxy: a command line of any language, or a URL."""
+    from ..cli_target import headers_of, inherit_env_of, target_of
+    from .app import DevApp
+    from .attach import Attachment
+
+    for flag, given in (("--reload", args.reload), ("--read-only", args.read_only), ("--policy", args.policy),
+                        ("--root", args.root)):
+        if given:
+            fix = ("restart it yourself: the page stays and reconnects" if flag == "--reload" else
+                   f"put the guard rails of mcpkit proxy {flag} in front of it instead")
+            raise SystemExit(f"mcpkit: dev {flag} applies to an mcpkit server (a .py file or package.module:ATTR); "
+                             f"{args.target!r} is {'a URL' if target.is_url else 'another command'}: {fix}")
+    client_target, transport = target_of(args)  # --header and --sse refused for a command line
+    if transport in ("http", "sse"):
+        from .._extras import require
+
+        require(("a URL target", "client"))
+    attachment = Attachment(client_target, transport=transport, headers=headers_of(args) or None,
+                            inherit_env=inherit_env_of(args))
+    try:
+        if not attachment.start():
+            # its stderr was shown as it came: the one line says how it ended
+            why = str(attachment.error).split("; stderr:")[0].split(" (its stderr ends:")[0]
+            raise SystemExit(f"mcpkit: dev: {args.target!r} did not start: {why}")
+        _serve(args, attachment.server, DevApp(attachment.server, attachment.server.http_app(),
+                                               events=attachment.events, attached=args.target))
+    finally:
+        attachment.stop()
     return 0
 
 
-def _reload(args: argparse.Namespace, target: Any, port: int) -> int:
+def _reload(args: argparse.Namespace, target: Any, loadable: Any) -> int:
+    """The page and its port in this process; the server in dev/child.py behind the proxy,
+    started again when a file it imported changes."""
     from .._extras import needs
 
     with needs("reload", "dev --reload"):
         import watchfiles
-    if port == 0:
-        from ..transports.serve import bind
+    from ..transports.serve import bind
+    from .app import DevApp
+    from .attach import Attachment, child_command, state_file
 
-        sock = bind("127.0.0.1", 0)  # one port for every restart, so the page keeps working
-        port = sock.getsockname()[1]
-        sock.close()
-    loadable = target.loadable()
     watched = os.path.dirname(loadable.location) if loadable.kind == "file" else os.getcwd()
-    command = [sys.executable, "-m", "mcpkit", "dev", *([target.text] if target.text else []), "--port", str(port)]
-    for flag, on in (("--read-only", args.read_only), ("--policy", args.policy)):
-        if on:
-            command.append(flag)
-    for root in args.root or ():
-        command += ["--root", root]
-    print(f"mcpkit dev: watching {watched} for changes to .py files", file=sys.stderr, flush=True)
-    os.environ["MCPKIT_DEV_RELOADING"] = "1"
-    if args.open:  # once, not at every restart
-        import threading
-        import webbrowser
-
-        threading.Timer(1.5, webbrowser.open, [f"http://127.0.0.1:{port}/"]).start()
-
-    def restarted(changes: set[Any]) -> None:
-        names = sorted({os.path.relpath(path, watched) for _, path in changes})
-        print(f"mcpkit dev: {', '.join(names)} changed; restarting", file=sys.stderr, flush=True)
-
+    # bound before the server starts: a taken port is one line, and no server was started for it
+    sock = bind("127.0.0.1", _port(args), option="--port")
+    state = state_file()
+    attachment = Attachment(child_command(target.text, watched, state, args), transport="stdio", inherit_env=True,
+                            state_file=state)
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(watchfiles, watched, attachment, stop), name="mcpkit-dev-watch",
+                               daemon=True)
     try:
-        watchfiles.run_process(watched, target=shlex.join(command), target_type="command",
-                               watch_filter=watchfiles.PythonFilter(), callback=restarted)
-    except KeyboardInterrupt:
-        # Ctrl-C, or SIGTERM (which watchfiles turns into one): the way to stop, once the server
-        # was stopped (run_process's finally); it may arrive outside the watch, which swallows it
-        pass
+        if not attachment.start():
+            if attachment.refused:  # a mistake in the asking (--read-only on a server without gates): one line, 2
+                raise SystemExit(f"mcpkit: {attachment.error}")
+            print(f"mcpkit dev: the server did not load: {attachment.error}; waiting for a change to {watched}",
+                  file=sys.stderr, flush=True)
+        print(f"mcpkit dev: watching the files of {watched} that the server imports", file=sys.stderr, flush=True)
+        watcher.start()
+        _serve(args, attachment.server, DevApp(attachment.server, attachment.server.http_app(), reload=True,
+                                               events=attachment.events), sock=sock)
+    finally:
+        stop.set()
+        if watcher.is_alive():
+            watcher.join(5)
+        attachment.stop()
+        sock.close()
+        os.unlink(state)
     return 0
+
+
+def _watch(watchfiles: Any, watched: str, attachment: Any, stop: threading.Event) -> None:
+    """Restart the server when a file it imported changes (on this thread: the page is served
+    meanwhile, and shows the restart)."""
+    for changes in watchfiles.watch(watched, watch_filter=lambda _change, path: attachment.owns(path),
+                                    stop_event=stop, raise_interrupt=False):
+        names = sorted({os.path.relpath(path, watched) for _, path in changes})
+        print(f"mcpkit dev: {', '.join(names)} changed; restarting the server", file=sys.stderr, flush=True)
+        if attachment.restart(names):
+            print("mcpkit dev: the server is up again", file=sys.stderr, flush=True)
+        else:
+            print(f"mcpkit dev: the server did not load: {attachment.error}", file=sys.stderr, flush=True)
 
 
 class _StdioCredential:

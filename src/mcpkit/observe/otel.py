@@ -29,7 +29,7 @@ from typing import Any
 
 from .labels import method_label, notification_label, prompt_label, tool_label
 
-__all__ = ["OpenTelemetry", "SEMCONV_SOURCE"]
+__all__ = ["OpenTelemetry", "SEMCONV_SOURCE", "console_provider", "sdk_configured"]
 
 SEMCONV_SOURCE = "OpenTelemetry semantic conventions for MCP (semantic-conventions-genai, docs/gen-ai/mcp.md)"
 _SCOPE = "mcpkit"
@@ -210,3 +210,34 @@ def _version() -> str:
     from .. import __version__
 
     return __version__
+
+
+def sdk_configured() -> bool:
+    """Whether a real tracer provider is set globally (the SDK, or auto-instrumentation): with
+    the API alone, the global one is the API's proxy, and every span is a no-op."""
+    from .._extras import needs
+
+    with needs("otel", "OpenTelemetry"):
+        from opentelemetry import trace
+
+    return type(trace.get_tracer_provider()).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider")
+
+
+def console_provider(service_name: str) -> Any:
+    """Set the SDK's tracer provider globally, printing each finished span as one JSON line on
+    stderr (never stdout: on stdio that is the protocol's); returns it."""
+    import sys
+
+    from .._extras import needs
+
+    with needs("otel-sdk", "--otel-console"):
+        from opentelemetry import trace
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    exporter = ConsoleSpanExporter(out=sys.stderr, formatter=lambda span: span.to_json(indent=None) + "\n")
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return provider

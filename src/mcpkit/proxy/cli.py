@@ -22,7 +22,7 @@ import shutil
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "quiet_start", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +92,7 @@ def _fail(message: str) -> SystemExit:
 
 
 @contextlib.contextmanager
-def _quiet_start(quiet: bool) -> Iterator[None]:
+def quiet_start(quiet: bool) -> Iterator[None]:
     """A single upstream that does not start is the proxy's one line of failure: the bridge's
     and the upstream's warnings about it (which a proxy of several keeps) would repeat it."""
     if not quiet:
@@ -316,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
 
         redact = redaction_for(args, spec, specs, _fail)
         try:
-            with _quiet_start(len(specs) == 1 and not getattr(args, "verbose", False)):
+            with quiet_start(len(specs) == 1 and not getattr(args, "verbose", False)):
                 upstream = server.mount(
                     spec.target, prefix=prefix, name=spec.name, separator=args.separator,
                     prefix_uris=not args.keep_uris, tool_policy=tool_policy, protocol_version=args.protocol_version,

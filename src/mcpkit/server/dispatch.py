@@ -82,6 +82,11 @@ def _tool_failure(tool: Tool, exc: BaseException, correlation_id: str | None) ->
     else:
         log.error("tool %r raised (correlation id %s)", tool.name, correlation_id, exc_info=exc)
         message = f"Internal error while running tool {tool.name!r} (correlation id {correlation_id})."
+        from .details import describe
+
+        detail = describe(exc)  # development only (server/details.py)
+        if detail is not None:
+            message += f" {detail}"
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 

@@ -436,7 +436,11 @@ class ServerSession:
     def _internal_error(self, rid: Any, method: str, exc: BaseException | None = None) -> None:
         cid = new_correlation_id()
         log.error("internal error in %s (correlation id %s)", method, cid, exc_info=exc or True)
-        error = McpError(INTERNAL_ERROR, "Internal error.", {"correlationId": cid})
+        from .details import describe
+
+        detail = describe(exc) if exc is not None else None  # development only (server/details.py)
+        error = McpError(INTERNAL_ERROR, "Internal error." if detail is None else f"Internal error: {detail}.",
+                         {"correlationId": cid})
         with self._lock:
             self.engine.respond_error(rid, error)
         if self._observed:

@@ -179,7 +179,8 @@ async function connect() {
     await client.connect();
     const info = client.info || {};
     $("#server-name").textContent = `${info.title || info.name || state.info.name} ${info.version || ""}`;
-    setStatus(`connected, ${client.revision}${client.sessionId ? ", session " + client.sessionId.slice(0, 8) : ""}`, "ok");
+    if (document.body.dataset.server === "down") setStatus("the server did not load (see above)", "err");
+    else setStatus(`connected, ${client.revision}${client.sessionId ? ", session " + client.sessionId.slice(0, 8) : ""}`, "ok");
     $("#ping").disabled = client.modern;
     feed("notice", `connected with revision ${client.revision}`);
     await refreshLists();
@@ -509,6 +510,37 @@ function showSkill(entry) {
   readInto(outcome, entry.uri);
 }
 
+// ------------------------------------------------------------------------------------ the server behind
+
+// /dev/events: the state of the server behind this page (mcpkit dev --reload restarts it, the
+// page's own port and session stay). A restart shows the new lists at once; a server that did not
+// load shows why (file:line and message) until a change fixes it.
+function watchServer() {
+  const events = new EventSource("/dev/events");
+  let first = true;
+  events.onmessage = (event) => {
+    const s = JSON.parse(event.data);
+    const banner = $("#load-error");
+    document.body.dataset.server = s.state;
+    if (s.state === "down") {
+      banner.textContent = `The server did not load: ${s.error}`;
+      banner.hidden = false;
+      setStatus("the server did not load (see above)", "err");
+      feed("error", `the server did not load: ${s.error}`);
+    } else if (s.state === "restarting" || s.state === "starting") {
+      setStatus(`restarting the server${s.changed ? " (" + s.changed.join(", ") + " changed)" : ""}…`);
+    } else if (s.state === "up") {
+      banner.hidden = true;
+      banner.textContent = "";
+      if (!first) {
+        feed("notice", "the server restarted: reconnecting");
+        connect();
+      }
+    }
+    first = false;
+  };
+}
+
 // ------------------------------------------------------------------------------------ start
 
 function selectView(name) {
@@ -532,7 +564,9 @@ async function start() {
   $("#sampling-text").addEventListener("input", (e) => { state.sampling.text = e.target.value; });
   renderClientView();
   window.addEventListener("beforeunload", () => state.client && state.client.close());
+  if (state.info.attached) $("#attached").textContent = `attached to ${state.info.attached}`;
   await connect();
+  watchServer();
   document.body.dataset.ready = "true";
 }
 
