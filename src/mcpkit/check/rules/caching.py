@@ -30,8 +30,8 @@ async def _results(ctx: CheckContext) -> list[tuple[str, Any]]:
     "caching.ttl", keyword="MUST", requirements=("CA-02",), revisions=MODERN,
     title="ttlMs, where a result carries it, is a whole number of milliseconds, 0 or more",
     fix="send ttlMs as an integer >= 0 (0: stale at once); never a negative or fractional value",
-    quote="ttlMs: integer, minimum 0. If 0, the response SHOULD be considered immediately stale. (spec/"
-    "requirements.md CA-02: ttlMs >= 0)",
+    quote="(spec/requirements.md CA-02:) MUST. ttlMs >= 0 (0 means stale at once). (schema: ttlMs: integer, "
+    "minimum 0)",
     source="2026-07-28 schema CacheableResult.ttlMs; server/utilities/caching#time-to-live-ttl-field",
     fixes=_FIXES,
     reproduce="reads the server/discover result and every page of every declared list (the pages the other "
