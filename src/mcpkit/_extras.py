@@ -45,6 +45,7 @@ EXTRAS: dict[str, Extra] = {
     "otel": Extra((("opentelemetry", "opentelemetry-api"),), "serve --otel"),
     "regex": Extra((("re2", "google-re2"),), "servers matching user-given patterns"),
     "pydantic": Extra((("pydantic", "pydantic"),), "pydantic models"),
+    "search": Extra((("bm25s", "bm25s"),), "tool search (Server(tool_search=...), proxy --tool-search)"),
 }
 
 

@@ -118,6 +118,15 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     name = params.get("name")
     if type(name) is not str:
         name = _str_param(params, "name", "tools/call")  # a str subclass passes; anything else is refused
+    search = server._tool_search
+    if search is not None and name == search.call_name:
+        # tool search's call tool: from here on a direct call of the tool it names, so that call
+        # takes that tool's one pipeline and gets its answers (server/toolsearch.py, TL-11)
+        inner = search.unwrap(req, params)
+        if inner is None:
+            return search.refusal(params)
+        params = req.params = inner
+        name = inner["name"]
     tool = server._tools.get(name)
     if server._host_schemas is not None:  # the host's name and nulls, read back (mcpkit/hostschemas.py)
         tool, name, params = server.host_call(req.client_info, tool, name, params)
@@ -196,6 +205,12 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
         # a tool copied by include calls its child's tools by the child's names: here they
         # are the prefixed copies
         name = ctx._names(name)
+    search = session.server._tool_search
+    if search is not None and name == search.call_name and isinstance(arguments, dict):
+        # the call tool of tool search, called from a tool: the tool it names, as from a client
+        inner = arguments.get("name")
+        if isinstance(inner, str):
+            name, arguments = inner, arguments.get("arguments") or {}
     outer = session.outer
     if outer is not None:
         # a mounted child's tool calling another: it takes the parent's pipeline under the
@@ -672,8 +687,10 @@ def _complete(cc: CallContext, mode: str) -> Any:
 
 def _lists(kind: str) -> Callable[[CallContext, str], Any]:
     def terminal(cc: CallContext, mode: str) -> Any:
-        result = cc.session.server.list_page(kind, cc.request.revision, (cc.arguments or {}).get("cursor"),
-                                             cc.request.client_info)
+        server = cc.session.server
+        search = server._tool_search if kind == "tools" else None
+        result = server.list_page(kind, cc.request.revision, (cc.arguments or {}).get("cursor"),
+                                  cc.request.client_info, full=search is None or search.wants_full(cc))
         return _settled(result) if mode == "async" else result
 
     return terminal

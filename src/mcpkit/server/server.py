@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from .._extras import require
 from ..protocol.errors import INVALID_PARAMS, McpError
 from ..protocol.meta import check_icons
 from ..protocol.revisions import Revision
@@ -48,6 +49,9 @@ log = logging.getLogger("mcpkit")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: what the search tool of tool_search returns: the tools found, as tools/list shows them
+_SEARCH_OUTPUT = {"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "object"}}},
+                  "required": ["tools"]}
 _LIST_KEYS = {"tools": "tools", "resources": "resources", "resourceTemplates": "resourceTemplates", "prompts": "prompts"}
 _CHANGED = {
     "tools": "notifications/tools/list_changed",
@@ -98,6 +102,7 @@ class Server(Registrations, SkillRegistrations):
         middleware: Sequence[Any] = (),
         host_schemas: str | None = None,
         auth: Any = None,
+        tool_search: Any = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -174,6 +179,8 @@ class Server(Registrations, SkillRegistrations):
         #: tools, resources or prompts at run time names them here so early sessions know of them
         self._advertise = frozenset(advertise)
         self.host_schemas = host_schemas
+        self._tool_search: Any = None
+        self.tool_search = tool_search
         for mw in middleware:
             self.add_middleware(mw)
 
@@ -264,6 +271,40 @@ class Server(Registrations, SkillRegistrations):
             value = _entry("mcpkit.hostschemas", "parse_setting")(value)
         self._host_schemas = value
         self._deliver_changed("tools")  # the listings of every host are made again
+
+    @property
+    def tool_search(self) -> Any:
+        """The :class:`mcpkit.ToolSearch` listing a search/call pair instead of the whole
+        catalog (server/toolsearch.py, docs/tool-search.md), or None: every tool is listed."""
+        return self._tool_search
+
+    @tool_search.setter
+    def tool_search(self, value: Any) -> None:
+        if value is None or value is False:
+            value = None
+        else:  # only a server that asks for it imports the search (and, on first use, bm25s)
+            from .toolsearch import ToolSearch
+
+            if value is True:
+                value = ToolSearch()
+            elif not isinstance(value, ToolSearch):
+                raise TypeError(f"tool_search= takes a ToolSearch, True or None, not {value!r}")
+            if value.call_name in self._tools:
+                raise ValueError(f"tool_search: a tool is named {value.call_name!r} already; give ToolSearch "
+                                 "another call_name")
+            require(("tool search", "search"))  # the ranking's package, named now rather than at a search
+        old = self._tool_search
+        if old is None and value is None:
+            return
+        with self.batch_changes():
+            if old is not None and old.search_name in self._tools:
+                self.remove_tool(old.search_name)
+            self._tool_search = value
+            if value is not None:
+                self.add_tool(value.search_name, value.handler, input_schema=value.input_schema(),
+                              description=value.description(), read_only=True, destructive=False,
+                              idempotent=True, open_world=False, output_schema=_SEARCH_OUTPUT)
+            self._changed("tools")
 
     @property
     def gates(self) -> Any:
@@ -701,12 +742,15 @@ class Server(Registrations, SkillRegistrations):
             self._cache[key] = items
         return items
 
-    def list_page(self, kind: str, rev: Revision, cursor: Any, client_info: dict[str, Any] | None = None
-                  ) -> dict[str, Any]:
+    def list_page(self, kind: str, rev: Revision, cursor: Any, client_info: dict[str, Any] | None = None,
+                  full: bool = True) -> dict[str, Any]:
         """PA-01..PA-03: one page, opaque cursors, nextCursor only when more exist. ``client_info``
-        picks the host whose schemas tools are listed with, under ``host_schemas="auto"``."""
+        picks the host whose schemas tools are listed with, under ``host_schemas="auto"``; under
+        tool search, ``full=False`` lists the pinned tools and the search/call pair alone."""
         host = self.schema_host(client_info) if kind == "tools" else None
         items = self._items(kind, rev, host)
+        if kind == "tools" and self._tool_search is not None:
+            items = self._tool_search.listed(items, full)
         start = 0 if cursor is None else _decode_cursor(kind, cursor)
         if start > len(items):
             raise McpError(INVALID_PARAMS, "Invalid or expired cursor.", {"cursor": cursor})

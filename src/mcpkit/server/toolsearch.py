@@ -1,0 +1,292 @@
+"""Tool search: a small search/call pair listed instead of a large catalog.
+
+A server (or ``mcpkit proxy``) with hundreds of tools spends much of a model's context on
+``tools/list``. With ``Server(tool_search=ToolSearch(...))`` a client's ``tools/list`` shows only
+the pinned tools and two more: ``search_tools`` (a query in words, the best-matching tool
+definitions back, ranked by BM25) and ``call_tool`` (a tool found that way, by name, with its
+arguments). docs/tool-search.md says how hosts use it and how a host gets the full list.
+
+No side path (TL-11):
+
+- ``search_tools`` searches what ``tools/list`` would show the caller in full: it runs the
+  caller's own tools/list pipeline (gates, bridges, user middleware that filters lists,
+  ``host_schemas``), then leaves out the tools whose scopes the caller's token lacks. A tool
+  hidden from the caller is never found.
+- ``call_tool`` is never a tool of its own: a ``tools/call`` of it is read as a ``tools/call``
+  of the tool it names before anything else (dispatch.call_tool, and the HTTP transport's scope
+  check), so the call is validated, gated, rate-limited, audited and answered exactly as the named
+  tool called directly, including the error for a name that is unknown or hidden.
+
+The ranking is the ``bm25s`` package's BM25 (``mcpkit[search]``), imported when tool search is
+first turned on. The index is built from the caller's visible list and kept while that list is
+the same, so it follows every catalog change (``list_changed``) without being told.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._extras import needs
+from ..protocol.errors import INVALID_PARAMS, McpError
+from .pipeline import CallContext
+from .tools import validate_tool_name
+
+if TYPE_CHECKING:
+    from ..protocol.engine import RequestReceived
+
+__all__ = ["FULL_LIST_META", "ToolSearch"]
+
+#: ``tools/list`` with ``params._meta`` carrying this key set to true gets the whole catalog
+FULL_LIST_META = "dev.mcpkit/fullToolList"
+#: CallContext.state key a list made for the search carries, so the terminal lists in full
+_FOR_SEARCH = "toolSearch"
+
+_WORD = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_MAX_LIMIT = 50
+
+
+class ToolSearch:
+    """What ``Server(tool_search=...)`` takes: list ``pinned`` tools and a search/call pair.
+
+    ``pinned``: tool names or fnmatch globs listed as they are beside the pair (and left out of
+    the search, since the host has them). ``limit``: how many tools a search returns unless the
+    model asks for fewer or more (at most 50). ``full_list_clients``: globs of ``clientInfo.name``
+    (e.g. ``"claude-code"``, a host with a tool search of its own) that are listed the whole
+    catalog. ``search_name`` and ``call_name`` name the pair.
+    """
+
+    def __init__(self, *, pinned: Sequence[str] = (), limit: int = 5, full_list_clients: Sequence[str] = (),
+                 search_name: str = "search_tools", call_name: str = "call_tool") -> None:
+        if isinstance(pinned, str) or isinstance(full_list_clients, str):
+            raise TypeError("pinned and full_list_clients are lists of names or globs, not one string")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= _MAX_LIMIT:
+            raise ValueError(f"limit must be an integer from 1 to {_MAX_LIMIT}, got {limit!r}")
+        validate_tool_name(search_name)
+        validate_tool_name(call_name)
+        if search_name == call_name:
+            raise ValueError("search_name and call_name must differ")
+        self.pinned = tuple(pinned)
+        self.limit = limit
+        self.full_list_clients = tuple(full_list_clients)
+        self.search_name = search_name
+        self.call_name = call_name
+        self._indexes: OrderedDict[tuple[str, ...], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ToolSearch(pinned={list(self.pinned)!r}, limit={self.limit})"
+
+    # ------------------------------------------------------------------ listing
+
+    def is_pinned(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, glob) for glob in self.pinned)
+
+    def wants_full(self, cc: CallContext) -> bool:
+        """Whether this tools/list shows the whole catalog: a list made for the search, one whose
+        ``_meta`` asks for it (FULL_LIST_META), or one of a client ``full_list_clients`` names."""
+        if cc._state is not None and cc._state.get(_FOR_SEARCH):
+            return True
+        meta = (cc.arguments or {}).get("_meta") if isinstance(cc.arguments, dict) else None
+        if isinstance(meta, dict) and meta.get(FULL_LIST_META) is True:
+            return True
+        if self.full_list_clients:
+            client = (cc.request.client_info or {}).get("name")
+            if isinstance(client, str) and any(fnmatch.fnmatchcase(client, g) for g in self.full_list_clients):
+                return True
+        return False
+
+    def listed(self, items: list[dict[str, Any]], full: bool) -> list[dict[str, Any]]:
+        """What tools/list shows of ``items`` (the visible tools): all but the search tool in full,
+        else the pinned tools, the search tool and the call tool."""
+        if full:
+            return [d for d in items if d.get("name") != self.search_name]
+        out = [d for d in items if d.get("name") == self.search_name or self.is_pinned(d.get("name", ""))]
+        out.append(self.call_descriptor())
+        return out
+
+    def call_descriptor(self) -> dict[str, Any]:
+        return {
+            "name": self.call_name,
+            "description": (f"Call a tool found with {self.search_name} by its name, with its arguments. "
+                            "The call is checked and answered as a direct call of that tool."),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": f"The tool's name, as {self.search_name} gave it."},
+                    "arguments": {"type": "object", "description": "The tool's arguments, per its inputSchema."},
+                },
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+        }
+
+    # ------------------------------------------------------------------ calling
+
+    def unwrap(self, req: RequestReceived, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The params of a tools/call of the call tool, as those of a direct call of the tool it
+        names (the request's ``_meta`` and ``task`` kept); None when its own arguments are wrong
+        and the revision answers that with a result (raised as -32602 otherwise)."""
+        arguments = params.get("arguments")
+        problem = None
+        if not isinstance(arguments, dict):
+            problem = "arguments must be an object with 'name' and 'arguments'"
+        elif not isinstance(arguments.get("name"), str):
+            problem = "/name: a string is required"
+        elif arguments.get("arguments") is not None and not isinstance(arguments.get("arguments"), dict):
+            problem = "/arguments: must be an object"
+        elif set(arguments) - {"name", "arguments"}:
+            problem = f"unexpected {', '.join(sorted(set(arguments) - {'name', 'arguments'}))}: give 'name' and 'arguments'"
+        if problem is not None:
+            message = f"Invalid arguments for tool {self.call_name!r}: {problem}"
+            if req.revision.invalid_arguments_as_tool_error:
+                return None
+            raise McpError(INVALID_PARAMS, message)
+        inner = {k: v for k, v in params.items() if k not in ("name", "arguments")}
+        inner["name"] = arguments["name"]
+        inner["arguments"] = arguments.get("arguments") or {}
+        return inner
+
+    def refusal(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The isError result for call tool arguments of the wrong shape (2025-11-25 on)."""
+        return {"content": [{"type": "text", "text": f"Invalid arguments for tool {self.call_name!r}: give a "
+                             "string 'name' and an object 'arguments'."}], "isError": True}
+
+    # ------------------------------------------------------------------ searching
+
+    def input_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do, in a few words."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": _MAX_LIMIT, "default": self.limit,
+                          "description": "How many tools to return at most."},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        }
+
+    def description(self) -> str:
+        return (f"Search this server's tools: give what you want to do in words, get the best-matching tools' "
+                f"names, descriptions and input schemas. Call one with {self.call_name}.")
+
+    async def handler(self, arguments: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        """The search tool: the caller's visible tools, ranked for the query."""
+        tools = await visible_tools(ctx)
+        tools = [t for t in tools if t.get("name") != self.search_name and not self.is_pinned(t.get("name", ""))]
+        limit = arguments.get("limit", self.limit)
+        found = self.rank(tools, arguments["query"], limit)
+        return {"tools": [_brief(t) for t in found]}
+
+    def rank(self, tools: list[dict[str, Any]], query: str, limit: int) -> list[dict[str, Any]]:
+        """The at most ``limit`` tools of ``tools`` that match ``query`` best, best first; none
+        when no word of the query is in any tool."""
+        if not tools:
+            return []
+        texts = tuple(document(t) for t in tools)
+        index = self._index(texts)
+        words = tokens(query)
+        if not words:
+            return []
+        results, scores = index.retrieve([words], k=min(limit, len(tools)), show_progress=False,
+                                         n_threads=1)
+        return [tools[int(i)] for i, s in zip(results[0], scores[0]) if s > 0]
+
+    def _index(self, texts: tuple[str, ...]) -> Any:
+        """The BM25 index of these documents: kept (a few, most recent) while the catalog stays
+        the same, built again from the new documents once it changes."""
+        with self._lock:
+            index = self._indexes.get(texts)
+            if index is not None:
+                self._indexes.move_to_end(texts)
+                return index
+        with needs("search", "tool search"):
+            import bm25s
+        index = bm25s.BM25()
+        index.index([tokens(text) for text in texts], show_progress=False)
+        with self._lock:
+            self._indexes[texts] = index
+            while len(self._indexes) > 4:  # a few views (profiles, scopes) of one catalog
+                self._indexes.popitem(last=False)
+        return index
+
+
+def document(tool: dict[str, Any]) -> str:
+    """The text a tool is found by: its name, title, description, and its parameters' names and
+    descriptions (what a model reads to choose a tool)."""
+    parts = [str(tool.get("name", "")), str(tool.get("title") or ""), str(tool.get("description") or "")]
+    schema = tool.get("inputSchema")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if isinstance(props, dict):
+        for key, prop in props.items():
+            parts.append(str(key))
+            if isinstance(prop, dict) and isinstance(prop.get("description"), str):
+                parts.append(prop["description"])
+    return " ".join(parts)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case words, identifiers split (``get_file_contents``, ``listIssues``), English
+    stop words left out (bm25s's own list)."""
+    with needs("search", "tool search"):
+        from bm25s.stopwords import STOPWORDS_EN as STOPWORDS
+
+    out = []
+    for word in _WORD.findall(_CAMEL.sub(" ", text)):
+        word = word.lower()
+        if len(word) > 1 and word not in STOPWORDS:
+            out.append(word)
+    return out
+
+
+def _brief(tool: dict[str, Any]) -> dict[str, Any]:
+    """What a search returns of a tool: what a model needs to call it."""
+    return {k: tool[k] for k in ("name", "title", "description", "inputSchema", "annotations") if k in tool}
+
+
+async def visible_tools(ctx: Any) -> list[dict[str, Any]]:
+    """Every tool the caller of ``ctx`` would be listed in full, by the caller's own tools/list
+    pipeline (gates, bridges, middleware, host schemas), less those its token lacks scopes for."""
+    from .dispatch import TERMINALS, kept_pipe
+
+    session, req = ctx._session, ctx._request
+    server = session.server
+    tools: list[dict[str, Any]] = []
+    cursor = None
+    for _ in range(10_000):  # a page at a time, as a client would; a middleware loop cannot hang it
+        cc = CallContext(session, req, "list_tools", None, None, {} if cursor is None else {"cursor": cursor})
+        cc.state[_FOR_SEARCH] = True
+        pipe = server._pipes.get(("list_tools", None)) or kept_pipe(server, "list_tools", None)
+        page = TERMINALS["list_tools"](cc, "sync") if pipe.plain else pipe.run(cc)
+        if inspect.isawaitable(page):
+            page = await page
+        tools.extend(t for t in page.get("tools", ()) if isinstance(t, dict))
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    return _within_scopes(server, ctx, tools)
+
+
+def _within_scopes(server: Any, ctx: Any, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leave out what the caller's token lacks scopes for: the search never offers a tool the
+    caller would be refused (the call itself is still checked in its pipeline)."""
+    step = server._installed.get("scopes")
+    token = ctx.access_token if step is not None else None
+    if token is None:
+        return tools
+    from .pipeline import scopes_for
+
+    out = []
+    for listed in tools:
+        tool = server._tools.get(listed.get("name"))
+        needed = scopes_for(tool, None) if tool is not None else ()
+        if needed and step.auth.missing(token, needed):
+            continue
+        out.append(listed)
+    return out

@@ -1,0 +1,214 @@
+"""Tool search (server/toolsearch.py): a search/call pair listed instead of the catalog, on the
+one request pipeline: what is hidden is never found nor callable, and a call through the pair
+is the named tool's call in every respect (validation, gates, rate limit, middleware, audit)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit import Client, Server, ToolSearch
+from mcpkit.client import RpcError
+from mcpkit.policy import Policy
+from mcpkit.policy.audit import AuditLog
+from mcpkit.policy.gates import Gates
+from mcpkit.server.toolsearch import FULL_LIST_META
+
+aio = pytest.mark.asyncio
+
+
+def catalog(**options: Any) -> Server:
+    server = Server("files", **options)
+
+    @server.tool(read_only=True, open_world=False)
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    @server.tool(read_only=True, open_world=False)
+    def read_file(path: str) -> str:
+        """Read the contents of a text file."""
+        return f"contents of {path}"
+
+    @server.tool(read_only=True, open_world=False)
+    def list_directory(path: str) -> list[str]:
+        """List the entries of a directory."""
+        return ["a.txt"]
+
+    @server.tool(destructive=True, open_world=False)
+    def delete_file(path: str) -> str:
+        """Delete a file from disk."""
+        return f"deleted {path}"
+
+    @server.tool(read_only=True, open_world=False, rate_limit="1/min")
+    def weather(city: str) -> str:
+        """Today's weather forecast for a city."""
+        return f"sunny in {city}"
+
+    return server
+
+
+async def found(client: Client, query: str, **more: Any) -> list[str]:
+    result = await client.call_tool("search_tools", {"query": query, **more})
+    assert not result.get("isError"), result
+    return [t["name"] for t in result["structuredContent"]["tools"]]
+
+
+async def answer(client: Client, name: str, arguments: dict[str, Any]) -> Any:
+    """A tools/call's result, or its JSON-RPC error as (code, message)."""
+    try:
+        result = await client.call_tool(name, arguments)
+    except RpcError as exc:
+        return (exc.code, exc.message)
+    result.get("_meta", {}).pop("dev.mcpkit/correlationId", None)  # each call's own
+    return result
+
+
+@aio
+async def test_the_list_is_the_pinned_tools_and_the_pair_and_search_finds_the_rest() -> None:
+    server = catalog(tool_search=ToolSearch(pinned=["ping"]))
+    async with Client(server) as client:
+        listed = {t["name"]: t for t in await client.list_tools()}
+        assert set(listed) == {"ping", "search_tools", "call_tool"}
+        assert listed["search_tools"]["annotations"]["readOnlyHint"] is True
+        assert listed["call_tool"]["inputSchema"]["required"] == ["name"]
+        assert (await found(client, "read a file's contents"))[0] == "read_file"
+        assert (await found(client, "what is the weather in Paris"))[0] == "weather"
+        assert "ping" not in await found(client, "answer pong")  # listed already: not offered again
+        assert len(await found(client, "file directory path", limit=1)) == 1
+        assert await found(client, "zzz qqq") == []
+        definition = (await client.call_tool("search_tools", {"query": "directory"}))["structuredContent"]["tools"][0]
+        assert definition["inputSchema"] == server._tools["list_directory"].input_schema
+
+
+@aio
+async def test_a_call_through_the_pair_is_the_tools_own_call() -> None:
+    seen: list[tuple[str | None, Any]] = []
+
+    def watch(cc: Any, call_next: Any) -> Any:
+        seen.append((cc.name, cc.arguments))
+        return call_next(cc)
+
+    server = catalog(tool_search=True)
+    server.add_middleware(watch, hook="on_call_tool")
+    async with Client(server) as client:
+        result = await client.call_tool("call_tool", {"name": "read_file", "arguments": {"path": "a.txt"}})
+        assert result["content"][0]["text"] == "contents of a.txt"
+        # validated against read_file's schema, with read_file's message, as a direct call is
+        for arguments in ({"path": 3}, {}):
+            assert await answer(client, "call_tool", {"name": "read_file", "arguments": arguments}) == \
+                await answer(client, "read_file", arguments)
+        # a name that is no tool: the same error as calling it directly
+        assert await answer(client, "call_tool", {"name": "nope", "arguments": {}}) == \
+            await answer(client, "nope", {}) == (-32602, "Unknown tool: nope")
+        # the call tool is not a tool of its own: it cannot call itself
+        assert await answer(client, "call_tool", {"name": "call_tool", "arguments": {"name": "ping"}}) == \
+            (-32602, "Unknown tool: call_tool")
+    assert seen[0] == ("read_file", {"path": "a.txt"})
+    assert all(name in ("read_file", "nope", "call_tool") for name, _ in seen)
+
+
+@aio
+async def test_arguments_of_the_wrong_shape_are_the_call_tools_invalid_arguments() -> None:
+    async with Client(catalog(tool_search=True)) as client:
+        for wrong in ({}, {"name": 3}, {"name": "ping", "arguments": [1]}, {"name": "ping", "extra": 1}):
+            result = await client.call_tool("call_tool", wrong)
+            assert result["isError"] is True and "Invalid arguments for tool 'call_tool'" in result["content"][0]["text"]
+    async with Client(catalog(tool_search=True), protocol_version="2025-06-18") as client:
+        with pytest.raises(RpcError, match="Invalid arguments for tool 'call_tool'") as caught:
+            await client.call_tool("call_tool", {"name": 3})
+        assert caught.value.code == -32602
+
+
+@aio
+async def test_a_gated_tool_is_never_found_nor_callable_through_the_pair(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.log"
+    policy = Policy(gates=Gates(allow_destructive=False), audit=AuditLog(audit))
+    server = catalog(tool_search=True, policy=policy)
+    async with Client(server) as client:
+        assert "delete_file" not in await found(client, "delete a file from disk", limit=10)
+        through = await answer(client, "call_tool", {"name": "delete_file", "arguments": {"path": "x"}})
+        direct = await answer(client, "delete_file", {"path": "x"})
+        assert through == direct and through["isError"] is True
+        await client.call_tool("call_tool", {"name": "read_file", "arguments": {"path": "a.txt"}})
+    policy.audit.close()
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    # audited as the tools they name, never as call_tool
+    assert [(line["tool"], line["outcome"]) for line in lines if line["tool"] != "search_tools"] == [
+        ("delete_file", "denied"), ("delete_file", "denied"), ("read_file", "ok")]
+    assert {line["tool"] for line in lines} == {"search_tools", "delete_file", "read_file"}
+
+
+@aio
+async def test_a_tool_a_middleware_hides_from_the_list_is_never_found() -> None:
+    def hide(cc: Any, call_next: Any) -> Any:
+        result = call_next(cc)
+        return {**result, "tools": [t for t in result["tools"] if t["name"] != "read_file"]}
+
+    server = catalog(tool_search=True)
+    server.add_middleware(hide, hook="on_list_tools")
+    async with Client(server) as client:
+        assert "read_file" not in await found(client, "read the contents of a text file", limit=10)
+        assert "list_directory" in await found(client, "directory entries")
+
+
+@aio
+async def test_the_rate_limit_is_the_tools_own_on_both_routes() -> None:
+    async with Client(catalog(tool_search=True, policy=Policy())) as client:
+        first = await client.call_tool("call_tool", {"name": "weather", "arguments": {"city": "Oslo"}})
+        assert first["content"][0]["text"] == "sunny in Oslo"
+        again = await client.call_tool("weather", {"city": "Oslo"})  # the same bucket: 1/min spent
+        assert again["isError"] is True and "rate" in again["content"][0]["text"].lower()
+
+
+@aio
+async def test_the_index_follows_the_catalog_and_clients_are_told() -> None:
+    server = catalog(tool_search=True)
+    async with Client(server) as client:
+        assert "translate" not in await found(client, "translate text into french")
+        told = len([n for n in client.notifications if n.get("method") == "notifications/tools/list_changed"])
+
+        @server.tool(read_only=True, open_world=False)
+        def translate(text: str, language: str) -> str:
+            """Translate text into another language."""
+            return text
+
+        assert (await found(client, "translate text into french"))[0] == "translate"
+        # sent before the search's answer, on the same stream
+        assert len([n for n in client.notifications if n.get("method") == "notifications/tools/list_changed"]) > told
+        server.remove_tool("read_file")
+        assert "read_file" not in await found(client, "read the contents of a text file", limit=10)
+        assert await answer(client, "call_tool", {"name": "read_file", "arguments": {"path": "a"}}) == \
+            (-32602, "Unknown tool: read_file")
+
+
+@aio
+async def test_a_host_gets_the_whole_list_when_it_asks() -> None:
+    server = catalog(tool_search=ToolSearch(pinned=["ping"], full_list_clients=["claude-code"]))
+    whole = {"ping", "read_file", "list_directory", "delete_file", "weather"}
+    async with Client(server) as client:
+        page = await client.request("tools/list", {"_meta": {FULL_LIST_META: True}})
+        assert {t["name"] for t in page["tools"]} == whole
+        assert {t["name"] for t in await client.list_tools()} == {"ping", "search_tools", "call_tool"}
+    async with Client(server, client_info={"name": "claude-code", "version": "2.0"}) as client:
+        assert {t["name"] for t in await client.list_tools()} == whole
+
+
+def test_settings_are_checked_when_given() -> None:
+    with pytest.raises(ValueError, match="limit must be an integer from 1 to 50"):
+        ToolSearch(limit=0)
+    with pytest.raises(TypeError, match="lists of names or globs"):
+        ToolSearch(pinned="ping")
+    with pytest.raises(ValueError, match="invalid tool name"):
+        ToolSearch(call_name="call tool")
+    server = Server("s")
+    server.add_tool("call_tool", lambda args: "x", input_schema={"type": "object"})
+    with pytest.raises(ValueError, match="a tool is named 'call_tool' already"):
+        server.tool_search = True
+    server.tool_search = ToolSearch(call_name="run_found_tool")
+    assert "search_tools" in server._tools
+    server.tool_search = None
+    assert "search_tools" not in server._tools
