@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fnmatch
 import inspect
+import logging
 import re
 import threading
 from collections import OrderedDict
@@ -104,10 +105,11 @@ class ToolSearch:
 
     def listed(self, items: list[dict[str, Any]], full: bool) -> list[dict[str, Any]]:
         """What tools/list shows of ``items`` (the visible tools): all but the search tool in full,
-        else the pinned tools, the search tool and the call tool."""
+        else the pinned tools, then the search tool and the call tool."""
         if full:
             return [d for d in items if d.get("name") != self.search_name]
-        out = [d for d in items if d.get("name") == self.search_name or self.is_pinned(d.get("name", ""))]
+        out = [d for d in items if d.get("name") != self.search_name and self.is_pinned(d.get("name", ""))]
+        out.extend(d for d in items if d.get("name") == self.search_name)  # hidden when the gates hide it
         out.append(self.call_descriptor())
         return out
 
@@ -208,6 +210,9 @@ class ToolSearch:
                 return index
         with needs("search", "tool search"):
             import bm25s
+        quiet = logging.getLogger("bm25s")
+        if quiet.level == logging.NOTSET:  # its DEBUG line per index would reach a server's stderr log
+            quiet.setLevel(logging.WARNING)
         index = bm25s.BM25()
         index.index([tokens(text) for text in texts], show_progress=False)
         with self._lock:
