@@ -212,3 +212,43 @@ def test_settings_are_checked_when_given() -> None:
     assert "search_tools" in server._tools
     server.tool_search = None
     assert "search_tools" not in server._tools
+
+
+@aio
+async def test_a_mount_mirrors_the_whole_catalog_of_a_child_with_tool_search() -> None:
+    # each of the child's tools is the parent's own, under the parent's pipeline: a pair
+    # mirrored as c_call_tool would have been a way past the parent's rules
+    parent = Server("parent", policy=Policy(gates=Gates(allow_destructive=False)))
+    assert parent.mount(catalog(tool_search=True), prefix="c").up
+    async with Client(parent) as client:
+        names = {t["name"] for t in await client.list_tools()}
+        assert {"c_read_file", "c_ping", "c_weather"} <= names
+        assert not names & {"c_search_tools", "c_call_tool", "c_delete_file"}
+
+
+@aio
+async def test_the_pair_works_per_request_under_2026_07_28() -> None:
+    async with Client(catalog(tool_search=ToolSearch(pinned=["ping"])), protocol_version="2026-07-28") as client:
+        assert {t["name"] for t in await client.list_tools()} == {"ping", "search_tools", "call_tool"}
+        assert (await found(client, "list a directory"))[0] == "list_directory"
+        result = await client.call_tool("call_tool", {"name": "list_directory", "arguments": {"path": "."}})
+        assert result["structuredContent"] == {"result": ["a.txt"]}
+        assert await answer(client, "call_tool", {"name": "nope"}) == await answer(client, "nope", {})
+
+
+@aio
+async def test_under_host_schemas_a_search_gives_the_hosts_copies_and_the_call_maps_back() -> None:
+    server = Server("dotted", tool_search=True, host_schemas="openai-strict")
+
+    @server.tool(name="files.read", read_only=True, open_world=False)
+    def read(path: str, encoding: str | None = None) -> str:
+        """Read a text file."""
+        return f"{path} as {encoding or 'utf-8'}"
+
+    async with Client(server) as client:
+        (tool,) = [t for t in (await client.call_tool("search_tools", {"query": "read a text file"}))[
+            "structuredContent"]["tools"]]
+        assert tool["name"] != "files.read" and tool["inputSchema"]["required"] == ["path", "encoding"]
+        # the strict variant's null for a left-out argument, read back as for a direct call
+        result = await client.call_tool("call_tool", {"name": tool["name"], "arguments": {"path": "a", "encoding": None}})
+        assert result["content"][0]["text"] == "a as utf-8"

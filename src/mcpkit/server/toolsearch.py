@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._extras import needs
 from ..protocol.errors import INVALID_PARAMS, McpError
+from ..protocol.meta import FULL_TOOL_LIST
 from .pipeline import CallContext
 from .tools import validate_tool_name
 
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["FULL_LIST_META", "ToolSearch"]
 
 #: ``tools/list`` with ``params._meta`` carrying this key set to true gets the whole catalog
-FULL_LIST_META = "dev.mcpkit/fullToolList"
+FULL_LIST_META = FULL_TOOL_LIST
 #: CallContext.state key a list made for the search carries, so the terminal lists in full
 _FOR_SEARCH = "toolSearch"
 
