@@ -101,3 +101,33 @@ def test_a_profile_takes_its_own_tool_search_or_the_proxys(tmp_path: Path) -> No
         "bad": {"tools": {"*": ["*"]}, "tool_search": {"limit": "5"}}}}))
     with pytest.raises(ConfigError, match="profiles.bad.tool_search: limit must be an integer"):
         load_profiles(str(config), ["ref"])
+
+
+@pytest.mark.asyncio
+async def test_each_profile_serves_its_own_selection_behind_its_own_pair(tmp_path: Path) -> None:
+    from mcpkit import Server
+    from mcpkit.proxy.profiles import build_profiles
+
+    upstream = Server("ref")
+    for name, doc in (("read_file", "Read a text file."), ("write_file", "Write a text file."),
+                      ("search_web", "Search the web.")):
+        upstream.add_tool(name, (lambda said: lambda args: said)(name), input_schema={"type": "object"}, description=doc,
+                          read_only=name != "write_file", destructive=False, open_world=False)
+    hub = Server("hub")
+    mounted = hub.mount(upstream, prefix="ref")
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"ref": {"command": PY}}, "profiles": {
+        "files": {"tools": {"ref": ["*_file"]}, "read_only": True},
+        "whole": {"tools": {"*": ["*"]}, "tool_search": False},
+        "pinned": {"tools": {"*": ["*"]}, "tool_search": {"pinned": ["ref_search_web"]}}}}))
+    profiles = load_profiles(str(config), ["ref"])
+    apps = build_profiles(hub, profiles, {id(mounted): "ref"}, None, {}, ToolSearch())
+    async with Client(apps["files"].server) as client:  # the proxy's ToolSearch, its own selection and gates
+        assert {t["name"] for t in await client.list_tools()} == {"search_tools", "call_tool"}
+        found = await client.call_tool("search_tools", {"query": "web file text", "limit": 10})
+        assert [t["name"] for t in found["structuredContent"]["tools"]] == ["ref_read_file"]
+        assert (await client.call_tool("call_tool", {"name": "ref_read_file"}))["content"][0]["text"] == "read_file"
+    async with Client(apps["whole"].server) as client:
+        assert {t["name"] for t in await client.list_tools()} == {"ref_read_file", "ref_write_file", "ref_search_web"}
+    async with Client(apps["pinned"].server) as client:
+        assert {t["name"] for t in await client.list_tools()} == {"ref_search_web", "search_tools", "call_tool"}
