@@ -252,3 +252,18 @@ async def test_under_host_schemas_a_search_gives_the_hosts_copies_and_the_call_m
         # the strict variant's null for a left-out argument, read back as for a direct call
         result = await client.call_tool("call_tool", {"name": tool["name"], "arguments": {"path": "a", "encoding": None}})
         assert result["content"][0]["text"] == "a as utf-8"
+
+
+@aio
+async def test_a_tool_for_an_apps_view_alone_stays_listed_and_is_never_offered_to_the_model() -> None:
+    server = catalog(tool_search=True)
+    server.app("ui://files/view", html="<p>files</p>")
+
+    @server.tool(read_only=True, open_world=False, ui="ui://files/view", ui_visibility=["app"])
+    def refresh_file_view(path: str) -> str:
+        """Refresh the file view with a file's contents."""
+        return path
+
+    async with Client(server) as client:
+        assert {t["name"] for t in await client.list_tools()} == {"refresh_file_view", "search_tools", "call_tool"}
+        assert "refresh_file_view" not in await found(client, "refresh the file view with contents", limit=10)

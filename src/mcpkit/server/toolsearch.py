@@ -106,10 +106,13 @@ class ToolSearch:
 
     def listed(self, items: list[dict[str, Any]], full: bool) -> list[dict[str, Any]]:
         """What tools/list shows of ``items`` (the visible tools): all but the search tool in full,
-        else the pinned tools, then the search tool and the call tool."""
+        else the pinned tools, then the search tool and the call tool. A tool only an MCP App's
+        view calls (``_meta.ui.visibility`` without "model") is listed too: hosts keep it from
+        the model, and the view can call only what its host was listed."""
         if full:
             return [d for d in items if d.get("name") != self.search_name]
-        out = [d for d in items if d.get("name") != self.search_name and self.is_pinned(d.get("name", ""))]
+        out = [d for d in items if d.get("name") != self.search_name and (self.is_pinned(d.get("name", ""))
+                                                                          or _app_only(d))]
         out.extend(d for d in items if d.get("name") == self.search_name)  # hidden when the gates hide it
         out.append(self.call_descriptor())
         return out
@@ -182,7 +185,8 @@ class ToolSearch:
     async def handler(self, arguments: dict[str, Any], ctx: Any) -> dict[str, Any]:
         """The search tool: the caller's visible tools, ranked for the query."""
         tools = await visible_tools(ctx)
-        tools = [t for t in tools if t.get("name") != self.search_name and not self.is_pinned(t.get("name", ""))]
+        tools = [t for t in tools if t.get("name") != self.search_name and not self.is_pinned(t.get("name", ""))
+                 and not _app_only(t)]  # the model is never offered what its host keeps from it
         limit = arguments.get("limit", self.limit)
         found = self.rank(tools, arguments["query"], limit)
         return {"tools": [_brief(t) for t in found]}
@@ -249,6 +253,13 @@ def tokens(text: str) -> list[str]:
         if len(word) > 1 and word not in STOPWORDS:
             out.append(word)
     return out
+
+
+def _app_only(tool: dict[str, Any]) -> bool:
+    """A tool hosts keep from the model: for an MCP App's view alone (server/apps.py)."""
+    ui = (tool.get("_meta") or {}).get("ui") if isinstance(tool.get("_meta"), dict) else None
+    visibility = ui.get("visibility") if isinstance(ui, dict) else None
+    return isinstance(visibility, list) and "model" not in visibility
 
 
 def _brief(tool: dict[str, Any]) -> dict[str, Any]:
