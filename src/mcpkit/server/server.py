@@ -18,7 +18,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from .._extras import require
 from ..protocol.errors import INVALID_PARAMS, McpError
 from ..protocol.meta import check_icons
 from ..protocol.revisions import Revision
@@ -49,9 +48,6 @@ log = logging.getLogger("mcpkit")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: what the search tool of tool_search returns: the tools found, as tools/list shows them
-_SEARCH_OUTPUT = {"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "object"}}},
-                  "required": ["tools"]}
 _LIST_KEYS = {"tools": "tools", "resources": "resources", "resourceTemplates": "resourceTemplates", "prompts": "prompts"}
 _CHANGED = {
     "tools": "notifications/tools/list_changed",
@@ -281,30 +277,12 @@ class Server(Registrations, SkillRegistrations):
     @tool_search.setter
     def tool_search(self, value: Any) -> None:
         if value is None or value is False:
+            if self._tool_search is None:
+                return
             value = None
-        else:  # only a server that asks for it imports the search (and, on first use, bm25s)
-            from .toolsearch import ToolSearch
+        from .toolsearch import install  # only a server that uses it imports the search
 
-            if value is True:
-                value = ToolSearch()
-            elif not isinstance(value, ToolSearch):
-                raise TypeError(f"tool_search= takes a ToolSearch, True or None, not {value!r}")
-            if value.call_name in self._tools:
-                raise ValueError(f"tool_search: a tool is named {value.call_name!r} already; give ToolSearch "
-                                 "another call_name")
-            require(("tool search", "search"))  # the ranking's package, named now rather than at a search
-        old = self._tool_search
-        if old is None and value is None:
-            return
-        with self.batch_changes():
-            if old is not None and old.search_name in self._tools:
-                self.remove_tool(old.search_name)
-            self._tool_search = value
-            if value is not None:
-                self.add_tool(value.search_name, value.handler, input_schema=value.input_schema(),
-                              description=value.description(), read_only=True, destructive=False,
-                              idempotent=True, open_world=False, output_schema=_SEARCH_OUTPUT)
-            self._changed("tools")
+        install(self, value)
 
     @property
     def gates(self) -> Any:

@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._extras import needs
+from .._extras import needs, require
 from ..protocol.errors import INVALID_PARAMS, McpError
 from ..protocol.meta import FULL_TOOL_LIST
 from .pipeline import CallContext
@@ -42,7 +42,7 @@ from .tools import validate_tool_name
 if TYPE_CHECKING:
     from ..protocol.engine import RequestReceived
 
-__all__ = ["FULL_LIST_META", "ToolSearch"]
+__all__ = ["FULL_LIST_META", "ToolSearch", "install"]
 
 #: ``tools/list`` with ``params._meta`` carrying this key set to true gets the whole catalog
 FULL_LIST_META = FULL_TOOL_LIST
@@ -52,6 +52,9 @@ _FOR_SEARCH = "toolSearch"
 _WORD = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _MAX_LIMIT = 50
+#: what the search tool returns: the tools found, as tools/list shows them
+_OUTPUT = {"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "object"}}},
+           "required": ["tools"]}
 
 
 class ToolSearch:
@@ -225,6 +228,31 @@ class ToolSearch:
             while len(self._indexes) > 4:  # a few views (profiles, scopes) of one catalog
                 self._indexes.popitem(last=False)
         return index
+
+
+def install(server: Any, value: Any) -> None:
+    """``server.tool_search = value``: a ToolSearch, True (``ToolSearch()``) or None (off). The
+    search tool is registered as a tool of the server (its pipeline, its audit); the call tool is
+    never one (dispatch.call_tool reads it as the tool it names)."""
+    if value is True:
+        value = ToolSearch()
+    elif value is not None and not isinstance(value, ToolSearch):
+        raise TypeError(f"tool_search= takes a ToolSearch, True or None, not {value!r}")
+    if value is not None:
+        if value.call_name in server._tools:
+            raise ValueError(f"tool_search: a tool is named {value.call_name!r} already; give ToolSearch "
+                             "another call_name")
+        require(("tool search", "search"))  # the ranking's package, named now rather than at a search
+    old = server._tool_search
+    with server.batch_changes():
+        if old is not None and old.search_name in server._tools:
+            server.remove_tool(old.search_name)
+        server._tool_search = value
+        if value is not None:
+            server.add_tool(value.search_name, value.handler, input_schema=value.input_schema(),
+                            description=value.description(), read_only=True, destructive=False, idempotent=True,
+                            open_world=False, output_schema=_OUTPUT)
+        server._changed("tools")
 
 
 def document(tool: dict[str, Any]) -> str:
