@@ -84,6 +84,7 @@ async def test_the_list_is_the_pinned_tools_and_the_pair_and_search_finds_the_re
         assert definition["inputSchema"] == server._tools["list_directory"].input_schema
 
 
+@pytest.mark.req("TL-11")
 @aio
 async def test_a_call_through_the_pair_is_the_tools_own_call() -> None:
     seen: list[tuple[str | None, Any]] = []
@@ -123,6 +124,7 @@ async def test_arguments_of_the_wrong_shape_are_the_call_tools_invalid_arguments
         assert caught.value.code == -32602
 
 
+@pytest.mark.req("TL-11")
 @aio
 async def test_a_gated_tool_is_never_found_nor_callable_through_the_pair(tmp_path: Path) -> None:
     audit = tmp_path / "audit.log"
@@ -155,6 +157,7 @@ async def test_a_tool_a_middleware_hides_from_the_list_is_never_found() -> None:
         assert "list_directory" in await found(client, "directory entries")
 
 
+@pytest.mark.req("TL-11")
 @aio
 async def test_the_rate_limit_is_the_tools_own_on_both_routes() -> None:
     async with Client(catalog(tool_search=True, policy=Policy())) as client:
