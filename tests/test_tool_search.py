@@ -270,3 +270,19 @@ async def test_a_tool_for_an_apps_view_alone_stays_listed_and_is_never_offered_t
     async with Client(server) as client:
         assert {t["name"] for t in await client.list_tools()} == {"refresh_file_view", "search_tools", "call_tool"}
         assert "refresh_file_view" not in await found(client, "refresh the file view with contents", limit=10)
+
+
+def test_the_command_line_lists_and_calls_the_whole_catalog() -> None:
+    import subprocess
+    import sys
+
+    example = str(Path(__file__).resolve().parent.parent / "examples" / "tool_search.py")
+    listed = subprocess.run([sys.executable, "-m", "mcpkit", "list", example, "--json"], capture_output=True,
+                            text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert listed.returncode == 0, listed.stderr
+    names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
+    assert {"help", "read_note", "search_notes"} <= names and "call_tool" not in names
+    # the argument is read by search_notes's schema (a string), which a listing of the pair lacks
+    called = subprocess.run([sys.executable, "-m", "mcpkit", "call", example, "search_notes", "words=2024"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert called.returncode == 0 and json.loads(called.stdout) == {"result": []}, called.stdout + called.stderr
