@@ -213,6 +213,9 @@ def test_settings_are_checked_when_given() -> None:
         server.tool_search = True
     server.tool_search = ToolSearch(call_name="run_found_tool")
     assert "search_tools" in server._tools
+    server.tool_search = ToolSearch(call_name="run_found_tool", limit=3)  # replaces its own search tool
+    with pytest.raises(ValueError, match="a tool is named 'call_tool' already; give ToolSearch another search_name"):
+        server.tool_search = ToolSearch(search_name="call_tool", call_name="run")
     server.tool_search = None
     assert "search_tools" not in server._tools
 

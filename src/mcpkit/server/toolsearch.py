@@ -238,12 +238,14 @@ def install(server: Any, value: Any) -> None:
         value = ToolSearch()
     elif value is not None and not isinstance(value, ToolSearch):
         raise TypeError(f"tool_search= takes a ToolSearch, True or None, not {value!r}")
-    if value is not None:
-        if value.call_name in server._tools:
-            raise ValueError(f"tool_search: a tool is named {value.call_name!r} already; give ToolSearch "
-                             "another call_name")
-        require(("tool search", "search"))  # the ranking's package, named now rather than at a search
     old = server._tool_search
+    if value is not None:
+        ours = old.search_name if old is not None else None
+        for name, option in ((value.call_name, "call_name"), (value.search_name, "search_name")):
+            if name in server._tools and name != ours:
+                raise ValueError(f"tool_search: a tool is named {name!r} already; give ToolSearch another {option} "
+                                 "(mcpkit proxy: give the upstream a prefix)")
+        require(("tool search", "search"))  # the ranking's package, named now rather than at a search
     with server.batch_changes():
         if old is not None and old.search_name in server._tools:
             server.remove_tool(old.search_name)
