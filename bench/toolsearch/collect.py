@@ -6,11 +6,15 @@ start-up get a placeholder: no tool is called, so none reaches the service behin
 
     python bench/toolsearch/collect.py NODE_DIR VENVS [--out bench/toolsearch/catalog.json]
 
-NODE_DIR: a comma-separated list of directories whose node_modules together hold holds the npm packages named in SERVERS (``npm install
---ignore-scripts`` them there); VENVS: a directory with one virtualenv per PyPI server, named as
-the package (``python -m venv VENVS/mcp-server-git && VENVS/mcp-server-git/bin/pip install
-mcp-server-git``), each run by its own console script. The versions are read from the installed
-packages and stored beside each source.
+NODE_DIR: one or more directories (comma-separated) whose node_modules hold the npm packages
+named in SERVERS (``npm install --ignore-scripts PACKAGE@VERSION`` there, the versions of
+bench/README.md; tools/install-mcp-servers.sh's cache has the first three); NODE: the Node.js
+to run them with (chrome-devtools-mcp and mongodb-mcp-server need 22, which
+tools/install-node-deps.sh caches). VENVS: a directory with one virtualenv per PyPI server,
+named as the package (``python -m venv VENVS/mcp-server-git && VENVS/mcp-server-git/bin/pip
+install mcp-server-git``), each run by its own console script. The versions are read from the
+installed packages and stored beside each source. A server that does not list is reported on
+stderr and left out.
 """
 
 from __future__ import annotations
