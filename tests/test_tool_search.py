@@ -258,6 +258,16 @@ async def test_under_host_schemas_a_search_gives_the_hosts_copies_and_the_call_m
         # the strict variant's null for a left-out argument, read back as for a direct call
         result = await client.call_tool("call_tool", {"name": tool["name"], "arguments": {"path": "a", "encoding": None}})
         assert result["content"][0]["text"] == "a as utf-8"
+        # strict mode cannot take a free-form object: the call tool takes the arguments as JSON text
+        (call,) = [t for t in await client.list_tools() if t["name"] == "call_tool"]
+        assert call["inputSchema"]["properties"]["arguments"]["type"] == "string"
+        from mcpkit.hosts import tool_problems
+
+        assert [str(p) for p in tool_problems(call, ["openai-strict"])] == []
+        result = await client.call_tool("call_tool", {"name": tool["name"], "arguments": '{"path": "b", "encoding": null}'})
+        assert result["content"][0]["text"] == "b as utf-8"
+        refused = await client.call_tool("call_tool", {"name": tool["name"], "arguments": "[1]"})
+        assert refused["isError"] is True and "Invalid arguments for tool 'call_tool'" in refused["content"][0]["text"]
 
 
 @aio

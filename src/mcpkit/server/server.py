@@ -728,7 +728,7 @@ class Server(Registrations, SkillRegistrations):
         host = self.schema_host(client_info) if kind == "tools" else None
         items = self._items(kind, rev, host)
         if kind == "tools" and self._tool_search is not None:
-            items = self._tool_search.listed(items, full)
+            items = self._tool_search.listed(items, full, host)
         start = 0 if cursor is None else _decode_cursor(kind, cursor)
         if start > len(items):
             raise McpError(INVALID_PARAMS, "Invalid or expired cursor.", {"cursor": cursor})

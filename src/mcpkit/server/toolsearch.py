@@ -107,7 +107,7 @@ class ToolSearch:
                 return True
         return False
 
-    def listed(self, items: list[dict[str, Any]], full: bool) -> list[dict[str, Any]]:
+    def listed(self, items: list[dict[str, Any]], full: bool, host: str | None = None) -> list[dict[str, Any]]:
         """What tools/list shows of ``items`` (the visible tools): all but the search tool in full,
         else the pinned tools, then the search tool and the call tool. A tool only an MCP App's
         view calls (``_meta.ui.visibility`` without "model") is listed too: hosts keep it from
@@ -117,10 +117,19 @@ class ToolSearch:
         out = [d for d in items if d.get("name") != self.search_name and (self.is_pinned(d.get("name", ""))
                                                                           or _app_only(d))]
         out.extend(d for d in items if d.get("name") == self.search_name)  # hidden when the gates hide it
-        out.append(self.call_descriptor())
+        out.append(self.call_descriptor(as_text=host == "openai-strict"))
         return out
 
-    def call_descriptor(self) -> dict[str, Any]:
+    def call_descriptor(self, as_text: bool = False) -> dict[str, Any]:
+        """The call tool as listed. ``as_text``: its ``arguments`` a JSON text, for OpenAI's strict
+        mode, which cannot take an object of keys it does not know (mcpkit/hosts.py)."""
+        if as_text:
+            arguments = {"type": "string", "description": "The tool's arguments, per its inputSchema, as the "
+                                                          "text of a JSON object, e.g. {\"path\": \"a.txt\"}."}
+            required = ["name", "arguments"]
+        else:
+            arguments = {"type": "object", "description": "The tool's arguments, per its inputSchema."}
+            required = ["name"]
         return {
             "name": self.call_name,
             "description": (f"Call a tool found with {self.search_name} by its name, with its arguments. "
@@ -129,9 +138,9 @@ class ToolSearch:
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "description": f"The tool's name, as {self.search_name} gave it."},
-                    "arguments": {"type": "object", "description": "The tool's arguments, per its inputSchema."},
+                    "arguments": arguments,
                 },
-                "required": ["name"],
+                "required": required,
                 "additionalProperties": False,
             },
         }
@@ -143,13 +152,15 @@ class ToolSearch:
         names (the request's ``_meta`` and ``task`` kept); None when its own arguments are wrong
         and the revision answers that with a result (raised as -32602 otherwise)."""
         arguments = params.get("arguments")
+        if isinstance(arguments, dict) and isinstance(arguments.get("arguments"), str):
+            arguments = {**arguments, "arguments": _object_of(arguments["arguments"])}  # as OpenAI's strict mode sends them
         problem = None
         if not isinstance(arguments, dict):
             problem = "arguments must be an object with 'name' and 'arguments'"
         elif not isinstance(arguments.get("name"), str):
             problem = "/name: a string is required"
         elif arguments.get("arguments") is not None and not isinstance(arguments.get("arguments"), dict):
-            problem = "/arguments: must be an object"
+            problem = "/arguments: must be an object (or, from a strict host, the text of one)"
         elif set(arguments) - {"name", "arguments"}:
             problem = f"unexpected {', '.join(sorted(set(arguments) - {'name', 'arguments'}))}: give 'name' and 'arguments'"
         if problem is not None:
@@ -283,6 +294,17 @@ def tokens(text: str) -> list[str]:
         if len(word) > 1 and word not in STOPWORDS:
             out.append(word)
     return out
+
+
+def _object_of(text: str) -> Any:
+    """The object a JSON text of arguments holds, or the text itself (refused as no object)."""
+    import json
+
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) else text
 
 
 def _app_only(tool: dict[str, Any]) -> bool:
