@@ -299,3 +299,17 @@ def test_the_command_line_lists_and_calls_the_whole_catalog() -> None:
     called = subprocess.run([sys.executable, "-m", "mcpkit", "call", example, "search_notes", "words=2024"],
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert called.returncode == 0 and json.loads(called.stdout) == {"result": []}, called.stdout + called.stderr
+
+
+@aio
+async def test_a_tool_calling_the_call_tool_calls_the_tool_it_names() -> None:
+    server = catalog(tool_search=True, policy=Policy(gates=Gates(allow_destructive=False)))
+    # a batch-like tool passing its arguments on to the call tool (ctx.call_tool, nested)
+    server.add_tool("relay", lambda args, ctx: ctx.call_tool("call_tool", args), input_schema={"type": "object"},
+                    read_only=True, open_world=False)
+    async with Client(server) as client:
+        done = await client.call_tool("relay", {"name": "read_file", "arguments": '{"path": "n.txt"}'})
+        assert "contents of n.txt" in json.dumps(done)
+        # the gates refuse it as a nested call of delete_file, which never runs
+        refused = await client.call_tool("relay", {"name": "delete_file", "arguments": {"path": "x"}})
+        assert "E_PERMISSION_DENIED" in json.dumps(refused) and "deleted" not in json.dumps(refused)

@@ -206,11 +206,9 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
         # are the prefixed copies
         name = ctx._names(name)
     search = session.server._tool_search
-    if search is not None and name == search.call_name and isinstance(arguments, dict):
-        # the call tool of tool search, called from a tool: the tool it names, as from a client
-        inner = arguments.get("name")
-        if isinstance(inner, str):
-            name, arguments = inner, arguments.get("arguments") or {}
+    inner = search.named(arguments) if search is not None and name == search.call_name else None
+    if inner is not None:  # the call tool of tool search, called from a tool: the tool it names
+        name, arguments = inner["name"], inner["arguments"]
     outer = session.outer
     if outer is not None:
         # a mounted child's tool calling another: it takes the parent's pipeline under the

@@ -173,6 +173,17 @@ class ToolSearch:
         inner["arguments"] = arguments.get("arguments") or {}
         return inner
 
+    def named(self, arguments: Any) -> dict[str, Any] | None:
+        """The params of a direct call of the tool a call tool's ``arguments`` name (their JSON
+        text read), or None when they name none: for the routes that only need to know which tool
+        is called (the HTTP scope check, a nested call)."""
+        if not isinstance(arguments, dict) or not isinstance(arguments.get("name"), str):
+            return None
+        inner = arguments.get("arguments")
+        if isinstance(inner, str):
+            inner = _object_of(inner)
+        return {"name": arguments["name"], "arguments": {} if inner is None else inner}
+
     def refusal(self, params: dict[str, Any]) -> dict[str, Any]:
         """The isError result for call tool arguments of the wrong shape (2025-11-25 on)."""
         return {"content": [{"type": "text", "text": f"Invalid arguments for tool {self.call_name!r}: give a "
