@@ -115,9 +115,12 @@ async def test_a_call_through_the_pair_is_the_tools_own_call() -> None:
 @aio
 async def test_arguments_of_the_wrong_shape_are_the_call_tools_invalid_arguments() -> None:
     async with Client(catalog(tool_search=True)) as client:
-        for wrong in ({}, {"name": 3}, {"name": "ping", "arguments": [1]}, {"name": "ping", "extra": 1}):
+        for wrong, problem in (({}, "/name: a string is required"), ({"name": 3}, "/name: a string is required"),
+                               ({"name": "ping", "arguments": [1]}, "/arguments: must be an object"),
+                               ({"name": "ping", "extra": 1}, "unexpected extra")):
             result = await client.call_tool("call_tool", wrong)
-            assert result["isError"] is True and "Invalid arguments for tool 'call_tool'" in result["content"][0]["text"]
+            assert result["isError"] is True
+            assert result["content"][0]["text"].startswith(f"Invalid arguments for tool 'call_tool': {problem}")
     async with Client(catalog(tool_search=True), protocol_version="2025-06-18") as client:
         with pytest.raises(RpcError, match="Invalid arguments for tool 'call_tool'") as caught:
             await client.call_tool("call_tool", {"name": 3})

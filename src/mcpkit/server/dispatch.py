@@ -122,9 +122,9 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     if search is not None and name == search.call_name:
         # tool search's call tool: from here on a direct call of the tool it names, so that call
         # takes that tool's one pipeline and gets its answers (server/toolsearch.py, TL-11)
-        inner = search.unwrap(req, params)
+        inner, refused = search.unwrap(req, params)
         if inner is None:
-            return search.refusal(params)
+            return refused
         params = req.params = inner
         name = inner["name"]
     tool = server._tools.get(name)

@@ -147,10 +147,11 @@ class ToolSearch:
 
     # ------------------------------------------------------------------ calling
 
-    def unwrap(self, req: RequestReceived, params: dict[str, Any]) -> dict[str, Any] | None:
-        """The params of a tools/call of the call tool, as those of a direct call of the tool it
-        names (the request's ``_meta`` and ``task`` kept); None when its own arguments are wrong
-        and the revision answers that with a result (raised as -32602 otherwise)."""
+    def unwrap(self, req: RequestReceived, params: dict[str, Any]) -> tuple[dict[str, Any] | None, Any]:
+        """``(params, None)``: the params of a tools/call of the call tool, as those of a direct
+        call of the tool it names (the request's ``_meta`` and ``task`` kept). ``(None, result)``
+        when its own arguments are of the wrong shape: the isError result of invalid arguments
+        (TL-10, 2025-11-25 on), or -32602 raised before."""
         arguments = params.get("arguments")
         if isinstance(arguments, dict) and isinstance(arguments.get("arguments"), str):
             arguments = {**arguments, "arguments": _object_of(arguments["arguments"])}  # as OpenAI's strict mode sends them
@@ -166,12 +167,12 @@ class ToolSearch:
         if problem is not None:
             message = f"Invalid arguments for tool {self.call_name!r}: {problem}"
             if req.revision.invalid_arguments_as_tool_error:
-                return None
+                return None, {"content": [{"type": "text", "text": message}], "isError": True}
             raise McpError(INVALID_PARAMS, message)
         inner = {k: v for k, v in params.items() if k not in ("name", "arguments")}
         inner["name"] = arguments["name"]
         inner["arguments"] = arguments.get("arguments") or {}
-        return inner
+        return inner, None
 
     def named(self, arguments: Any) -> dict[str, Any] | None:
         """The params of a direct call of the tool a call tool's ``arguments`` name (their JSON
@@ -183,11 +184,6 @@ class ToolSearch:
         if isinstance(inner, str):
             inner = _object_of(inner)
         return {"name": arguments["name"], "arguments": {} if inner is None else inner}
-
-    def refusal(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The isError result for call tool arguments of the wrong shape (2025-11-25 on)."""
-        return {"content": [{"type": "text", "text": f"Invalid arguments for tool {self.call_name!r}: give a "
-                             "string 'name' and an object 'arguments'."}], "isError": True}
 
     # ------------------------------------------------------------------ searching
 
