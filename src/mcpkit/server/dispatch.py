@@ -118,15 +118,6 @@ def call_tool(session: ServerSession, req: RequestReceived) -> Any:
     name = params.get("name")
     if type(name) is not str:
         name = _str_param(params, "name", "tools/call")  # a str subclass passes; anything else is refused
-    search = server._tool_search
-    if search is not None and name == search.call_name:
-        # tool search's call tool: from here on a direct call of the tool it names, so that call
-        # takes that tool's one pipeline and gets its answers (server/toolsearch.py, TL-11)
-        inner, refused = search.unwrap(req, params)
-        if inner is None:
-            return refused
-        params = req.params = inner
-        name = inner["name"]
     tool = server._tools.get(name)
     if server._host_schemas is not None:  # the host's name and nulls, read back (mcpkit/hostschemas.py)
         tool, name, params = server.host_call(req.client_info, tool, name, params)

@@ -13,9 +13,10 @@ No side path (TL-11):
   ``host_schemas``), then leaves out the tools whose scopes the caller's token lacks. A tool
   hidden from the caller is never found.
 - ``call_tool`` is never a tool of its own: a ``tools/call`` of it is read as a ``tools/call``
-  of the tool it names before anything else (dispatch.call_tool, and the HTTP transport's scope
-  check), so the call is validated, gated, rate-limited, audited and answered exactly as the named
-  tool called directly, including the error for a name that is unknown or hidden.
+  of the tool it names before anything else (the server's tools/call handler while tool search
+  is on, and the HTTP transport's scope check), so the call is validated, gated, rate-limited,
+  audited and answered exactly as the named tool called directly, including the error for a
+  name that is unknown or hidden.
 
 The ranking is the ``bm25s`` package's BM25 (``mcpkit[search]``), imported when tool search is
 first turned on. The index is built from the caller's visible list and kept while that list is
@@ -154,7 +155,8 @@ class ToolSearch:
         (TL-10, 2025-11-25 on), or -32602 raised before."""
         arguments = params.get("arguments")
         if isinstance(arguments, dict) and isinstance(arguments.get("arguments"), str):
-            arguments = {**arguments, "arguments": _object_of(arguments["arguments"])}  # as OpenAI's strict mode sends them
+            # the JSON text OpenAI's strict mode sends (call_descriptor)
+            arguments = {**arguments, "arguments": _object_of(arguments["arguments"])}
         problem = None
         if not isinstance(arguments, dict):
             problem = "arguments must be an object with 'name' and 'arguments'"
@@ -163,7 +165,8 @@ class ToolSearch:
         elif arguments.get("arguments") is not None and not isinstance(arguments.get("arguments"), dict):
             problem = "/arguments: must be an object (or, from a strict host, the text of one)"
         elif set(arguments) - {"name", "arguments"}:
-            problem = f"unexpected {', '.join(sorted(set(arguments) - {'name', 'arguments'}))}: give 'name' and 'arguments'"
+            extra = ", ".join(sorted(set(arguments) - {"name", "arguments"}))
+            problem = f"unexpected {extra}: give 'name' and 'arguments'"
         if problem is not None:
             message = f"Invalid arguments for tool {self.call_name!r}: {problem}"
             if req.revision.invalid_arguments_as_tool_error:
@@ -251,7 +254,7 @@ class ToolSearch:
 def install(server: Any, value: Any) -> None:
     """``server.tool_search = value``: a ToolSearch, True (``ToolSearch()``) or None (off). The
     search tool is registered as a tool of the server (its pipeline, its audit); the call tool is
-    never one (dispatch.call_tool reads it as the tool it names)."""
+    never one (:class:`_CallThroughPair` reads a call of it as one of the tool it names)."""
     if value is True:
         value = ToolSearch()
     elif value is not None and not isinstance(value, ToolSearch):
@@ -264,6 +267,11 @@ def install(server: Any, value: Any) -> None:
                 raise ValueError(f"tool_search: a tool is named {name!r} already; give ToolSearch another {option} "
                                  "(mcpkit proxy: give the upstream a prefix)")
         require(("tool search", "search"))  # the ranking's package, named now rather than at a search
+    methods = server._methods
+    if value is not None and not isinstance(methods["tools/call"], _CallThroughPair):
+        methods["tools/call"] = _CallThroughPair(methods["tools/call"])
+    elif value is None and isinstance(methods["tools/call"], _CallThroughPair):
+        methods["tools/call"] = methods["tools/call"].plain
     with server.batch_changes():
         if old is not None and old.search_name in server._tools:
             server.remove_tool(old.search_name)
@@ -273,6 +281,26 @@ def install(server: Any, value: Any) -> None:
                             description=value.description(), read_only=True, destructive=False, idempotent=True,
                             open_world=False, output_schema=_OUTPUT)
         server._changed("tools")
+
+
+class _CallThroughPair:
+    """The tools/call handler of a server with tool search: a call of the call tool is read as a
+    direct call of the tool it names before the plain handler (dispatch.call_tool) sees it, so the
+    call takes that tool's one pipeline and gets its answers (TL-11). It is in the server's method
+    table only while tool search is on: a server without it pays nothing per call."""
+
+    def __init__(self, plain: Any) -> None:
+        self.plain = plain
+
+    def __call__(self, session: Any, req: Any) -> Any:
+        search = session.server._tool_search
+        params = req.params
+        if search is not None and type(params) is dict and params.get("name") == search.call_name:
+            inner, refused = search.unwrap(req, params)
+            if inner is None:
+                return refused
+            req.params = inner
+        return self.plain(session, req)
 
 
 def document(tool: dict[str, Any]) -> str:
