@@ -58,6 +58,8 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (home / "server.py").write_text(SERVER)
     (home / "regex_server.py").write_text("import re2\n" + SERVER)  # examples/workspace.py's search
     (home / "model_server.py").write_text("from pydantic import BaseModel\n" + SERVER)
+    (home / "search_server.py").write_text(SERVER.replace('Server("core", "1.0")',
+                                                          'Server("core", "1.0", tool_search=True)'))
     (home / "openapi_server.py").write_text(SERVER + "\nserver.openapi({'openapi': '3.1.0', 'info': {'title': 'x', "
                                             "'version': '1'}, 'paths': {}}, base_url='http://127.0.0.1:9')\n")
     return home
@@ -85,6 +87,8 @@ def run(core: Path, *argv: str, env: dict[str, str] | None = None, stdin: str = 
     (["serve", "regex_server.py"], {}, "regex"),
     (["serve", "model_server.py"], {}, "pydantic"),
     (["serve", "openapi_server.py"], {}, "openapi"),  # server.openapi(...)
+    (["serve", "search_server.py"], {}, "search"),  # Server(tool_search=...)
+    (["proxy", "--tool-search", "--", "python", "server.py"], {}, "search"),
     (["dev", "server.py"], {}, "http"),
     (["dev", "server.py", "--reload"], {}, "http,reload"),
     (["list", URL], {}, "client"),

@@ -25,6 +25,7 @@ __all__ = [
     "Client",
     "Context",
     "Middleware",
+    "ToolSearch",
     "CallContext",
     "CallNext",
     "ToolError",
@@ -52,6 +53,7 @@ _LAZY = {
     "Client": (".client", "Client"),
     "Context": (".server.context", "Context"),
     "Middleware": (".server.pipeline", "Middleware"),
+    "ToolSearch": (".server.toolsearch", "ToolSearch"),
     "CallContext": (".server.pipeline", "CallContext"),
     "CallNext": (".server.pipeline", "CallNext"),
     "ClientCapabilityError": (".server.context", "ClientCapabilityError"),
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from .server.context import ClientCapabilityError, Context
     from .server.pipeline import CallContext, CallNext, Middleware
     from .server.server import HostCompatibilityWarning, Server
+    from .server.toolsearch import ToolSearch
 
 
 __getattr__ = exports(__name__, _LAZY, globals())

@@ -47,6 +47,7 @@ EXTRAS: dict[str, Extra] = {
                       "serve --otel-console"),
     "regex": Extra((("re2", "google-re2"),), "servers matching user-given patterns"),
     "pydantic": Extra((("pydantic", "pydantic"),), "pydantic models"),
+    "search": Extra((("bm25s", "bm25s"),), "tool search (Server(tool_search=...), proxy --tool-search)"),
 }
 
 

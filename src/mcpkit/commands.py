@@ -17,6 +17,7 @@ import shlex
 import shutil
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,9 @@ async def _listing(client: Any) -> tuple[dict[str, list[dict[str, Any]]], dict[s
     caps = client.server_capabilities
     out: dict[str, list[dict[str, Any]]] = {"tools": [], "resources": [], "resourceTemplates": [], "prompts": []}
     failures: dict[str, str] = {}
-    wanted = [("tools", "tools/list", client.list_tools), ("resources", "resources/list", client.list_resources),
+    # a server with tool search lists its whole catalog here (docs/tool-search.md)
+    wanted = [("tools", "tools/list", partial(client.list_tools, full=True)),
+              ("resources", "resources/list", client.list_resources),
               ("resourceTemplates", "resources/templates/list", client.list_resource_templates),
               ("prompts", "prompts/list", client.list_prompts)]
     for key, method, call in wanted:
@@ -234,7 +237,7 @@ async def _call(args: argparse.Namespace) -> int:
     async with client_for(args, on_log=print_log) as client:
         schema = None
         with contextlib.suppress(RpcError):
-            for tool in await client.list_tools():
+            for tool in await client.list_tools(full=True):  # a tool found by tool search too
                 if tool.get("name") == args.tool:
                     schema = tool.get("inputSchema") or {}
         arguments = _arguments(args, schema)

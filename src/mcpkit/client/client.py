@@ -543,12 +543,15 @@ class Client:
 
     # ------------------------------------------------------------------ convenience
 
-    async def _paginate(self, method: str, key: str) -> list[dict[str, Any]]:
+    async def _paginate(self, method: str, key: str, meta: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         cursor: Any = None
         seen: set[Any] = set()
         while True:
-            result = await self.request(method, {"cursor": cursor} if cursor is not None else None)
+            params: dict[str, Any] | None = {"cursor": cursor} if cursor is not None else None
+            if meta is not None:
+                params = {**(params or {}), "_meta": dict(meta)}
+            result = await self.request(method, params)
             items.extend(result.get(key) or [])
             cursor = result.get("nextCursor")
             if cursor is None:
@@ -557,8 +560,12 @@ class Client:
                 raise ClientError(f"{method}: the server repeats the cursor {cursor!r}")
             seen.add(cursor)
 
-    async def list_tools(self) -> list[dict[str, Any]]:
-        tools = await self._paginate("tools/list", "tools")
+    async def list_tools(self, *, full: bool = False) -> list[dict[str, Any]]:
+        """Every page of tools/list. ``full=True`` asks a server with tool search for its whole
+        catalog rather than the search/call pair (docs/tool-search.md); others ignore it."""
+        from ..protocol.meta import FULL_TOOL_LIST
+
+        tools = await self._paginate("tools/list", "tools", {FULL_TOOL_LIST: True} if full else None)
         self.tool_definitions.clear()
         self.tool_definitions.update((t["name"], t) for t in tools if isinstance(t, dict) and "name" in t)
         self.tools._set(tools)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["check_meta", "check_icons", "check_uri_scheme"]
+__all__ = ["FULL_TOOL_LIST", "check_meta", "check_icons", "check_uri_scheme"]
+
+#: a tools/list whose ``params._meta`` sets this to true is answered the whole catalog by a
+#: server with tool search (server/toolsearch.py); a mirror (proxy/upstream.py) always asks so
+FULL_TOOL_LIST = "dev.mcpkit/fullToolList"
 
 # MT-02: optional prefix of dot-separated labels (letter first, letter or digit last, '-' inside)
 # followed by '/', then a name that starts and ends alphanumeric with '-', '_', '.' inside.

@@ -60,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .redactcli import add_proxy_arguments as add_redact_arguments
 
     add_redact_arguments(parser)
+    from .searchcli import add_proxy_arguments as add_search_arguments
+
+    add_search_arguments(parser, positive_int)
     upstream = parser.add_argument_group("upstream connections")
     upstream.add_argument("--header", action="append", metavar="'NAME: VALUE'",
                           help="an HTTP header for URL targets (repeatable)")
@@ -208,8 +211,10 @@ def _profiles_app(server: Any, profiles: list[Any], ready: Any, keys: dict[str, 
     from .profiles import ProfilesApp, build_profiles
 
     auth = options.pop("auth", None)
+    tool_search = options.pop("tool_search", None)
     try:
-        apps = build_profiles(server, profiles, {id(u): key for key, u in keys.items()}, auth, options)
+        apps = build_profiles(server, profiles, {id(u): key for key, u in keys.items()}, auth, options,
+                              tool_search)
     except (ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
     guard = HostGuard(options.get("allowed_hosts"), [*(options.get("allowed_origins") or ()),
@@ -254,16 +259,20 @@ def run(args: argparse.Namespace) -> int:
     specs = _specs(args)
     profiles = _profiles(args, specs)
     from .config import ConfigError
+    from .searchcli import tool_search_of
     from .sizecap import max_response_bytes
 
     try:
         cap = max_response_bytes(args.max_response_bytes, args.config)
+        tool_search = tool_search_of(args)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     from .._extras import require
 
     # every optional package the options and the upstreams need, named at once before any starts
     needed = cli.needed_extras(args)
+    if tool_search is not None or any(p.tool_search not in (None, "inherit") for p in profiles):
+        needed.append(("--tool-search", "search"))
     if any(spec.transport != "stdio" for spec in specs):
         needed.append(("a URL upstream", "client"))
     require(*needed)
@@ -329,6 +338,11 @@ def run(args: argparse.Namespace) -> int:
             raise _fail(str(exc)) from None
         upstreams.append(upstream)
     keys = {key_of(spec.name): upstream for spec, upstream in zip(specs, upstreams)}
+    if tool_search is not None and not profiles:  # with profiles, each profile's endpoint searches
+        try:
+            server.tool_search = tool_search
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
     optional = frozenset(key_of(spec.name) for spec in specs if not spec.required)
     try:
         if len(upstreams) == 1:
@@ -358,7 +372,8 @@ def run(args: argparse.Namespace) -> int:
             host, port = args.http
             options = cli.http_options_of(args, auth)
             if profiles:
-                options = {"app": _profiles_app(server, profiles, readiness(keys, optional), keys, options),
+                options = {"app": _profiles_app(server, profiles, readiness(keys, optional), keys,
+                                                {**options, "tool_search": tool_search}),
                            "on_ready": _announce_profiles(server, profiles, args.root_path)}
             server.run("http", host=host, port=port, timeout_graceful_shutdown=args.shutdown_timeout,
                        limits=limits, sock=sock, loop=args.loop, readiness=readiness(keys, optional), **options)

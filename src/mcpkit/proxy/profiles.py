@@ -45,7 +45,9 @@ __all__ = ["Profile", "ProfilesApp", "load_profiles", "guard_policy", "build_pro
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 _KINDS = ("tools", "resources", "prompts", "skills")
 _FLAGS = ("read_only", "deny_destructive", "deny_open_world")
-_KEYS = frozenset({*_KINDS, *_FLAGS, "rate_limit", "audit", "tokens", "required_scopes", "resource"})
+_KEYS = frozenset({*_KINDS, *_FLAGS, "rate_limit", "audit", "tokens", "required_scopes", "resource", "tool_search"})
+#: a profile that says nothing of tool search takes the proxy's (--tool-search, the file's top level)
+_INHERIT = "inherit"
 #: RFC 9728 §3.1: the path-aware metadata of /p/NAME/mcp lives under this, outside /p/NAME
 _WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
@@ -67,6 +69,8 @@ class Profile:
     required_scopes: list[str] = field(default_factory=list)
     #: this endpoint's canonical URI, for OAuth metadata and audiences (default: from the Host)
     resource: str | None = None
+    #: its ToolSearch (server/toolsearch.py), None for none, or "inherit": the proxy's
+    tool_search: Any = _INHERIT
 
     @property
     def path(self) -> str:
@@ -128,6 +132,10 @@ def _profile(name: str, entry: Any, at: str, upstreams: list[str]) -> Profile:
     if not isinstance(scopes, list) or not all(isinstance(s, str) and s for s in scopes):
         raise ConfigError(f'{at}.required_scopes must be a list of scopes, e.g. ["tickets"]')
     profile.required_scopes = list(scopes)
+    if "tool_search" in entry:
+        from .searchcli import parse_setting
+
+        profile.tool_search = parse_setting(entry["tool_search"], f"{at}.tool_search")
     return profile
 
 
@@ -208,11 +216,12 @@ class _View(Upstream):
 
 
 def build_profiles(hub: Any, profiles: list[Profile], keys: dict[int, str], auth: Any,
-                   options: dict[str, Any]) -> dict[str, Any]:
+                   options: dict[str, Any], tool_search: Any = None) -> dict[str, Any]:
     """{profile name: its HTTP app at /p/NAME/mcp}: a Server per profile mounting ``hub``
     (:class:`_View`), with its own policy and credentials (``auth``, the proxy's --auth, for a
-    profile without a tokens file); ``options`` are the proxy's http_app options. Raises
-    ValueError or OSError with a message naming the profile."""
+    profile without a tokens file); ``options`` are the proxy's http_app options; ``tool_search``
+    the proxy's, for a profile that sets none. Raises ValueError or OSError with a message naming
+    the profile."""
     from ..server.server import Server
 
     apps = {}
@@ -230,6 +239,10 @@ def build_profiles(hub: Any, profiles: list[Profile], keys: dict[int, str], auth
         server = Server(f"{hub.name}-{profile.name}", hub.version, policy=policy)
         server.instructions = hub.instructions
         _View(server, hub, profile, keys).start()
+        try:  # after the view: a tool of the profile named as the search tool is named in the refusal
+            server.tool_search = tool_search if profile.tool_search == _INHERIT else profile.tool_search
+        except ValueError as exc:
+            raise ValueError(f"{at}: {exc}") from None
         apps[profile.name] = server.http_app(**options, **_paths(profile), auth=_auth_of(profile, auth, at),
                                              health=False)
     return apps

@@ -411,7 +411,9 @@ class Upstream(Forwarding, SkillRelay):
     async def _sync(self, client: Client, kind: str) -> None:
         caps = client.server_capabilities
         if kind == "tools":
-            self._apply_tools(await client.list_tools() if "tools" in caps else [])
+            # the whole catalog of a server with tool search: its tools are mirrored one by one, so
+            # each call takes this server's pipeline as that tool (server/toolsearch.py)
+            self._apply_tools(await client.list_tools(full=True) if "tools" in caps else [])
         elif kind == "resources":
             resources = await client.list_resources() if "resources" in caps else []
             templates = await self._list_templates(client) if "resources" in caps else []

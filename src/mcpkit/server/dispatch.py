@@ -207,6 +207,10 @@ def call_nested(ctx: Context, name: str, arguments: Any, *, want_async: bool) ->
         # a tool copied by include calls its child's tools by the child's names: here they
         # are the prefixed copies
         name = ctx._names(name)
+    search = session.server._tool_search
+    inner = search.named(arguments) if search is not None and name == search.call_name else None
+    if inner is not None:  # the call tool of tool search, called from a tool: the tool it names
+        name, arguments = inner["name"], inner["arguments"]
     outer = session.outer
     if outer is not None:
         # a mounted child's tool calling another: it takes the parent's pipeline under the
@@ -677,8 +681,10 @@ def _complete(cc: CallContext, mode: str) -> Any:
 
 def _lists(kind: str) -> Callable[[CallContext, str], Any]:
     def terminal(cc: CallContext, mode: str) -> Any:
-        result = cc.session.server.list_page(kind, cc.request.revision, (cc.arguments or {}).get("cursor"),
-                                             cc.request.client_info)
+        server = cc.session.server
+        search = server._tool_search if kind == "tools" else None
+        result = server.list_page(kind, cc.request.revision, (cc.arguments or {}).get("cursor"),
+                                  cc.request.client_info, full=search is None or search.wants_full(cc))
         return _settled(result) if mode == "async" else result
 
     return terminal

@@ -103,6 +103,7 @@ class Server(Registrations, SkillRegistrations):
         host_schemas: str | None = None,
         auth: Any = None,
         lifespan: Callable[[Any], Any] | None = None,
+        tool_search: Any = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -187,6 +188,8 @@ class Server(Registrations, SkillRegistrations):
             from .lifespan import Lifespan
 
             self.lifespan = Lifespan(lifespan)
+        self._tool_search: Any = None
+        self.tool_search = tool_search
         for mw in middleware:
             self.add_middleware(mw)
 
@@ -277,6 +280,22 @@ class Server(Registrations, SkillRegistrations):
             value = _entry("mcpkit.hostschemas", "parse_setting")(value)
         self._host_schemas = value
         self._deliver_changed("tools")  # the listings of every host are made again
+
+    @property
+    def tool_search(self) -> Any:
+        """The :class:`mcpkit.ToolSearch` listing a search/call pair instead of the whole
+        catalog (server/toolsearch.py, docs/tool-search.md), or None: every tool is listed."""
+        return self._tool_search
+
+    @tool_search.setter
+    def tool_search(self, value: Any) -> None:
+        if value is None or value is False:
+            if self._tool_search is None:
+                return
+            value = None
+        from .toolsearch import install  # only a server that uses it imports the search
+
+        install(self, value)
 
     @property
     def gates(self) -> Any:
@@ -714,12 +733,15 @@ class Server(Registrations, SkillRegistrations):
             self._cache[key] = items
         return items
 
-    def list_page(self, kind: str, rev: Revision, cursor: Any, client_info: dict[str, Any] | None = None
-                  ) -> dict[str, Any]:
+    def list_page(self, kind: str, rev: Revision, cursor: Any, client_info: dict[str, Any] | None = None,
+                  full: bool = True) -> dict[str, Any]:
         """PA-01..PA-03: one page, opaque cursors, nextCursor only when more exist. ``client_info``
-        picks the host whose schemas tools are listed with, under ``host_schemas="auto"``."""
+        picks the host whose schemas tools are listed with, under ``host_schemas="auto"``; under
+        tool search, ``full=False`` lists the pinned tools and the search/call pair alone."""
         host = self.schema_host(client_info) if kind == "tools" else None
         items = self._items(kind, rev, host)
+        if kind == "tools" and self._tool_search is not None:
+            items = self._tool_search.listed(items, full, host)
         start = 0 if cursor is None else _decode_cursor(kind, cursor)
         if start > len(items):
             raise McpError(INVALID_PARAMS, "Invalid or expired cursor.", {"cursor": cursor})

@@ -32,6 +32,10 @@ def _needed_by(server: Any, message: Any) -> tuple[str, ...]:
     method = message.get("method")
     if method == "tools/call":
         name = params.get("name")
+        search = server._tool_search
+        inner = search.named(params.get("arguments")) if search is not None and name == search.call_name else None
+        if inner is not None:  # tool search's call tool is read as a call of the tool it names (server/toolsearch.py)
+            params, name = inner, inner["name"]
         # a name that is no string names nothing: the session answers it with -32602
         item: Any = server._tools.get(name) if isinstance(name, str) else None
         if item is not None and (item.actions is not None or item.action_scopes):
