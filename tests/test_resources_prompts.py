@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import enum
 import logging
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 import pytest
 
@@ -549,6 +550,40 @@ async def test_per_argument_completers_for_prompts_and_templates(wire):
             "values": ["bob-1"], "total": 1, "hasMore": False}
         assert await complete({"type": "ref/resource", "uri": "res://static"}, "x", "") == {
             "values": [], "total": 0, "hasMore": False}
+
+
+class Tone(enum.Enum):
+    FORMAL = "formal"
+    FRIENDLY = "friendly"
+
+
+@pytest.mark.asyncio
+@pytest.mark.req("CP-02")
+async def test_a_prompt_argument_typed_by_its_choices_completes_them(wire):
+    """prompts/list carries no schema: completion is how a client (the `mcpkit dev` page, a host's
+    argument picker) learns a Literal's or an Enum's values; a completer given replaces them."""
+    server = Server("choices")
+
+    @server.prompt(completions={"depth": lambda value: ["shallow-given"]})
+    def review(style: Literal["terse", "thorough", "teaching"], tone: Tone, level: Literal[1, 2] | None = None,
+               depth: Literal["shallow", "deep"] = "deep", code: str = "") -> str:
+        return f"{style} {tone.value} {level} {depth} {code}"
+
+    async with connect(server, wire) as h:
+
+        async def complete(name, value):
+            params = {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": name, "value": value}}
+            return (await h.request("completion/complete", params))["completion"]["values"]
+
+        assert await complete("style", "t") == ["terse", "thorough", "teaching"]
+        assert await complete("style", "th") == ["thorough"]
+        assert await complete("tone", "") == ["formal", "friendly"]
+        assert await complete("level", "") == ["1", "2"]
+        assert await complete("depth", "") == ["shallow-given"]
+        assert await complete("code", "x") == []
+        got = await h.request("prompts/get", {"name": "review", "arguments": {"style": "terse", "tone": "formal",
+                                                                                "level": "2"}})
+        assert got["messages"][0]["content"]["text"] == "terse formal 2 deep "
 
 
 @pytest.mark.asyncio

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar, Unpack
@@ -542,7 +543,8 @@ class Registrations:
             prompt = Prompt(
                 name or func.__name__, func, arguments=arguments, title=title,
                 description=description if description is not None else function_description(func),
-                icons=icons, meta=meta, context_param=spec.context_param, completions=_completers(completions),
+                icons=icons, meta=meta, context_param=spec.context_param,
+                completions={**_choice_completers(spec.schema), **_completers(completions)},
                 # plain str parameters take the wire's strings as they are; anything else is converted
                 schema=spec.schema if typed else None, bind=spec.bind if typed else None,
             )
@@ -881,6 +883,43 @@ class Completer:
 
 def _completers(completions: Mapping[str, Callable[..., Any]] | None) -> dict[str, Completer]:
     return {name: Completer(fn) for name, fn in (completions or {}).items()}
+
+
+def _choice_completers(schema: dict[str, Any]) -> dict[str, Completer]:
+    """A completer for each prompt argument typed by its choices (a ``Literal``, an ``Enum``):
+    prompts/list carries no schema, so completion (CP-01) is how a client learns the values it
+    may send; a completer given for the argument replaces it."""
+    defs = schema.get("$defs") or {}
+    out: dict[str, Completer] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        choices = _choices(prop, defs)
+        if choices:
+            out[name] = Completer(_offering(choices))
+    return out
+
+
+def _choices(prop: Any, defs: dict[str, Any]) -> list[str] | None:
+    if not isinstance(prop, dict):
+        return None
+    ref = prop.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _choices(defs.get(ref[len("#/$defs/"):]), defs)
+    if isinstance(prop.get("enum"), list):
+        return [v if isinstance(v, str) else json.dumps(v) for v in prop["enum"] if v is not None]
+    if "const" in prop and prop["const"] is not None:
+        return [prop["const"] if isinstance(prop["const"], str) else json.dumps(prop["const"])]
+    for alternative in prop.get("anyOf") or ():  # Optional[Literal[...]]: the choices, or nothing
+        found = _choices(alternative, defs)
+        if found:
+            return found
+    return None
+
+
+def _offering(choices: list[str]) -> Callable[[str], list[str]]:
+    def offer(value: str) -> list[str]:
+        return [choice for choice in choices if choice.startswith(value)]
+
+    return offer
 
 
 def _on_a_loop() -> bool:
