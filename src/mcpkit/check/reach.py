@@ -69,7 +69,10 @@ def http_unreachable(exc: BaseException, url: str, transport: str, *, initialize
     """What to try when a handshake failed for a reason of reach, or None when the server's answer
     is what failed. ``initialize``: the handshake was initialize (statuses and a body that is not
     JSON-RPC are judged only then); otherwise only a connection that could not be made counts."""
-    import httpx  # the client reached the URL with it: already imported
+    from .._extras import needs
+
+    with needs("client", "mcpkit check of a URL"):  # the client reached the URL with it: already imported
+        import httpx
 
     cause: Any = exc.__cause__
     if not initialize:

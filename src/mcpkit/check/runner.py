@@ -116,11 +116,6 @@ async def _unreachable(exc: BaseException, client: Any, kind: str, label: str, v
     from ..client import ClientError
 
     if kind in ("http", "sse") and isinstance(exc, (ClientError, NotJsonRpc)):
-        from .._extras import needs
-
-        with needs("client", "mcpkit check of a URL"):  # the client reached the URL with it
-            import httpx  # noqa: F401
-
         return http_unreachable(exc, label, kind, initialize=version not in revision_table.MODERN_VERSIONS)
     if not isinstance(exc, ClientError):
         return None
