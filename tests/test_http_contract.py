@@ -258,7 +258,11 @@ CONTRACT: list[tuple[str, Fetch, Any]] = [
     (
         "test_error_handling result",
         result_of(tool("test_error_handling")),
-        {"content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}], "isError": True},
+        # CONTRACT.md's value, with the error envelope every mcpkit tool error carries in _meta
+        {"content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}], "isError": True,
+         "_meta": {"dev.mcpkit/error": {"code": "E_INTERNAL", "details": None, "retryable": False,
+                                        "message": "This tool intentionally returns an error for testing",
+                                        "suggestedFix": None}}},
     ),
     ("test_sampling request method", then(SAMPLING, lambda ex: [a["method"] for a in ex.asked]), ["sampling/createMessage"]),
     (

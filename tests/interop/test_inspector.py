@@ -289,6 +289,9 @@ def test_tool_error_is_a_result_for_the_inspector(inspector: Inspector, wire: An
     assert run.json() == {
         "content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}],
         "isError": True,
+        "_meta": {"dev.mcpkit/error": {"code": "E_INTERNAL", "details": None, "retryable": False,
+                                       "message": "This tool intentionally returns an error for testing",
+                                       "suggestedFix": None}},
     }
     assert '"code":"tool_is_error"' in run.stderr.replace(" ", ""), run.describe()
     answer = _answer(run.log, "tools/call")

@@ -577,6 +577,10 @@ async def test_tool_failure_is_an_is_error_result(connect, revision):
         assert client.result("tools/call", name="test_error_handling") == {
             "content": [{"type": "text", "text": "This tool intentionally returns an error for testing"}],
             "isError": True,
+            # the error envelope every tool error carries (docs/policy.md), whatever runs around the call
+            "_meta": {"dev.mcpkit/error": {"code": "E_INTERNAL", "details": None, "retryable": False,
+                                           "message": "This tool intentionally returns an error for testing",
+                                           "suggestedFix": None}},
         }
 
 
