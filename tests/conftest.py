@@ -11,6 +11,25 @@ pytest_plugins = ["tests.plugins.compliance"]
 
 
 # ---------------------------------------------------------------------------------------------
+# A parallel run (`pytest -n N`, pytest-xdist, `--dist loadgroup` from pyproject's addopts) keeps
+# each test module on one worker, so a module's fixtures (a server, a virtualenv, an installed
+# suite) are made once, and a module's tests that share a resource never run at the same time
+# (the fault suite's cluster, a module's server under load). A module whose tests are independent
+# and long (each starts what it needs) says SPLIT_ACROSS_WORKERS = True, and its tests spread.
+
+import pytest  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if item.get_closest_marker("xdist_group") is not None or getattr(module, "SPLIT_ACROSS_WORKERS", False):
+            continue
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+# ---------------------------------------------------------------------------------------------
 # One fixture validates every message the server emits in a test against the schema of the
 # revision negotiated on that stream (tests/wire.py). Subprocess servers are wrapped in the tap
 # (tests/tap.py), which records their traffic; in-process sessions record what they send.

@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import component_missing
 
+#: each test starts what it needs: a parallel run spreads them over its workers (tests/conftest.py)
+SPLIT_ACROSS_WORKERS = True
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "tools" / "conformance"
 

@@ -32,6 +32,8 @@ from tests.check.peers.raw import RawHttp, RawStdio, initialize
 from tests.conftest import component_missing
 from tests.test_http import free_port, stop_server, wait_listening
 
+#: each test starts what it needs: a parallel run spreads them over its workers (tests/conftest.py)
+SPLIT_ACROSS_WORKERS = True
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 EXPECTED = HERE / "expected"

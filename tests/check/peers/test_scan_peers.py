@@ -24,6 +24,8 @@ from tests.check.peers.test_peers import HERE, ROOT, _peer, serving
 from tests.conftest import component_missing
 
 #: (errors, warnings) per server; docs/security.md has the same table
+#: each test starts what it needs: a parallel run spreads them over its workers (tests/conftest.py)
+SPLIT_ACROSS_WORKERS = True
 MEASURED = {
     "sdk-stdio": (0, 0),
     "ts-stdio": (0, 0),
