@@ -70,7 +70,10 @@ NODE_STDIO: dict[str, tuple[str, list[str]]] = {
     "exa-stdio": ("exa-mcp-server 3.4.1, no API key", ["exa-mcp-server"]),
     "firecrawl-stdio": ("firecrawl-mcp 3.26.0, no API key", ["firecrawl-mcp"]),
     "tavily-stdio": ("tavily-mcp 0.2.22, no API key", ["tavily-mcp"]),
-    "airbnb-stdio": ("@openbnb/mcp-server-airbnb 0.3.0", ["mcp-server-airbnb"]),
+    # --ignore-robots-txt: it fetches airbnb.com's robots.txt at start-up otherwise, and offline that
+    # fetch keeps it alive for 10 s after EOF (a finding that would depend on the network)
+    "airbnb-stdio": ("@openbnb/mcp-server-airbnb 0.3.0, --ignore-robots-txt", ["mcp-server-airbnb",
+                                                                             "--ignore-robots-txt"]),
 }
 #: the TypeScript SDK's own example servers, shipped in its package (dist/esm/examples/server/)
 TS_EXAMPLES: dict[str, tuple[str, str, bool]] = {
