@@ -51,6 +51,10 @@ class Options:
     eof_grace: float = 5.0
     #: start-ups running at once per core after the first (they share the CPU: each takes longer)
     contention: float = 1.0
+    #: handshakes still waiting for their answer, and when the last one got its outcome (monotonic
+    #: seconds): a modern probe waits while start-ups beside it are under way
+    starting: int = 0
+    last_answer: float = 0.0
     #: set once the first connection has answered: the revision the server answered it with (the
     #: one offered, or its own newest), "" for no answer; rules that read what every revision
     #: lists alike (the poisoning scan) run on that connection only

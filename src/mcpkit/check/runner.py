@@ -204,16 +204,22 @@ async def _connection(
     modern = version in revision_table.MODERN_VERSIONS
 
     def limit() -> float:
-        # a legacy-only server may not answer a modern probe at all: once the first handshake has
-        # shown how long a start-up takes here, that probe waits in proportion (times the start-ups
-        # beside it per core), never less than MODERN_PROBE_TIMEOUT; a handshake waits for the
-        # start-up at least STARTUP_TIMEOUT, and longer when the first one showed it slow
+        # a legacy-only server may not answer a modern probe at all: while handshakes started
+        # beside it are still waiting for their start-ups it waits too (its own start-up shares the
+        # CPU with theirs); once they have answered, it waits in proportion to the first start-up,
+        # never less than MODERN_PROBE_TIMEOUT. A handshake waits for the start-up at least
+        # STARTUP_TIMEOUT, and longer when the first one showed it slow.
         floor = options.handshake_floor * options.contention
         if modern:
-            return patience * max(floor, MODERN_PROBE_TIMEOUT)
+            if options.starting:
+                return patience * max(STARTUP_TIMEOUT, floor)
+            since_others = max(0.0, options.last_answer - started) + options.handshake_floor
+            return patience * max(floor, since_others, MODERN_PROBE_TIMEOUT)
         return patience * max(STARTUP_TIMEOUT, options.timeout, floor)
 
     started = time.monotonic()
+    if not modern:
+        options.starting += 1
     try:
         try:
             # the handshake waits limit(), not one request's timeout: a start-up beside the others
@@ -243,6 +249,9 @@ async def _connection(
                 probe.noise = list(client.stdout_noise)
             return None
         finally:
+            if not modern:
+                options.starting -= 1
+                options.last_answer = time.monotonic()
             _settle_first(options, version, probe)
         if not probe.accepted:
             return None
