@@ -457,6 +457,8 @@ async def run_checks(
                 # the first handshake has its outcome (its rules may still run): the others start
                 # now, side by side, sharing the cores
                 options.contention = max(1.0, min(len(rest), jobs) / (os.cpu_count() or 1))
+                if probe.handshake_time is not None:  # the first exits at EOF while the others start
+                    options.eof_grace = max(EOF_GRACE, 2 * probe.handshake_time * options.contention)
                 for version in rest:
                     tasks[version] = asyncio.ensure_future(one(version))
                 await asyncio.wait(list(tasks.values()), timeout=left())
