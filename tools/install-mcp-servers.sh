@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # install-mcp-servers: install the pinned Node MCP servers the tests run against, into one cache
 # directory: the reference servers the proxy tests put mcpkit in front of
-# (tests/interop/test_proxy_interop.py) and the peers tests/check/peers/ runs `mcpkit check` against.
+# (tests/interop/test_proxy_interop.py) and the corpus of real servers tests/check/peers/ runs
+# `mcpkit check` against (the reference servers, the MCP Apps examples, and well-known servers that
+# start and list their tools offline, without an API key).
 #
 # Usage:
 #   tools/install-mcp-servers.sh            install if needed; print the install directory on stdout
@@ -17,6 +19,7 @@
 #   DIR/node_modules/@modelcontextprotocol/server-memory      dist/index.js
 #   DIR/node_modules/.bin/mcp-server-everything               server-everything's command
 #   DIR/node_modules/.bin/mcp-server-filesystem               server-filesystem's command
+#   DIR/node_modules/.bin/NAME                                 the command of each package of CORPUS below
 # Run them with NODE_PATH=DIR/node_modules and any Node.js >= 18 (the system node, or the Node 22
 # that tools/install-node-deps.sh caches). Progress and errors go to stderr.
 #
@@ -54,14 +57,45 @@ command -v node >/dev/null 2>&1 || {
 }
 mkdir -p "$CACHE" || die "cannot create $CACHE"
 CACHE="$(cd "$CACHE" && pwd -P)" || die "cannot enter $CACHE"
-DIR="$CACHE/servers-sdk$SDK_VERSION-ev$EV_VERSION-fs$FS_VERSION-mem$MEM_VERSION-${NPM_BEFORE%%T*}"
+# The corpus of tests/check/peers (tests/check/peers/corpus.py names their commands), pinned.
+# --ignore-scripts keeps the browser servers from downloading a browser: listing needs none.
+CORPUS=(
+  "@modelcontextprotocol/server-sequential-thinking@2026.8.31"
+  "@modelcontextprotocol/server-github@2025.4.8"
+  "@modelcontextprotocol/server-puppeteer@2025.5.12"
+  "@modelcontextprotocol/server-aws-kb-retrieval@0.6.2"
+  "@modelcontextprotocol/server-map@2.0.3"
+  "@modelcontextprotocol/server-pdf@2.0.4"
+  "@modelcontextprotocol/server-basic-vanillajs@2.0.3"
+  "@modelcontextprotocol/server-system-monitor@2.0.3"
+  "@playwright/mcp@0.0.83"
+  "chrome-devtools-mcp@1.11.0"
+  "@upstash/context7-mcp@4.1.1"
+  "@notionhq/notion-mcp-server@2.5.2"
+  "@antv/mcp-server-chart@0.9.10"
+  "mcp-server-code-runner@0.1.8"
+  "@cyanheads/git-mcp-server@2.15.3"
+  "mcp-server-kubernetes@4.1.7"
+  "exa-mcp-server@3.4.1"
+  "firecrawl-mcp@3.26.0"
+  "tavily-mcp@0.2.22"
+  "@openbnb/mcp-server-airbnb@0.3.0"
+)
 PACKAGES=(
   "@modelcontextprotocol/sdk@$SDK_VERSION"
   "@modelcontextprotocol/server-everything@$EV_VERSION"
   "@modelcontextprotocol/server-filesystem@$FS_VERSION"
   "@modelcontextprotocol/server-memory@$MEM_VERSION"
+  "${CORPUS[@]}"
 )
-COMMANDS=(mcp-server-everything mcp-server-filesystem)
+COMMANDS=(mcp-server-everything mcp-server-filesystem mcp-server-sequential-thinking mcp-server-github
+  mcp-server-puppeteer mcp-server-aws-kb-retrieval mcp-map-server mcp-pdf-server mcp-server-basic-vanillajs
+  mcp-system-monitor-server playwright-mcp chrome-devtools-mcp context7-mcp notion-mcp-server mcp-server-chart
+  mcp-server-code-runner git-mcp-server mcp-server-kubernetes exa-mcp-server firecrawl-mcp tavily-mcp
+  mcp-server-airbnb)
+# the directory is named by everything it holds: a change of any pin installs afresh beside it
+KEY="$(printf '%s\n' "${PACKAGES[@]}" "$NPM_BEFORE" | sha256sum | cut -c1-12)"
+DIR="$CACHE/servers-$KEY-${NPM_BEFORE%%T*}"
 
 installed() {  # $1: name@version; true when DIR holds exactly that version
   local name="${1%@*}" version="${1##*@}"

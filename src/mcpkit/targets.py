@@ -4,6 +4,8 @@
     weather.app:server         an importable module's Server attribute (``package.module[:ATTR]``)
     "python weather.py"        a command line in quotes: any stdio server, mcpkit or not
     "node build/index.js"      (the same)
+    .venv/bin/mcp-server-time  a path to a script or program that is not a .py file: run as itself
+                               (an executable by its own path, another script by its ``#!`` line)
     http://127.0.0.1:8000/mcp  a URL: Streamable HTTP (legacy HTTP+SSE with ``--sse``)
 
 ``serve`` and ``dev`` need an mcpkit Server they can load (a file, a module, or a command line that
@@ -126,8 +128,8 @@ class Target:
 
 def resolve(text: str | None) -> Target:
     """Read TARGET. Rules, in order: nothing is the bundled reference server; ``http(s)://`` is a
-    URL; an existing executable file not named ``.py`` is a command; an existing file or a ``.py``
-    path is a file; a text with spaces is a command line; a
+    URL; an existing file that is not ``.py`` and is executable or starts with ``#!`` is a command
+    that runs it as itself; an existing file or a ``.py`` path is a file; a text with spaces is a command line; a
     single word with ``:`` is ``module:attr``; a single word found on PATH is a command (a
     server's executable, like ``mcp-server-time``); any other single word is a module."""
     text = (text or "").strip()
@@ -136,10 +138,10 @@ def resolve(text: str | None) -> Target:
     if text.startswith(("http://", "https://")):
         return Target("url", text)
     path, _, attribute = text.rpartition(":") if _has_attribute(text) else (text, "", "")
-    if os.path.isfile(text) and not text.endswith(".py") and os.access(text, os.X_OK):
-        # a server's executable (node_modules/.bin/mcp-server-everything, a script with its own
-        # #! line): run as itself, as it would be on PATH, not handed to Python
-        return Target("command", text, argv=(os.path.abspath(text),))
+    if os.path.isfile(text) and not text.endswith(".py"):
+        argv = _script_argv(text)
+        if argv is not None:
+            return Target("command", text, argv=tuple(argv))
     if os.path.isfile(text) or (" " not in text and (path.endswith(".py") or os.path.isfile(path))):
         file = text if os.path.isfile(text) else path
         if not os.path.isfile(file):
@@ -164,6 +166,28 @@ def resolve(text: str | None) -> Target:
         raise TargetError(f"{text!r} is no file, command on PATH or importable module; give a path/to/server.py, "
                           "package.module:ATTR, a command line in quotes, or a URL")
     return Target("module", text, text)
+
+
+def _script_argv(path: str) -> list[str] | None:
+    """How a file that is not Python source runs as itself, or None: an executable (a venv's
+    console script, a Node package's bin script, a binary) by its own path, since its ``#!`` line
+    names the interpreter that has its modules (mcpkit's own Python does not); a script that is
+    not executable by the interpreter its ``#!`` line names."""
+    full = os.path.abspath(path)
+    if os.access(full, os.X_OK):
+        return [full]
+    try:
+        with open(full, "rb") as file:
+            first = file.readline(4096)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    try:
+        interpreter = shlex.split(first[2:].decode("utf-8", "replace").strip())
+    except ValueError:
+        return None
+    return [*interpreter, full] if interpreter else None
 
 
 def _importable(module: str) -> bool:

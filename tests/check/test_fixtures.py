@@ -292,6 +292,26 @@ async def test_the_deadline_bounds_the_worst_server() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_deadline_keeps_what_ran_and_lists_what_did_not() -> None:
+    """A server that hangs on its first ping: at the deadline the connections are stopped
+    and their processes killed, the findings of the rules that ran before the hang are reported,
+    and every rule that did not run is listed as skipped ("not run")."""
+    started = time.monotonic()
+    report = await run_checks(fixture("hangs_on_ping"), deadline=5.0, progress=False)
+    assert time.monotonic() - started < 5.0 + 4.0  # the deadline, then at most the kill
+    assert report.incomplete == "the --deadline of 5 s ran out"
+    assert report.exit_code == EXIT_INFRASTRUCTURE
+    judged = [f for f in report.findings if f.status in ("pass", "fail")]
+    not_run = [f for f in report.findings if f.status == "skip" and f.message == f"not run: {report.incomplete}"]
+    assert {f.revision for f in judged} >= set(LEGACY)  # each connection's rules before the hang
+    assert {f.revision for f in not_run} >= {*LEGACY, None}  # the rest, and the server rules
+    assert "stdio.exit-on-eof" in {f.rule for f in not_run if f.revision is None}
+    for revision in LEGACY:  # every rule of every revision is accounted for, as run or as not run
+        listed = {f.rule for f in report.findings if f.revision == revision}
+        assert listed >= {rid for rid, r in report.rules.items() if r.scope == "connection" and r.applies_to(revision)}
+
+
+@pytest.mark.asyncio
 async def test_http_fixture_without_host_and_origin_guards() -> None:
     with http_fixture("no_host_guard") as url:
         report = await run_checks(url, progress=False)

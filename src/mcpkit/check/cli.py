@@ -71,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ci.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                     help="how long one request may take (default 10)")
     ci.add_argument("--jobs", type=int, default=None, metavar="N",
-                    help="connections at once (default 3; 1 for a server that cannot run twice)")
+                    help="connections at once after the first (default: all the others at once; 1 for a server "
+                    "that cannot run twice)")
     conn = parser.add_argument_group("connection")
     conn.add_argument("--header", action="append", metavar="'K: V'", default=[],
                       help="HTTP: send this header with every request, e.g. 'Authorization: Bearer ...'")

@@ -43,19 +43,31 @@ class Options:
     client_transport: str = "auto"
     #: a command's environment beyond the allow-list (mcpkit.client.environment): True or names
     inherit_env: bool | list[str] | None = None
+    #: variables set for a command's server (run_checks(env=...))
+    env: dict[str, str] = field(default_factory=dict)
     #: the hosts whose hosts.* rules run (mcpkit/hosts.py; --hosts)
     hosts: tuple[str, ...] = ("claude", "openai", "gemini")
     #: --pin: the lockfile security.pin-drift compares the server with, and the server's key in it
     pin: str | None = None
     pin_key: str = "default"
-    #: set once the first connection has answered: how long a later handshake may take, and how
-    #: long a process gets to exit at EOF (both scale with the server's start-up on this machine)
+    #: how long a modern probe may wait for an answer: STARTUP_TIMEOUT until a handshake has
+    #: answered, then in proportion to its start-up; how long a process gets to exit at EOF (the same)
     handshake_floor: float = 0.0
     eof_grace: float = 5.0
+    #: start-ups running at once per core after the first (they share the CPU: each takes longer)
+    contention: float = 1.0
+    #: handshakes still waiting for their answer, and when the last one got its outcome (monotonic
+    #: seconds): a modern probe waits while start-ups beside it are under way
+    starting: int = 0
+    last_answer: float = 0.0
     #: set once the first connection has answered: the revision the server answered it with (the
     #: one offered, or its own newest), "" for no answer; rules that read what every revision
     #: lists alike (the poisoning scan) run on that connection only
     first_answer: str | None = None
+    #: the revision of the first connection, and an event set once its handshake has an outcome
+    #: (the connections run side by side: a rule that needs first_answer waits for it)
+    first_offered: str | None = None
+    first_settled: Any = None
     #: the tools the rules called: {"tool", "revision", "why"} (the report lists them)
     tools_called: list[dict[str, Any]] = field(default_factory=list)
 
@@ -63,6 +75,12 @@ class Options:
     def calls_tools(self) -> bool:
         """Some tool may be called: --call-tools, or a --safe-tool pattern."""
         return self.call_read_only or bool(self.safe_tools)
+
+    async def settled_first_answer(self) -> str | None:
+        """first_answer, once the first connection's handshake has an outcome."""
+        if self.first_answer is None and self.first_settled is not None:
+            await self.first_settled.wait()
+        return self.first_answer
 
 
 @dataclass

@@ -93,7 +93,7 @@ def render_table(report: Report, color: bool = False) -> str:
     for note in report.notes:
         lines.append(f"note: {note}")
     if report.incomplete:
-        lines.append(f"incomplete: {report.incomplete}; the rules that had not run are not reported")
+        lines.append(f"incomplete: {report.incomplete}; the rules that had not run are listed as skipped ('not run')")
     lines.append(_summary(report, color))
     return "\n".join(lines)
 

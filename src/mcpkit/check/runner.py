@@ -1,11 +1,17 @@
 """The runner: connect once per revision, run every rule, collect the findings.
 
 Where the time goes, and what keeps a run short: every revision needs its own connection (a
-stdio server serves one handshake per process), so a Python server's start-up is paid once per
-revision. The first connection (the latest handshake revision) runs alone: when it gets no answer
-at all the run stops there (one launch, not six). The others then run side by side, a few at a
-time, and each process is closed in the background: stdin closed, a short grace to exit (measured
-for ST-07), then terminated.
+stdio server serves one handshake per process), so a server's start-up is paid once per revision
+and the rules themselves take milliseconds. The first connection (the latest handshake revision)
+starts alone: when it gets no answer at all, or the server cannot be reached, the run stops there
+(one launch, not six). As soon as its handshake has an answer, the others start side by side,
+all at once by default (``jobs``): on two cores five start-ups cost about two and a half of wall
+time, where one at a time cost five. Handshakes wait for a start-up slowed by the others (at least
+STARTUP_TIMEOUT, and in proportion to the first's), and one that still got no answer is tried
+again alone. Each process is closed in the background as soon as its rules are done: stdin closed,
+a grace to exit (measured for ST-07), then terminated. A ``deadline`` cancels what is still
+running, kills the processes at once, and keeps every finding made so far; the rules that did not
+run are listed as skipped.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import os
 import re
 import sys
 import time
@@ -38,10 +45,11 @@ EOF_GRACE = 5.0
 #: how long the first connection may take to start the server and answer its handshake (a big
 #: import, a package manager fetching the server, a loaded machine); later ones scale from it
 STARTUP_TIMEOUT = 30.0
-#: a first handshake slower than this (seconds) makes the later connections run one at a time
-SLOW_START = 2.0
-#: how many connections run at once after the first (a server that cannot run twice: jobs=1)
-JOBS = 2
+#: how many connections run at once (a server that cannot run twice: jobs=1); more than the
+#: revisions there are means all of them
+JOBS = 8
+#: with a deadline: how long the processes get to go once it has run out
+KILL_GRACE = 1.0
 #: the rules that run only when asked for: rule id -> the run_checks option
 OPTIONAL = {"tools.read-only-output": "calls_tools", "conformance.suite": "conformance", "security.pin-drift": "pin"}
 
@@ -135,13 +143,15 @@ async def _unreachable(exc: BaseException, client: Any, kind: str, label: str, v
     return None
 
 
-async def _handshake(client: Any, limit: float) -> Any:
+async def _handshake(client: Any, limit: Any) -> Any:
     """client.connect(), ended early when the answer arrives pretty-printed over several lines
-    (it would never be read: wait no longer)."""
+    (it would never be read: wait no longer). ``limit()`` is read again as the wait goes on: it
+    shrinks once another connection has answered and shown how long a start-up takes."""
     task = asyncio.ensure_future(client.connect())
-    deadline = time.monotonic() + limit
+    started = time.monotonic()
     try:
         while True:
+            deadline = started + limit()
             done, _ = await asyncio.wait({task}, timeout=min(0.1, max(0.0, deadline - time.monotonic())))
             if done:
                 return task.result()
@@ -150,44 +160,82 @@ async def _handshake(client: Any, limit: float) -> Any:
                 raise NotJsonRpc(noise[0])  # an HTTP answer that is not JSON-RPC: no answer will follow
             if noise and pretty_printed(list(noise)) is not None:
                 raise asyncio.TimeoutError("pretty-printed")
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= started + limit():
                 raise asyncio.TimeoutError
     finally:
         if not task.done():
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        with contextlib.suppress(BaseException):
+            await task  # retrieved, whatever it ended with: nothing is left unread
+
+
+def _calibrate(options: Options, version: str, handshake_time: float) -> None:
+    """The first handshake answered: later ones get time in proportion to it (a big import, a
+    loaded machine), and so does each process to exit at EOF."""
+    if version == options.first_offered:
+        options.handshake_floor = 3 * handshake_time
+        options.eof_grace = max(EOF_GRACE, 2 * handshake_time * options.contention)
+
+
+def _settle_first(options: Options, version: str, probe: Probe) -> None:
+    if version == options.first_offered and options.first_answer is None:
+        options.first_answer = probe.answered or ""
+        if options.first_settled is not None:
+            options.first_settled.set()
 
 
 async def _connection(
     options: Options, version: str, rules: list[Rule], progress: Progress, closing: list[asyncio.Future[None]],
-    patience: float = 1.0,
-) -> tuple[Probe, list[Finding], dict[str, Any] | None]:
+    probe: Probe, findings: list[Finding], patience: float = 1.0,
+) -> dict[str, Any] | None:
+    """One connection offering ``version``: its outcome goes into ``probe`` and each rule's
+    findings into ``findings`` as they come (a deadline that cancels it keeps them); returns the
+    server's serverInfo when the rules ran."""
     from ..client import Client, RpcError
 
-    probe = Probe(version)
-    findings: list[Finding] = []
     client = Client(options.target, transport=options.client_transport, protocol_version=version,
                     headers=options.headers or None, timeout=options.timeout, inherit_env=options.inherit_env,
-                    on_message=probe.wire.observe)
-    limit = patience * max(options.handshake_floor, min(
-        MODERN_PROBE_TIMEOUT if version in revision_table.MODERN_VERSIONS else options.timeout, options.timeout))
+                    env=options.env or None, on_message=probe.wire.observe)
+    modern = version in revision_table.MODERN_VERSIONS
+
+    def limit() -> float:
+        # a legacy-only server may not answer a modern probe at all: while handshakes started
+        # beside it are still waiting for their start-ups it waits too (its own start-up shares the
+        # CPU with theirs); once they have answered, it waits in proportion to the first start-up,
+        # never less than MODERN_PROBE_TIMEOUT. A handshake waits for the start-up at least
+        # STARTUP_TIMEOUT, and longer when the first one showed it slow.
+        floor = options.handshake_floor * options.contention
+        if modern:
+            if options.starting:
+                return patience * max(STARTUP_TIMEOUT, floor)
+            since_others = max(0.0, options.last_answer - started) + options.handshake_floor
+            return patience * max(floor, since_others, MODERN_PROBE_TIMEOUT)
+        return patience * max(STARTUP_TIMEOUT, options.timeout, floor)
+
     started = time.monotonic()
+    if not modern:
+        options.starting += 1
     try:
         try:
+            # the handshake waits limit(), not one request's timeout: a start-up beside the others
+            # (or on a loaded machine) may take longer than any request should
+            client.timeout = max(options.timeout, STARTUP_TIMEOUT) * patience
             probe.result = await _handshake(client, limit)
+            client.timeout = options.timeout
             probe.handshake_time = time.monotonic() - started
+            probe.answered = client.protocol_version
+            _calibrate(options, version, probe.handshake_time)
         except RpcError as exc:
             probe.error, probe.code, probe.exception = describe(exc), exc.code, exc
             # a JSON-RPC error carried by a refusal (a 401, a 403 from a Host guard) is about reach
             reason = await _unreachable(exc, client, options.transport, _label(options.target), version)
             if reason is not None:
                 probe.error, probe.code, probe.unreachable = reason, None, True
-            return probe, findings, None
+            return None
         except (Exception, asyncio.TimeoutError) as exc:  # noqa: BLE001 - recorded for lifecycle.handshake
             probe.exception = exc
             if isinstance(exc, asyncio.TimeoutError):
-                probe.error = f"no answer within {limit:g} s"
+                probe.error = f"no answer within {limit():g} s"
                 if str(exc) == "pretty-printed":
                     probe.error = "the answer came pretty-printed over several lines, which no client can read"
             else:
@@ -198,15 +246,19 @@ async def _connection(
             probe.answered = _answered_in(exc)
             if client.transport is not None:
                 probe.noise = list(client.stdout_noise)
-            return probe, findings, None
-        probe.answered = client.protocol_version
+            return None
+        finally:
+            if not modern:
+                options.starting -= 1
+                options.last_answer = time.monotonic()
+            _settle_first(options, version, probe)
         if not probe.accepted:
-            return probe, findings, None
+            return None
         ctx = CheckContext(options, client=client, revision=version, wire=probe.wire)
         for rule in rules:
             if rule.applies_to(version):
                 findings.extend(await _run_rule(rule, ctx, progress))
-        return probe, findings, dict(client.server_info or {})
+        return dict(client.server_info or {})
     finally:
         # closed in the background: a server slow to exit at EOF must not hold up the next connection
         closing.append(asyncio.ensure_future(_close(client, probe, options)))
@@ -237,10 +289,12 @@ async def _close(client: Any, probe: Probe, options: Options) -> None:
                         proc.kill()
         await client.close()
         probe.noise = list(client.stdout_noise)  # read after the exit: what it wrote at EOF counts too
-    except BaseException:  # noqa: BLE001 - closing a broken connection may fail too
+    except BaseException:  # noqa: BLE001 - closing a broken connection may fail too; or a deadline cancelled it
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(client.close(), KILL_GRACE)
 
 
 def _silent(probe: Probe) -> bool:
@@ -262,6 +316,23 @@ def _plan(revisions: list[str] | tuple[str, ...] | None, quick: bool) -> list[st
     offered = [revision_table.LATEST_HANDSHAKE]
     offered += [v for v in revision_table.SUPPORTED_VERSIONS if v not in offered]
     return [*offered, UNKNOWN_VERSION]
+
+
+def _not_run(why: str, per_connection: list[Rule], per_server: list[Rule], offered: list[str], late: set[str],
+             found: list[Finding], options: Options) -> list[Finding]:
+    """A skip for each rule that a deadline kept from running: at each revision whose connection
+    was stopped, and each server rule, so that the report lists what ran and what did not."""
+    ran = {(f.rule, f.revision) for f in found}
+    out = []
+    for version in [v for v in offered if v in late and v != UNKNOWN_VERSION]:
+        for rule in per_connection:
+            if rule.applies_to(version) and (rule.id, version) not in ran:
+                out.append(Finding(rule.id, rule.severity_at(version), "skip", f"not run: {why}", version))
+    ran_anywhere = {f.rule for f in found}
+    for rule in per_server:
+        if rule.id not in ran_anywhere:
+            out.append(Finding(rule.id, rule.severity_at(None), "skip", f"not run: {why}", None))
+    return out
 
 
 def load_baseline(path: str) -> set[str]:
@@ -308,6 +379,7 @@ async def run_checks(
     pin: str | None = None,
     pin_key: str = "default",
     inherit_env: bool | list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Report:
     """Check the MCP server at ``target`` (a command line for stdio, a URL for HTTP, or an mcpkit
     Server in memory): connect once per revision in ``revisions`` (default: every revision, plus
@@ -322,14 +394,15 @@ async def run_checks(
     ``hosts`` ("claude,openai", or a list) picks the hosts.* rules (default claude, openai, gemini;
     mcpkit/hosts.py); ``pin`` (a lockfile, mcpkit pin) runs security.pin-drift against the entry
     ``pin_key``; ``inherit_env`` (True, or names) gives a command more of this process's
-    environment than the allow-list of mcpkit.client.environment."""
+    environment than the allow-list of mcpkit.client.environment; ``env`` sets variables for it."""
     from ..hosts import parse_hosts
 
     kind = _transport_kind(target, transport)
     options = Options(target=target, transport=kind, headers=dict(headers or {}), call_read_only=call_read_only,
                       safe_tools=tuple(safe_tools),
                       conformance=conformance, timeout=timeout, client_transport=transport,
-                      hosts=parse_hosts(hosts), pin=pin, pin_key=pin_key, inherit_env=inherit_env)
+                      hosts=parse_hosts(hosts), pin=pin, pin_key=pin_key, inherit_env=inherit_env,
+                      env=dict(env or {}))
     offered = _plan(revisions, quick)
     selected = _selected(options, resolve(rules), resolve(skip) or set())
     per_connection = sorted((r for r in selected if r.scope == "connection"), key=lambda r: r.order)
@@ -339,75 +412,92 @@ async def run_checks(
                     tools_called=options.tools_called)
     started = time.monotonic()
     ends = None if deadline is None else started + deadline
+    #: offered revision -> (its probe, its findings so far, serverInfo once its rules ran)
     done: dict[str, tuple[Probe, list[Finding], dict[str, Any] | None]] = {}
+    #: connections stopped before their end (the first one failed, or the deadline): not judged
+    cut: set[str] = set()
+    #: of those, the ones the deadline stopped (their rules are listed as not run)
+    late: set[str] = set()
     closing: list[asyncio.Future[None]] = []
     gate = asyncio.Semaphore(max(1, jobs))
+    first, rest = offered[0], offered[1:]
+    options.first_offered, options.first_settled = first, asyncio.Event()
+    options.handshake_floor = STARTUP_TIMEOUT  # until one handshake shows what a start-up takes here
 
     async def one(version: str, patience: float = 1.0) -> None:
+        probe, findings = Probe(version), []
+        done[version] = (probe, findings, None)
         async with gate:
             rules_here = [] if version == UNKNOWN_VERSION else per_connection
-            done[version] = await _connection(options, version, rules_here, bar, closing, patience)
+            info = await _connection(options, version, rules_here, bar, closing, probe, findings, patience)
+        done[version] = (probe, findings, info)
 
     def left() -> float | None:
         return None if ends is None else max(0.0, ends - time.monotonic())
 
+    async def stop(versions: list[str]) -> None:
+        for version in versions:
+            tasks[version].cancel()
+            cut.add(version)
+        await asyncio.gather(*(tasks[v] for v in versions), return_exceptions=True)
+
+    tasks: dict[str, asyncio.Future[None]] = {}
     with Progress(shown) as bar:
         try:
-            first, rest = offered[0], offered[1:]
-            options.handshake_floor = STARTUP_TIMEOUT
-            tasks = [asyncio.ensure_future(one(first))]
-            await asyncio.wait(tasks, timeout=left())
+            tasks[first] = asyncio.ensure_future(one(first))
+            settled = asyncio.ensure_future(options.first_settled.wait())
+            await asyncio.wait({settled, tasks[first]}, timeout=left(), return_when=asyncio.FIRST_COMPLETED)
+            settled.cancel()
             probe = done[first][0] if first in done else None
-            options.handshake_floor = 0.0
-            if probe is not None:
-                options.first_answer = probe.answered or ""
-            if probe is not None and probe.handshake_time is not None:
-                # a server slow to start (a big import, a loaded machine) is given time in
-                # proportion, and started one at a time: its start-up is CPU-bound
-                options.handshake_floor = 3 * probe.handshake_time
-                options.eof_grace = max(EOF_GRACE, 2 * probe.handshake_time)
-                if probe.handshake_time > SLOW_START:
-                    gate = asyncio.Semaphore(1)
             if probe is not None and probe.unreachable:
                 report.error = probe.error
-                rest = []
             elif probe is not None and probe.error is not None and probe.code is None and probe.answered is None \
                     and not probe.wire.answers and rest:
                 report.notes.append(f"the handshake offering {first} got no answer ({probe.error}); the other "
                                     "revisions were not tried")
-                rest = []
-            if first in done:
-                tasks += [asyncio.ensure_future(one(v)) for v in rest]
-                await asyncio.wait(tasks, timeout=left())
+            elif probe is not None and (probe.error is not None or probe.answered is not None):
+                # the first handshake has its outcome (its rules may still run): the others start
+                # now, side by side, sharing the cores
+                options.contention = max(1.0, min(len(rest), jobs) / (os.cpu_count() or 1))
+                if probe.handshake_time is not None:  # the first exits at EOF while the others start
+                    options.eof_grace = max(EOF_GRACE, 2 * probe.handshake_time * options.contention)
+                for version in rest:
+                    tasks[version] = asyncio.ensure_future(one(version))
+                await asyncio.wait(list(tasks.values()), timeout=left())
                 # a start-up slowed down by the others (a loaded machine) is not the server's fault:
                 # a handshake that got no answer while the first one did is tried again, alone
-                if probe is not None and probe.accepted:
-                    for version in [v for v in rest if v in done and _silent(done[v][0])]:
+                if probe.accepted:
+                    for version in [v for v in rest if tasks[v].done() and _silent(done[v][0])]:
                         gate = asyncio.Semaphore(1)
-                        retry = asyncio.ensure_future(one(version, patience=2.0))
-                        tasks.append(retry)
-                        await asyncio.wait([retry], timeout=left())
-            pending = [t for t in tasks if not t.done()]
-            if pending:
+                        options.contention = 1.0
+                        tasks[version] = asyncio.ensure_future(one(version, patience=2.0))
+                        await asyncio.wait([tasks[version]], timeout=left())
+            late.update(v for v in rest if v not in tasks)  # the deadline came before they started
+            pending = [v for v, t in tasks.items() if not t.done()]
+            if pending or (late and report.error is None and not report.notes):
                 report.incomplete = f"the --deadline of {deadline:g} s ran out"
-                for task in pending:
-                    task.cancel()
-                await asyncio.gather(*pending, return_exceptions=True)
+                late.update(pending)
+                cut.update(late)
+                await stop(pending)
         finally:
-            # the processes must go, whatever happened; a deadline leaves them less time
-            grace = left()
-            waited = asyncio.gather(*closing, return_exceptions=True)
-            if grace is None:
-                await waited
-            else:
-                await asyncio.wait({asyncio.ensure_future(waited)}, timeout=grace + options.eof_grace + 1.5)
+            # the processes must go, whatever happened; once a deadline has run out, at once
+            waited = asyncio.ensure_future(asyncio.gather(*closing, return_exceptions=True))
+            await asyncio.wait({waited}, timeout=left())
+            if not waited.done():
+                for task in closing:
+                    task.cancel()
+                await asyncio.wait({waited}, timeout=KILL_GRACE)
         probes: dict[str, Probe] = {}
         for version in sorted(offered, key=lambda v: (v == UNKNOWN_VERSION, v)):
             if version not in done:
                 continue
             probe, findings, info = done[version]
+            if version in cut and version not in late:
+                continue  # stopped because the first connection failed: not judged
+            report.findings.extend(findings)  # what ran before a deadline is kept
+            if version in late:
+                continue
             probes["unknown" if version == UNKNOWN_VERSION else version] = probe
-            report.findings.extend(findings)
             if info and report.server_info is None:
                 report.server_info = info
             if version != UNKNOWN_VERSION:
@@ -425,6 +515,9 @@ async def run_checks(
                 except asyncio.TimeoutError:
                     report.incomplete = f"the --deadline of {deadline:g} s ran out"
                     break
+            if report.incomplete is not None:
+                server_findings += _not_run(report.incomplete, per_connection, per_server, offered, late,
+                                            report.findings + server_findings, options)
     order = {v: i for i, v in enumerate(revision_table.SUPPORTED_VERSIONS)}
     report.findings.sort(key=lambda f: order.get(f.revision or "", -1))
     report.findings[:0] = server_findings

@@ -253,8 +253,10 @@ _CONTEXT_NAMES = re.compile(
     r"^(?:other|previous)_tool_(?:outputs?|results?)$")
 _CONTEXT_TEXT = re.compile(
     r"\b(?:conversation|chat)\s+(?:history|transcript|log|so\s+far)\b|"
-    r"\b(?:previous|prior|earlier|all\s+(?:the\s+)?(?:previous\s+)?)\s*messages\b(?:\s+(?:in|of)\s+(?:this|the)\s+"
-    r"(?:conversation|chat|session))?|"
+    # "all messages" alone is a page size's words (chrome-devtools-mcp: "returns all messages"): all
+    # of them counts only when they are the earlier ones, or those of this conversation
+    r"\b(?:previous|prior|earlier|all\s+(?:the\s+)?(?:previous|prior|earlier))\s+messages\b|"
+    r"\ball\s+(?:the\s+)?messages\s+(?:in|of)\s+(?:this|the)\s+(?:conversation|chat|session)\b|"
     r"\b(?:your|the\s+(?:model'?s|assistant'?s|current|full|entire))\s+(?:system\s+prompt|instructions)\b|"
     r"\b(?:outputs?|results?|responses?)\s+of\s+(?:the\s+)?(?:other|previous|all)\s+tools?\b", _F)
 
@@ -263,6 +265,18 @@ def _words(name: str) -> list[str]:
     """``apiKey`` / ``api-key`` / ``API_KEY`` -> ["api", "key"]."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
     return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+
+
+def _can_hold_secret(schema: Any) -> bool:
+    """A secret is text: a parameter that is only a boolean or a number, or one of fixed values,
+    cannot carry one, whatever its name (firecrawl-mcp's boolean ``byApiKey`` groups usage by key)."""
+    if not isinstance(schema, dict):
+        return True
+    if "enum" in schema or "const" in schema:
+        return False
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    return not kinds or any(k not in ("boolean", "integer", "number", "null") for k in kinds)
 
 
 def _secret_named(name: str) -> bool:
@@ -371,7 +385,7 @@ def scan(kind: str, desc: dict[str, Any]) -> list[Finding]:
             add(Finding("security.context-parameters", kind, item, path,
                         _excerpt(text, match.start(), match.end()) if match else escape(name),
                         "asks the model for the conversation, its instructions or other tools' output"))
-        elif _secret_named(name):
+        elif _secret_named(name) and _can_hold_secret(schema):
             add(Finding("security.secret-parameters", kind, item, path, escape(name),
                         "a parameter named like a secret: the model would be asked for it"))
     return out

@@ -27,11 +27,13 @@ class RawStdio:
         self.env = env
         self.proc: asyncio.subprocess.Process | None = None
         self.seen: list[dict[str, Any]] = []
+        #: lines on stdout that are not JSON (a server that prints a banner; stdio.stdout-clean)
+        self.noise: list[bytes] = []
 
     async def __aenter__(self) -> RawStdio:
         self.proc = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=self.env,
+            stderr=asyncio.subprocess.DEVNULL, env=self.env, limit=2**24,  # a tools/list line can be large
         )
         return self
 
@@ -54,7 +56,11 @@ class RawStdio:
                 line = await self.proc.stdout.readline()
                 if not line:
                     raise EOFError("the peer closed its stdout")
-                message = json.loads(line)
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    self.noise.append(line)
+                    continue
                 self.seen.append(message)
                 if message.get("id") == rid and ("result" in message or "error" in message):
                     return message

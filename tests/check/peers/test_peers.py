@@ -1,25 +1,24 @@
-"""``mcpkit check`` against real servers nobody here wrote: the official Python SDK (stdio, HTTP),
-the TypeScript SDK (stdio, HTTP), @modelcontextprotocol/server-everything (stdio, HTTP),
--filesystem and -memory. Each run must report exactly the findings of the peer's reviewed
-expectation file (expected/<peer>.toml: rule, severity, revisions, why, spec quote) with its exit
-code, and every finding there is verified again by sending the same request raw (raw.py).
+"""``mcpkit check`` against the corpus of real servers nobody here wrote (corpus.py: the reference
+servers on npm and PyPI, the MCP Apps and TypeScript SDK examples, the official Python SDK, FastMCP,
+and well-known servers that start without an API key). Each run must report exactly the findings
+of the setup's reviewed expectation file (expected/<name>.toml: rule, severity, revisions, why,
+spec quote; a rule's usual why and quote come from expected/findings.toml) with its exit code, and
+every finding there is verified again by sending the same request raw (raw.py).
 
-The Node peers come from tools/install-mcp-servers.sh (pinned versions, cached); the Python SDK is
-the `mcp` pin of the dev extra. Without node, npm or the installed peers, a Node peer's test fails
-in CI (.ci/run installs them) and skips elsewhere (tests/conftest.py ``component_missing``).
+The setups run a few at a time in a thread pool (one event loop each) and each gets a test of its
+own. Without node, npm or an install, a setup's test fails in CI (.ci/run installs them) and skips
+elsewhere (tests/conftest.py ``component_missing``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
-import shutil
-import subprocess
-import sys
 import tempfile
 import tomllib
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,102 +27,30 @@ import pytest
 
 from mcpkit.check import run_checks
 from mcpkit.protocol.revisions import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY
+from tests.check.peers.corpus import NAMES, Peer, node_dir, peer, py_venv, serving
 from tests.check.peers.raw import RawHttp, RawStdio, initialize
-from tests.conftest import component_missing
-from tests.test_http import free_port, stop_server, wait_listening
 
 #: each test starts what it needs: a parallel run spreads them over its workers (tests/conftest.py)
 SPLIT_ACROSS_WORKERS = True
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
 EXPECTED = HERE / "expected"
+#: rule -> its usual why, quote and probe, for the expectation files to refer to
+CATALOGUE = tomllib.loads((EXPECTED / "findings.toml").read_text(encoding="utf-8"))
 EVIL_ORIGIN = "https://evil.example"
+#: setups checked at once: each runs up to six connections itself, on a 2-core machine
+WORKERS = 2
 
 
-def peers_dir() -> Path:
-    """The install of tools/install-mcp-servers.sh (installing it when needed)."""
-    node()
-    done = subprocess.run(["bash", str(ROOT / "tools" / "install-mcp-servers.sh")], capture_output=True, text=True,
-                          timeout=600)
-    if done.returncode != 0 or not done.stdout.strip():
-        component_missing(f"the Node peers are not installed: tools/install-mcp-servers.sh failed "
-                          f"(exit {done.returncode}): {done.stderr[-2000:]}")
-    return Path(done.stdout.strip().splitlines()[-1])
-
-
-def node() -> str:
-    found = shutil.which("node")
-    if found is None:
-        component_missing("node is not installed (apt-get install nodejs npm); the Node peers need it")
-    return found
-
-
-@dataclass
-class Peer:
-    name: str
-    #: the stdio command line, or the command that serves HTTP on {port}
-    argv: list[str]
-    http: bool = False
-    env: dict[str, str] = field(default_factory=dict)
-
-
-def _peer(name: str, tmp: Path) -> Peer:
-    if name.startswith("sdk-"):
-        script = str(HERE / "servers" / "sdk_server.py")
-        return Peer(name, [sys.executable, script, *(["--http", "{port}"] if name == "sdk-http" else [])],
-                    http=name == "sdk-http")
-    base = peers_dir()
-    modules = base / "node_modules" / "@modelcontextprotocol"
-    if name.startswith("ts-"):
-        script = str(HERE / "servers" / "ts_server.mjs")
-        return Peer(name, [node(), script, *(["--http", "{port}"] if name == "ts-http" else [])],
-                    http=name == "ts-http", env={"MCP_TS_DIR": str(base)})
-    if name == "everything-stdio":
-        return Peer(name, [node(), str(modules / "server-everything" / "dist" / "index.js"), "stdio"])
-    if name == "everything-http":
-        return Peer(name, [node(), str(modules / "server-everything" / "dist" / "index.js"), "streamableHttp"],
-                    http=True, env={"PORT": "{port}"})
-    if name == "filesystem-stdio":
-        (tmp / "notes.txt").write_text("hello\n")
-        return Peer(name, [node(), str(modules / "server-filesystem" / "dist" / "index.js"), str(tmp)])
-    if name == "memory-stdio":
-        return Peer(name, [node(), str(modules / "server-memory" / "dist" / "index.js")],
-                    env={"MEMORY_FILE_PATH": str(tmp / "memory.jsonl")})
-    raise AssertionError(name)
-
-
-@contextmanager
-def serving(peer: Peer) -> Iterator[Any]:
-    """The check target: a command line for stdio, or a URL of the started HTTP peer."""
-    saved = dict(os.environ)
-    if not peer.http:
-        os.environ.update(peer.env)  # the checker passes these to its child by name (inherit_env)
-        try:
-            yield peer.argv
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        return
-    port = free_port()
-    argv = [a.replace("{port}", str(port)) for a in peer.argv]
-    env = {**os.environ, **{k: v.replace("{port}", str(port)) for k, v in peer.env.items()}}
-    errlog = tempfile.TemporaryFile()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog, env=env)
-    proc.errlog = errlog  # type: ignore[attr-defined]  # what stop_server reads
-    try:
-        wait_listening(proc, port, timeout=60.0)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_server(proc)
-
-
-def _expectations(name: str) -> dict[str, Any]:
-    return tomllib.loads((EXPECTED / f"{name}.toml").read_text(encoding="utf-8"))
+def expectations(name: str) -> dict[str, Any]:
+    """expected/<name>.toml, each finding completed from the catalogue (the file's own words win)."""
+    spec = tomllib.loads((EXPECTED / f"{name}.toml").read_text(encoding="utf-8"))
+    spec["finding"] = [{**CATALOGUE.get(item["rule"], {}), **item} for item in spec.get("finding", [])]
+    return spec
 
 
 def _expected_failures(spec: dict[str, Any]) -> set[tuple[str, str, str | None]]:
     out = set()
-    for item in spec.get("finding", []):
+    for item in spec["finding"]:
         for revision in item.get("revisions") or [None]:
             out.add((item["rule"], item["severity"], revision))
     return out
@@ -137,8 +64,9 @@ def _modern(method: str, params: dict[str, Any], rid: int) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": meta}}
 
 
-async def _stdio_answer(peer: Peer, revision: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    async with RawStdio(peer.argv, env={**os.environ, **peer.env}) as raw:
+async def _stdio_answer(argv: list[str], env: dict[str, str], revision: str, method: str,
+                        params: dict[str, Any]) -> dict[str, Any]:
+    async with RawStdio(argv, env={**os.environ, **env}) as raw:
         if revision == "2026-07-28":
             await raw.send(_modern(method, params, 7))
             return await raw.answer(7)
@@ -160,24 +88,25 @@ async def _http_answer(url: str, revision: str, method: str, params: dict[str, A
         return await raw.request(7, method, params)
 
 
-async def _answer(peer: Peer, target: Any, revision: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    if peer.http:
+async def _answer(p: Peer, target: Any, env: dict[str, str], revision: str, method: str,
+                  params: dict[str, Any]) -> dict[str, Any]:
+    if p.http:
         return await _http_answer(target, revision, method, params)
-    return await _stdio_answer(peer, revision, method, params)
+    return await _stdio_answer(target, env, revision, method, params)
 
 
-async def _verify(peer: Peer, target: Any, item: dict[str, Any]) -> None:
+async def _verify(p: Peer, target: Any, env: dict[str, str], item: dict[str, Any]) -> None:
     """Send the request behind ``item`` raw and see the behaviour the finding describes."""
     probe = item["probe"]
     if probe == "unknown-tool":
         for revision in item["revisions"]:
-            answer = await _answer(peer, target, revision, "tools/call",
+            answer = await _answer(p, target, env, revision, "tools/call",
                                    {"name": "raw-probe-no-such-tool", "arguments": {}})
             assert "error" not in answer and answer["result"].get("isError") is True, (revision, answer)
     elif probe == "resource-not-found":
         for revision in item["revisions"]:
-            answer = await _answer(peer, target, revision, "resources/read", {"uri": item["uri"]})
-            assert answer.get("error", {}).get("code") == -32602, (revision, answer)  # not the -32002 asked for
+            answer = await _answer(p, target, env, revision, "resources/read", {"uri": item["uri"]})
+            assert answer.get("error", {}).get("code") == item.get("code", -32602), (revision, answer)
     elif probe in ("origin", "host"):
         async with RawHttp(target) as raw:
             extra = {"Origin": EVIL_ORIGIN} if probe == "origin" else {"Host": "evil.example"}
@@ -195,38 +124,139 @@ async def _verify(peer: Peer, target: Any, item: dict[str, Any]) -> None:
             status, _, _ = await raw.post({"jsonrpc": "2.0", "id": 9, "method": "ping"})
             raw.session = None
         assert status == 400, status  # 404 is what the spec asks for
+    elif probe == "unknown-tool-code":
+        for revision in item["revisions"]:
+            answer = await _answer(p, target, env, revision, "tools/call",
+                                   {"name": "raw-probe-no-such-tool", "arguments": {}})
+            assert answer.get("error", {}).get("code") == item["code"], (revision, answer)
+    elif probe in ("tool-description", "tool-schema"):
+        revision = (item.get("revisions") or ["2025-11-25"])[0]
+        tools = (await _answer(p, target, env, revision, "tools/list", {}))["result"]["tools"]
+        [tool] = [t for t in tools if t["name"] == item["tool"]]
+        if probe == "tool-description":  # the description, or one in its inputSchema
+            longest = max(_strings(tool), key=len)
+            assert len(longest) > item["over"], len(longest)
+        else:
+            assert item["contains"] in json.dumps(tool["inputSchema"]), tool["inputSchema"]
+    elif probe == "stdout-noise":
+        lines = await _stdout_lines(target, env)
+        assert item["line"] in lines, lines
     else:
         raise AssertionError(f"no raw probe {probe!r}")
 
 
-PEERS = ["sdk-stdio", "sdk-http", "ts-stdio", "ts-http", "everything-stdio", "everything-http", "filesystem-stdio",
-         "memory-stdio"]
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        node = list(node.values())
+    return [text for child in node for text in _strings(child)] if isinstance(node, list) else []
 
 
-@pytest.mark.asyncio
-@pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", PEERS)
-async def test_a_peer_gets_exactly_its_reviewed_findings(name: str, tmp_path: Path) -> None:
-    spec = _expectations(name)
-    peer = _peer(name, tmp_path)
-    with serving(peer) as target:
-        report = await run_checks(target, progress=False, inherit_env=list(peer.env))
-        got = {(f.rule, f.severity, f.revision) for f in report.failed()}
-        assert got == _expected_failures(spec), [f.to_dict() for f in report.failed()]
-        assert report.error is None and report.incomplete is None
-        assert report.exit_code == spec["exit_code"]
-        assert report.tools_called == []  # the default calls no tool
-        for item in spec.get("finding", []):
-            await _verify(peer, target, item)
+async def _stdout_lines(argv: list[str], env: dict[str, str]) -> list[str]:
+    """What a stdio server writes on stdout up to its answer to initialize, line by line."""
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **env},
+                                                limit=2**24)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = []
+    try:
+        proc.stdin.write(json.dumps(initialize("2025-11-25")).encode() + b"\n")
+        await proc.stdin.drain()
+        async with asyncio.timeout(60):
+            while line := await proc.stdout.readline():
+                lines.append(line.decode(errors="replace").rstrip("\n"))
+                if line.startswith(b"{") and json.loads(line).get("id") == 1:
+                    break
+    finally:
+        proc.kill()
+        await proc.wait()
+    return lines
+
+
+# ------------------------------------------------------------------ the runs, a few at a time
+
+
+@dataclass
+class Outcome:
+    failed: set[tuple[str, str, str | None]] = field(default_factory=set)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    incomplete: str | None = None
+    exit_code: int = -1
+    tools_called: list[Any] = field(default_factory=list)
+    #: why a finding could not be seen again raw, or None
+    unverified: str | None = None
+
+
+async def _check(name: str, tmp: Path) -> Outcome:
+    spec = expectations(name)
+    p = peer(name, tmp)
+    with serving(p) as (target, env):
+        report = await run_checks(target, progress=False, env=env)
+        out = Outcome({(f.rule, f.severity, f.revision) for f in report.failed()},
+                      [f.to_dict() for f in report.failed()], report.error, report.incomplete, report.exit_code,
+                      report.tools_called)
+        if out.failed == _expected_failures(spec):
+            for item in spec["finding"]:
+                try:
+                    await _verify(p, target, env, item)
+                except Exception as exc:  # noqa: BLE001 - reported by the setup's test
+                    out.unverified = f"{item['rule']} ({item['probe']}): {type(exc).__name__}: {exc}"
+                    break
+    return out
+
+
+def _one(name: str) -> Outcome | BaseException:
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"peer-{name}-") as tmp:
+            return asyncio.run(_check(name, Path(tmp)))
+    except BaseException as exc:  # noqa: BLE001 - a skip or failure belongs to the setup's own test
+        return exc
+
+
+@pytest.fixture(scope="module")
+def outcomes(request: pytest.FixtureRequest) -> dict[str, Outcome | BaseException]:
+    """The run of every setup whose test was selected (-k one runs one)."""
+    names = [item.callspec.params["name"] for item in request.session.items
+             if getattr(item, "originalname", None) == "test_a_peer_gets_exactly_its_reviewed_findings"]
+    node_dir()  # installed once, before the threads ask for them
+    py_venv()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        return dict(zip(names, pool.map(_one, names)))
+
+
+#: setups whose expectation assumes a rule fix made beside this corpus: strict, so that the fix's
+#: arrival (an unexpected pass) says to drop the entry
+AWAITING = {
+    name: "capabilities.backed fails a server that declares resources and answers resources/templates/list "
+          "with -32601 (it lists no templates): a false positive, fixed on its own branch"
+    for name in ("kubernetes-stdio", "puppeteer-stdio")
+}
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=AWAITING[n], strict=True))
+                                  if n in AWAITING else n for n in NAMES])
+def test_a_peer_gets_exactly_its_reviewed_findings(name: str, outcomes: dict[str, Any]) -> None:
+    spec = expectations(name)
+    out = outcomes[name]
+    if isinstance(out, BaseException):
+        raise out
+    assert out.failed == _expected_failures(spec), out.failures
+    assert out.error is None and out.incomplete is None, (out.error, out.incomplete)
+    assert out.exit_code == spec["exit_code"]
+    assert out.tools_called == []  # the default calls no tool
+    assert out.unverified is None, out.unverified
 
 
 def test_every_expectation_file_is_reviewed() -> None:
-    """Each finding says why it is right and quotes the spec; each file belongs to a peer."""
-    assert sorted(p.stem for p in EXPECTED.glob("*.toml")) == sorted(PEERS)
-    for name in PEERS:
-        spec = _expectations(name)
+    """Each finding says why it is right and quotes the spec; each file belongs to a setup."""
+    assert sorted(p.stem for p in EXPECTED.glob("*.toml") if p.stem != "findings") == sorted(NAMES)
+    for name in NAMES:
+        spec = expectations(name)
         assert spec["peer"] and spec["exit_code"] in (0, 1)
-        must = any(item["severity"] == "error" for item in spec.get("finding", []))
+        must = any(item["severity"] == "error" for item in spec["finding"])
         assert spec["exit_code"] == (1 if must else 0), name  # a MUST-clean server exits 0
-        for item in spec.get("finding", []):
+        for item in spec["finding"]:
             assert item["why"].strip() and item["quote"].strip() and item["probe"], (name, item["rule"])

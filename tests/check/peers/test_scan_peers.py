@@ -20,7 +20,7 @@ import pytest
 
 from mcpkit import Client
 from mcpkit.proxy.scan import scan_listing
-from tests.check.peers.test_peers import HERE, ROOT, _peer, serving
+from tests.check.peers.corpus import HERE, ROOT, peer, serving
 from tests.conftest import component_missing
 
 #: (errors, warnings) per server; docs/security.md has the same table
@@ -84,9 +84,8 @@ async def test_no_real_server_gets_an_error_finding(name: str, tmp_path: Path) -
     if argv is not None:
         listing = await _listing(argv, **options)
     else:
-        peer = _peer(name, tmp_path)
-        with serving(peer) as target:
-            listing = await _listing(target, inherit_env=list(peer.env))
+        with serving(peer(name, tmp_path)) as (target, env):
+            listing = await _listing(target, env=env or None)
     assert listing["tools"], name  # the server was read, not an empty answer
     found = scan_listing(listing)
     errors = [f.line() for f in found if f.severity == "error"]

@@ -27,6 +27,9 @@ def _host_rule(host_id: str) -> Callable[[CheckContext], Awaitable[list[Finding]
     host = HOSTS[host_id]
 
     async def check(ctx: CheckContext) -> list[Finding]:
+        first = await ctx.options.settled_first_answer()
+        if first and ctx.revision != first:  # read once, on the first connection, as the poisoning scan
+            raise ctx.skip(f"the tools are checked under {first}")
         seen: dict[str, str] = ctx.options.__dict__.setdefault(_SEEN, {})
         if host_id in seen:
             raise ctx.skip(f"the tools were checked under {seen[host_id]}")

@@ -40,8 +40,8 @@ async def _findings(ctx: CheckContext) -> list[Finding]:
 
 
 async def _report(ctx: CheckContext, rule_id: str) -> list[Result]:
-    first = ctx.options.first_answer
-    if first is not None and ctx.revision != first:  # None: this is the first connection
+    first = await ctx.options.settled_first_answer()
+    if first is not None and ctx.revision != first:  # None: no first connection to wait for
         raise Skip(f"read once, on the {first or 'first'} connection")
     found, count = await _findings(ctx)
     out = [ctx.fail(f.line(), kind=f.kind, item=f.item, path=f.path, excerpt=f.excerpt)

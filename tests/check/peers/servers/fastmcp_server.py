@@ -2,7 +2,8 @@
 poisoning scan's count of false alarms (test_scan_peers.py): ``python fastmcp_server.py tracker``
 is an issue tracker with an API token in its configuration, ``python fastmcp_server.py assistant``
 a writing assistant whose tools call a language model (a ``system_prompt`` and ``max_tokens`` of
-its own, which ask the model for nothing of its context).
+its own, which ask the model for nothing of its context). ``... tracker --http PORT`` serves
+Streamable HTTP on 127.0.0.1:PORT/mcp. The corpus of tests/check/peers runs ``mcpkit check`` on them.
 """
 
 import sys
@@ -96,4 +97,8 @@ def assistant() -> FastMCP:
 
 
 if __name__ == "__main__":
-    {"tracker": tracker, "assistant": assistant}[sys.argv[1]]().run(show_banner=False, log_level="WARNING")
+    server = {"tracker": tracker, "assistant": assistant}[sys.argv[1]]()
+    if sys.argv[2:3] == ["--http"]:  # Streamable HTTP on 127.0.0.1:PORT/mcp, as the documentation runs it
+        server.run(transport="http", host="127.0.0.1", port=int(sys.argv[3]), show_banner=False, log_level="WARNING")
+    else:
+        server.run(show_banner=False, log_level="WARNING")
