@@ -30,8 +30,6 @@ from mcpkit.protocol.revisions import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_
 from tests.check.peers.corpus import NAMES, Peer, node_dir, peer, py_venv, serving
 from tests.check.peers.raw import RawHttp, RawStdio, initialize
 
-#: each test starts what it needs: a parallel run spreads them over its workers (tests/conftest.py)
-SPLIT_ACROSS_WORKERS = True
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected"
 #: rule -> its usual why, quote and probe, for the expectation files to refer to
@@ -226,18 +224,8 @@ def outcomes(request: pytest.FixtureRequest) -> dict[str, Outcome | BaseExceptio
         return dict(zip(names, pool.map(_one, names)))
 
 
-#: setups whose expectation assumes a rule fix made beside this corpus: strict, so that the fix's
-#: arrival (an unexpected pass) says to drop the entry
-AWAITING = {
-    name: "capabilities.backed fails a server that declares resources and answers resources/templates/list "
-          "with -32601 (it lists no templates): a false positive, fixed on its own branch"
-    for name in ("kubernetes-stdio", "puppeteer-stdio")
-}
-
-
 @pytest.mark.timeout(1500)
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=AWAITING[n], strict=True))
-                                  if n in AWAITING else n for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_a_peer_gets_exactly_its_reviewed_findings(name: str, outcomes: dict[str, Any]) -> None:
     spec = expectations(name)
     out = outcomes[name]
