@@ -363,7 +363,8 @@ def _labelled(headers: Any) -> str:
 
 
 @rule(
-    "http.content-type", example="text_plain", keyword="MUST", requirements=("HL-06",), scope="server", transports=("http",),
+    "http.content-type", example="text_plain",
+    keyword="MUST", requirements=("HL-06",), scope="server", transports=("http",),
     title="a POSTed request is answered with Content-Type application/json or text/event-stream",
     fix="label the answer to a request Content-Type: application/json (one JSON object) or text/event-stream "
     "(an SSE stream), nothing else",
@@ -398,7 +399,8 @@ VISIBLE_ASCII = frozenset(chr(c) for c in range(0x21, 0x7F))
 
 
 @rule(
-    "http.session-id", example="session_id_space", keyword="MUST", requirements=("HL-15",), scope="server", transports=("http",),
+    "http.session-id", example="session_id_space",
+    keyword="MUST", requirements=("HL-15",), scope="server", transports=("http",),
     revisions=since("2025-03-26")[:-1],
     title="a session id holds only visible ASCII characters (0x21 to 0x7E)",
     fix="mint session ids from visible ASCII only (a UUID, a hex or base64url token): no space, no control "
@@ -427,7 +429,8 @@ async def check_session_id(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "http.get-stream", example="get_json", keyword="MUST", requirements=("HL-11",), scope="server", transports=("http",),
+    "http.get-stream", example="get_json",
+    keyword="MUST", requirements=("HL-11",), scope="server", transports=("http",),
     title="a GET on the endpoint is answered with an SSE stream (text/event-stream) or 405",
     fix="answer GET on the MCP endpoint with Content-Type: text/event-stream (the stream of server messages) or "
     "405 Method Not Allowed when you offer none; never a JSON or HTML page",

@@ -13,7 +13,8 @@ REFUSALS = (-32601, -32600)
 
 
 @rule(
-    "tasks.required", example="task_required_runs --call-tools", keyword="MUST", requirements=("TK-03",), revisions=("2025-11-25",),
+    "tasks.required", example="task_required_runs --call-tools",
+    keyword="MUST", requirements=("TK-03",), revisions=("2025-11-25",),
     title="a tool with execution.taskSupport \"required\" called without a task is refused (-32601), not run",
     fix="answer tools/call of a tool whose execution.taskSupport is \"required\" with -32601 when the request "
     "has no task field, before running anything",

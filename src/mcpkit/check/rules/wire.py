@@ -37,7 +37,8 @@ def _judge(ctx: CheckContext, kind: str, what: str) -> list[Finding]:
 
 
 @rule(
-    "protocol.error-object", example="error_object --rule capabilities.backed", keyword="MUST", requirements=("BP-06",), scope="server",
+    "protocol.error-object", example="error_object --rule capabilities.backed",
+    keyword="MUST", requirements=("BP-06",), scope="server",
     title="every error response has an integer code and a string message",
     fix="answer errors with {\"code\": <integer>, \"message\": \"<one sentence>\"} (and data if you like); "
     "the code is a number such as -32602, never a string",
@@ -53,7 +54,8 @@ async def check_error_object(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "protocol.result-or-error", example="result_and_error --rule capabilities.backed", keyword="MUST", requirements=("BP-07",), scope="server",
+    "protocol.result-or-error", example="result_and_error --rule capabilities.backed",
+    keyword="MUST", requirements=("BP-07",), scope="server",
     title="no response has both result and error",
     fix="send either result or error in a response, never both",
     quote="Either a result or an error MUST be set. A response MUST NOT set both.",
@@ -80,7 +82,8 @@ async def check_response_id(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "progress.token", example="progress_foreign_token --call-tools --rule tools.read-only-output", keyword="MUST", requirements=("PR-02",), scope="server",
+    "progress.token", example="progress_foreign_token --call-tools --rule tools.read-only-output",
+    keyword="MUST", requirements=("PR-02",), scope="server",
     title="progress notifications name only a progressToken a request carried",
     fix="send notifications/progress only with the progressToken of the request being worked on, "
     "unchanged, and none for a request that carried no token",
@@ -101,7 +104,8 @@ async def check_progress_token(ctx: CheckContext) -> list[Finding]:
 
 
 @rule(
-    "progress.increases", example="progress_down --call-tools --rule tools.read-only-output", keyword="MUST", requirements=("PR-03",), scope="server",
+    "progress.increases", example="progress_down --call-tools --rule tools.read-only-output",
+    keyword="MUST", requirements=("PR-03",), scope="server",
     title="the progress value of one token increases with every notification",
     fix="report progress as a running total that only grows (send nothing when it does not move)",
     quote="The progress value MUST increase with each notification, even if the total is unknown.",
