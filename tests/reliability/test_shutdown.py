@@ -260,7 +260,9 @@ def test_stdio_a_call_past_the_deadline_is_cancelled_and_the_server_exits_0(mark
         markers.wait(tag, "started")
         server.proc.send_signal(sig)
         assert server.wait(STEP) == 0
-        assert markers.read(tag, "finally") == "cancelled"
+        # behind the proxy the handler runs in the upstream's process, which may finish its
+        # cancellation a moment after the proxy has exited (a loaded machine showed it)
+        assert markers.wait(tag, "finally") == "cancelled"
         assert not has_traceback(server.stderr()), server.stderr()[-3000:]
     finally:
         server.kill()
