@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -126,6 +127,34 @@ async def test_a_change_is_diffed_and_announced_once(backend: Backend, wire: Any
             assert sum(1 for m in backend.received if m.get("method") == "tools/call") == calls
             with pytest.raises(RpcError, match="Unknown tool"):
                 await h.request("tools/call", {"name": "greet", "arguments": {"who": "x"}})
+    finally:
+        bridge.stop()
+
+
+@pytest.mark.req("TL-13")
+@pytest.mark.asyncio
+async def test_a_client_that_connects_after_wait_up_gets_no_late_notification(
+        backend: Backend, wire: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The server hears of the bridge coming up on the bridge's thread, after whoever waited
+    # subscribed; a slow thread (a loaded machine) must not let wait_up return first, or the
+    # client below would get a list_changed for a change that happened before it connected.
+    announce = Server._bridge_changed
+
+    def slowly(self: Server, bridge: Any) -> None:
+        threading.Event().wait(0.3)
+        announce(self, bridge)
+
+    monkeypatch.setattr(Server, "_bridge_changed", slowly)
+    server = Server("mirror")
+    bridge = bridge_for(backend)
+    server.mirror(bridge)
+    bridge.start()
+    try:
+        assert await bridge.wait_up(20)
+        async with connect(server, wire) as h:
+            assert names(await h.request("tools/list")) == ["double", "greet"]
+            await asyncio.sleep(0.6)
+            assert h.notifications_of(CHANGED) == []
     finally:
         bridge.stop()
 

@@ -415,6 +415,53 @@ def test_callbacks_run_outside_the_lock_and_may_use_the_bridge() -> None:
     assert looked == [(False, {"connects": 1, "disconnects": 1, "failures": 1, "probes": 1})]
 
 
+@pytest.mark.asyncio
+async def test_wait_up_returns_once_every_callback_has_seen_the_transition() -> None:
+    # A server subscribes when its first tool needs the bridge, often after someone already
+    # waits: the waiter must not return while the server has yet to list and announce the
+    # tools, or a client connecting next gets a late list_changed for a change before it came.
+    peer, clock = Peer(), Clock()
+    bridge = Bridge("editor", peer.connect, probe=peer.probe, close=peer.close, clock=clock)
+    waiting = asyncio.ensure_future(bridge.wait_up(10))
+    await asyncio.sleep(0)  # the waiter subscribes first
+    announced = threading.Event()
+
+    def slow_server(up: bool) -> None:
+        threading.Event().wait(0.3)
+        announced.set()
+
+    bridge.on_change(slow_server)
+    stepping = asyncio.get_running_loop().run_in_executor(None, bridge.step)
+    assert await waiting is True
+    assert announced.is_set()
+    await stepping
+
+
+@pytest.mark.asyncio
+async def test_wait_up_on_an_up_bridge_still_waits_for_a_transition_being_delivered() -> None:
+    peer, clock = Peer(), Clock()
+    bridge = Bridge("editor", peer.connect, probe=peer.probe, close=peer.close, clock=clock)
+    entered, release, done = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_server(up: bool) -> None:
+        entered.set()
+        release.wait(5)
+        done.set()
+
+    bridge.on_change(slow_server)
+    stepping = asyncio.get_running_loop().run_in_executor(None, bridge.step)
+    assert await asyncio.get_running_loop().run_in_executor(None, entered.wait, 5)
+    assert bridge.up  # up already, but its callbacks are still being told
+    waiting = asyncio.ensure_future(bridge.wait_up(10))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()
+    release.set()
+    assert await waiting is True and done.is_set()
+    await stepping
+    assert await bridge.wait_up(0) is True  # settled: at once
+    assert not bridge._waiters
+
+
 def test_close_errors_are_swallowed() -> None:
     peer, clock = Peer(), Clock()
 

@@ -122,6 +122,9 @@ class Bridge:
         self._callbacks: list[Callable[[bool], None]] = []
         self._pending: list[bool] = []  # transitions not yet delivered, in order
         self._draining = False
+        # wait_up's listeners: told of a transition once every on_change callback has run, so
+        # whoever waited sees a server that has already shown (and announced) what needs the bridge
+        self._waiters: list[Callable[[bool], None]] = []
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()  # one per thread run; set by stop()
         self._wake = threading.Event()  # cuts the loop's wait short after an outside change
@@ -172,24 +175,25 @@ class Bridge:
         """Wait until the bridge is up (True) or ``timeout`` seconds pass (False).
 
         For start-up ("wait for the editor before serving") and tests; the bridge's own thread
-        does the connecting, this only listens for the transition.
+        does the connecting, this only listens for the transition. It returns once every
+        :meth:`on_change` callback has seen the transition: a server has already listed (and
+        announced) the tools that need the bridge, so a client that connects next sees them
+        and gets no late ``list_changed`` for a change that happened before it came.
         """
         import asyncio
 
-        if self._up:
-            return True
         loop = asyncio.get_running_loop()
         arrived = loop.create_future()
 
-        def on_change(up: bool) -> None:
+        def on_delivered(up: bool) -> None:
             if up:
                 loop.call_soon_threadsafe(lambda: arrived.done() or arrived.set_result(True))
 
         with self._lock:
-            self._callbacks.append(on_change)
+            if self._up and not self._pending and not self._draining:
+                return True  # up, and every callback has been told
+            self._waiters.append(on_delivered)
         try:
-            if self._up:  # came up between the first check and the subscription
-                return True
             try:
                 await asyncio.wait_for(arrived, timeout)
             except TimeoutError:
@@ -197,7 +201,7 @@ class Bridge:
             return True
         finally:
             with self._lock:
-                self._callbacks.remove(on_change)
+                self._waiters.remove(on_delivered)
 
     # --- calls (the hot path) ---------------------------------------------------------------
 
@@ -499,6 +503,10 @@ class Bridge:
                         callback(up)
                     except Exception:
                         logger.exception("bridge %s: on_change callback %r failed", self.name, callback)
+                with self._lock:  # read after the callbacks: a waiter that came meanwhile is told too
+                    waiters = tuple(self._waiters)
+                for waiter in waiters:
+                    waiter(up)
         except BaseException:
             with self._lock:
                 self._draining = False
