@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import warnings
 
 import pytest
@@ -59,6 +61,45 @@ async def test_a_bridge_that_dies_and_returns_hides_and_restores_its_tools(wire)
     assert len(changes) == 3  # up, down, up: each transition announced once
     assert [a["code"] for a in audit.lines if a["tool"] == "open_file"] == [
         "E_NOT_CONNECTED", None, "E_NOT_CONNECTED", None]
+
+
+@pytest.mark.asyncio
+async def test_a_list_made_as_the_bridge_comes_up_shows_its_tools(wire):
+    # The server hears of a transition a moment after the bridge's up changes, on the bridge's
+    # thread; a tools/list in that moment served the list cached while the bridge was down.
+    clock, peer = Clock(), Peer()
+    editor = Bridge("editor", peer.connect, probe=peer.probe, close=peer.close, jitter=0.0, clock=clock)
+    entered, release = threading.Event(), threading.Event()
+
+    def descheduled(up: bool) -> None:  # told before the server: its thread stalls here
+        if up:
+            entered.set()
+            release.wait(5)
+
+    editor.on_change(descheduled)
+    server = Server("b")
+
+    @server.tool(read_only=True)
+    def status() -> str:
+        return "fine"
+
+    @server.tool(requires=editor)
+    def open_file(path: str) -> str:
+        return path
+
+    loop = asyncio.get_running_loop()
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        assert await names(c) == ["status"]  # listed (and cached) while down
+        stepping = loop.run_in_executor(None, editor.step)
+        try:
+            assert await loop.run_in_executor(None, entered.wait, 5)
+            assert editor.up
+            assert await names(c) == ["status", "open_file"]
+        finally:
+            release.set()
+            await stepping
+        await c.wait_notification("notifications/tools/list_changed", 1)
+        assert await names(c) == ["status", "open_file"]
 
 
 def test_a_credential_parameter_warns_once_with_the_fix():

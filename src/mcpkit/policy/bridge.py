@@ -110,6 +110,7 @@ class Bridge:
         self._gen = 0
         # What callbacks were last told, and the hot path's one-read answer to "up?".
         self._up = False
+        self._transitions = 0  # how many times _up changed
         self._breaker: BreakerState = "closed"
         self._open_until = 0.0
         self._consecutive = 0  # consecutive call failures (the breaker's count)
@@ -135,6 +136,14 @@ class Bridge:
     def up(self) -> bool:
         """Connected and the breaker not open: calls go through."""
         return self._up
+
+    @property
+    def transitions(self) -> int:
+        """How many times :attr:`up` has changed. :meth:`on_change` callbacks run a moment after
+        ``up`` changes, on whichever thread changed it: what is cached from the bridge's state (a
+        server's tools/list) compares this with the count it was made under, not to serve, in
+        that moment, what was true before."""
+        return self._transitions
 
     @property
     def connection(self) -> Any:
@@ -428,6 +437,7 @@ class Bridge:
         if up == self._up:
             return None
         self._up = up
+        self._transitions += 1
         self._pending.append(up)
         return up
 

@@ -151,6 +151,7 @@ class Server(Registrations, SkillRegistrations):
         # bumped on every registry change: a list built while another thread changed the
         # registries (a bridge's mirror) is answered but not cached
         self._cache_gen = 0
+        self._cache_bridges: dict[tuple[str, ...], tuple[int, ...]] = {}  # tools/list: the bridges' transitions it saw
         self._sessions: set[Any] = set()
         self._listeners: set[Any] = set()  # open subscriptions/listen streams (2026-07-28)
         self._warmed = False
@@ -702,9 +703,13 @@ class Server(Registrations, SkillRegistrations):
     def _items(self, kind: str, rev: Revision, host: str | None = None) -> list[dict[str, Any]]:
         key = (kind, rev.version, host) if host is not None else (kind, rev.version)
         cached = self._cache.get(key)
-        if cached is not None:
+        bridges = self._bridges if kind == "tools" else None
+        if cached is not None and (not bridges or self._cache_bridges.get(key) == _transitions(bridges)):
             return cached
         gen = self._cache_gen
+        # read before the tools are: a bridge that comes or goes meanwhile makes a stale entry
+        # that the next list does not serve (the server hears of it a moment after up changes)
+        seen = _transitions(bridges) if bridges else None
         if kind == "tools":
             items = []
             for tool in list(self._tools.values()):  # a copy: another thread may register tools
@@ -731,6 +736,8 @@ class Server(Registrations, SkillRegistrations):
                 items.append(d)
         if gen == self._cache_gen:
             self._cache[key] = items
+            if seen is not None:
+                self._cache_bridges[key] = seen
         return items
 
     def list_page(self, kind: str, rev: Revision, cursor: Any, client_info: dict[str, Any] | None = None,
@@ -897,6 +904,10 @@ class Server(Registrations, SkillRegistrations):
 
             print(f"mcpkit: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None
+
+
+def _transitions(bridges: dict[int, Any]) -> tuple[int, ...]:
+    return tuple(getattr(bridge, "transitions", 0) for bridge in bridges.values())
 
 
 def _entry(module: str, name: str) -> Any:
