@@ -136,3 +136,16 @@ def test_check_runs_the_script_as_itself_with_or_without_dashes(script: Path, da
     report = json.loads(done.stdout)
     assert report["error"] is None
     assert report["negotiated"] == {"2025-11-25": "2025-06-18"}  # the script answered its handshake
+
+
+@pytest.mark.parametrize("dashes", [False, True])
+@pytest.mark.asyncio
+async def test_the_proxy_runs_the_script_as_itself(script: Path, dashes: bool) -> None:
+    # `mcpkit proxy PATH` split the path as a command line and ran it as a program: a script
+    # that is not executable failed, where `mcpkit list PATH` ran it
+    from mcpkit.client import Client
+
+    async with Client(mcpkit_command("proxy", *(["--"] if dashes else []), str(script))) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["echo"]
+        result = await client.call_tool("echo", {"text": "hi"})
+        assert result["content"][0]["text"] == "echo: hi"

@@ -308,6 +308,28 @@ def test_targets_are_urls_or_command_lines_with_an_optional_name() -> None:
         parse_target("  ")
 
 
+@aio
+async def test_a_server_file_target_is_served_as_every_other_command_serves_it(tmp_path: Path) -> None:
+    # `mcpkit proxy server.py` ran "server.py" as a program ("not executable; chmod +x it"),
+    # where `mcpkit list server.py` serves it
+    server = tmp_path / "weather.py"
+    server.write_text("from mcpkit import Server\nserver = Server('weather')\n\n"
+                      "@server.tool\ndef forecast(city: str) -> str:\n    return f'sun in {city}'\n")
+    async with Client([*PROXY, f"w={server}"]) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["forecast"]
+        result = await client.call_tool("forecast", {"city": "Oslo"})
+        assert result["content"][0]["text"] == "sun in Oslo"
+    spec = parse_target(str(server))
+    assert spec.target == [sys.executable, "-m", "mcpkit", "serve", str(server)]
+
+
+def test_a_server_file_that_is_not_there_is_one_line(tmp_path: Path) -> None:
+    gone = tmp_path / "gone.py"
+    done = subprocess.run([*PROXY, str(gone)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"mcpkit proxy: no such file: {gone}", done.stderr
+
+
 def test_mcp_servers_files_as_hosts_write_them(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.setenv("TICKETS_TOKEN", "s3cret")
     path = tmp_path / "mcp.json"

@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..hostschemas import SETTINGS as HOST_SCHEMAS
 
     parser.add_argument("targets", nargs="*", metavar="TARGET",
-                        help="[NAME=]URL or [NAME=]\"command line\"; or give one command after --")
+                        help="[NAME=]URL, [NAME=]\"command line\" or [NAME=]PATH (a server.py, a program, a script); "
+                             "or give one command after --")
     parser.add_argument("--config", metavar="FILE", help="an mcpServers JSON file (Claude Desktop, Cursor)")
     parser.add_argument("--name", help="the proxy's server name (default: the upstream's, or mcpkit-proxy)")
     parser.add_argument("--prefix", help="prefix a single upstream's names with this (several are prefixed by name)")

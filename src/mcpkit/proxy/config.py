@@ -106,7 +106,7 @@ def specs_of(targets: list[str], command: list[str] | None, config: str | None,
         raise ConfigError(f'{wrong} (to set a value, give the upstream an "env" in --config)')
     specs = [parse_target(text) for text in targets]
     if command:
-        specs.append(UpstreamSpec(None, list(command), "stdio"))
+        specs.append(UpstreamSpec(None, _as_run(list(command)), "stdio"))
     if config:
         specs.extend(load_mcp_servers(config))
     given = {}
@@ -128,8 +128,9 @@ def specs_of(targets: list[str], command: list[str] | None, config: str | None,
 
 
 def parse_target(text: str) -> UpstreamSpec:
-    """``[NAME=]TARGET``: a URL (Streamable HTTP; ``sse+https://...`` for legacy SSE) or a
-    command line as one shell-quoted string."""
+    """``[NAME=]TARGET``: a URL (Streamable HTTP; ``sse+https://...`` for legacy SSE), a command
+    line as one shell-quoted string; a lone path runs as every other command runs it (a server.py
+    is served, a program or ``#!`` script runs as itself)."""
     name = None
     head, eq, rest = text.partition("=")
     if eq and _NAME.fullmatch(head) and rest and "://" not in head:
@@ -141,7 +142,20 @@ def parse_target(text: str) -> UpstreamSpec:
     argv = shlex.split(text)
     if not argv:
         raise ConfigError(f"empty target {text!r}: give a URL or a command line")
-    return UpstreamSpec(name, argv, "stdio")
+    return UpstreamSpec(name, _as_run(argv), "stdio")
+
+
+def _as_run(argv: list[str]) -> list[str]:
+    """A lone path runs as it does for every other command (targets.py): a server.py is
+    served, a program or a ``#!`` script runs as itself, executable or not."""
+    if len(argv) != 1 or not (argv[0].endswith(".py") or os.path.isfile(argv[0])):
+        return argv
+    from ..targets import TargetError, resolve
+
+    try:
+        return resolve(argv[0]).command()
+    except TargetError as exc:
+        raise ConfigError(str(exc).removeprefix("mcpkit: ")) from None
 
 
 def _expand(value: Any, where: str) -> Any:
