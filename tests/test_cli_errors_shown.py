@@ -76,3 +76,44 @@ def test_a_reader_that_goes_is_no_error_to_print(tmp_path):
     err = proc.stderr.read()
     assert proc.wait(60) == 141, err  # as a command that SIGPIPE ended
     assert err == "", err
+
+
+#: a server (no SDK) that logs about a failure just after it answers, as a buffered logger does
+LOGS_AFTER = r'''
+import json, sys, time
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg["method"]
+    if method == "initialize":
+        reply = {"result": {"protocolVersion": "2025-06-18", "serverInfo": {"name": "late", "version": "1"},
+                            "capabilities": {"tools": {}, "resources": {}}}}
+    elif method == "tools/list":
+        reply = {"result": {"tools": [{"name": "sync", "inputSchema": {"type": "object"}}]}}
+    elif method == "tools/call":
+        reply = {"result": {"content": [{"type": "text", "text": "sync failed"}], "isError": True}}
+    else:
+        reply = {"error": {"code": -32603, "message": "Internal error"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], **reply}), flush=True)
+    if method in ("tools/call", "resources/read"):
+        time.sleep(0.3)
+        print(f"ERROR {method}: the database refused the connection", file=sys.stderr, flush=True)
+'''
+
+
+@pytest.mark.parametrize("command", [["call", "sync"], ["read", "db://x"]])
+def test_what_the_server_logs_just_after_it_answers_is_shown(tmp_path, command):
+    # the stderr was read while the client was open, before its reader had what the server
+    # wrote as (or just after) it answered: the line that said why was missing
+    import sys
+
+    server = tmp_path / "late.py"
+    server.write_text(LOGS_AFTER)
+    done = subprocess.run(mcpkit_command(command[0], f"{sys.executable} {server}", *command[1:]),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    shown = done.stderr.split("--- the server's stderr ---\n", 1)
+    assert len(shown) == 2, done.stderr
+    assert f"ERROR {'tools/call' if command[0] == 'call' else 'resources/read'}: the database refused" in shown[1]

@@ -143,7 +143,8 @@ def run(coro: Any) -> int:
             # the server's log line about it names this id (an opaque -32603 names nothing else)
             message = f"{message.rstrip('.')} (correlation id {cid})."
         print(f"mcpkit: {message}", file=sys.stderr)
-        tail = stderr_tail(getattr(exc, "server_stderr", ""))
+        # read now, the client closed: its readers have drained what the server wrote last
+        tail = stderr_tail(getattr(getattr(exc, "stderr_of", None), "stderr", ""))
         if tail:
             print(f"--- the server's stderr ---\n{tail}", file=sys.stderr)
         # a command line that cannot be started is a mistake in the TARGET, as a missing file is
@@ -159,7 +160,8 @@ def stderr_tail(stderr: str, lines: int = 20) -> str:
 
 class with_stderr:  # noqa: N801 - used as a context manager, read as a phrase
     """``async with client_for(...) as client, with_stderr(client):`` an RpcError leaving the
-    block carries the server's stderr (``server_stderr``), for :func:`run` to show with it."""
+    block carries the client (``stderr_of``), for :func:`run` to show the server's stderr with
+    it once the client is closed: a server writes about a failure as it answers, or just after."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -171,7 +173,7 @@ class with_stderr:  # noqa: N801 - used as a context manager, read as a phrase
         from .client import RpcError
 
         if isinstance(exc, RpcError):
-            exc.server_stderr = self.client.stderr  # type: ignore[attr-defined]
+            exc.stderr_of = self.client  # type: ignore[attr-defined]
 
 
 def unauthorized(exc: Any) -> str:

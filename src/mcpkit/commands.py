@@ -245,7 +245,8 @@ async def _call(args: argparse.Namespace) -> int:
             result = await client.call_tool(args.tool, arguments, progress=progress)
         finally:
             progress.done()
-        stderr = client.stderr if result.get("isError") else ""
+    # read once the client is closed: its readers have drained what the server wrote last
+    stderr = client.stderr if result.get("isError") else ""
     if args.raw:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     elif result.get("isError"):
