@@ -143,3 +143,24 @@ def test_the_walk_sees_imports() -> None:
     assert "protocol" in graph["server"]
     assert "server" in graph["policy"]  # policy/chain.py builds on the pipeline
     assert "policy" in graph["transports"]  # the scope step, imported inside McpHttpApp.__init__
+
+
+#: what building and running steps is made of: the pipeline's (pipeline.py, pipes.py, terminals.py)
+_RUNNING = {"chain", "steps_for", "any_async", "hooks_of", "in_worker", "build_pipe", "run_tool", "TERMINALS",
+            "TOOL_OUTCOME", "plain_call"}
+
+
+def test_dispatch_reads_and_the_pipeline_runs() -> None:
+    """One owner per stage: server/dispatch.py reads a request, finds its item and asks the item's
+    pipe to run it; it neither chains steps nor runs a handler (server/pipes.py, terminals.py do)."""
+    path = SRC / "server" / "dispatch.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    imported = {alias.asname or alias.name for node in _runtime_nodes(tree) if isinstance(node, ast.ImportFrom)
+                for alias in node.names}
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                           ast.ClassDef))}
+    handlers = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "handler"
+                and isinstance(node.ctx, ast.Load)]
+    assert imported & _RUNNING == set(), f"dispatch.py builds or runs steps with {sorted(imported & _RUNNING)}"
+    assert defined & _RUNNING == set(), f"dispatch.py defines {sorted(defined & _RUNNING)}"
+    assert handlers == [], f"dispatch.py runs an item's handler itself (lines {handlers})"

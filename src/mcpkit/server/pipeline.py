@@ -13,12 +13,14 @@ extension's ``on_list_skills``, ``on_get_skill``, ``on_read_directory``); a hook
 ``(ctx, call_next)`` and returns what ``call_next(ctx)`` returned, or something else. User
 middleware (:class:`Middleware`) and the policy's own steps (mcpkit.policy) share that shape.
 
-The steps of each item are chosen and chained once, when the item is first used, and again
-after the policy, the middleware or the registry changes: an item no step applies to runs
-exactly as if there were no pipeline (the plain fast path); one whose steps are all the
-policy layer's may have them composed into one by that layer (policy_layer().fuse). The direct request, a nested
-``ctx.call_tool``, a manager's action, a task and every revision reach the handler only
-through here, so a rule enforced by a step holds on every route (TL-11).
+This module says what a step is and how steps chain (:func:`steps_for`, :func:`chain`).
+server/pipes.py chains the steps of each item to its kind's terminal step (server/terminals.py,
+which runs the handler) once, when the item is first used, and again after the policy, the
+middleware or the registry changes, and runs the result on every route: an item no step
+applies to runs exactly as if there were no pipeline (the plain fast path); one whose steps
+are all the policy layer's may have them composed into one by that layer (policy_layer().fuse).
+The direct request, a nested ``ctx.call_tool``, a manager's action, a task and every revision
+reach the handler only through there, so a rule enforced by a step holds on every route (TL-11).
 
 This module knows nothing of the policy layer's modules: the server asks :func:`policy_layer`
 (the interface below, implemented by mcpkit.policy.layer) for the steps of each item.
@@ -293,9 +295,11 @@ def scopes_for(item: Any, arguments: Any, per_action: Any = None) -> tuple[str, 
 
 
 class Pipe:
-    """The chained steps of one item and kind: ``run(ctx)``, and whether it must be awaited."""
+    """The chained steps of one item and kind: ``run(ctx)``, and whether it must be awaited;
+    ``serve(session, request, item, name, arguments)``, what a request from the client runs
+    (server/pipes.py builds both)."""
 
-    __slots__ = ("run", "is_async", "plain", "steps")
+    __slots__ = ("run", "is_async", "plain", "steps", "serve")
 
     def __init__(self, run: Callable[[CallContext], Any], is_async: bool, plain: bool, steps: list[Any]) -> None:
         self.run = run
@@ -303,6 +307,7 @@ class Pipe:
         #: no step applies: the direct request takes the kind's plain fast path
         self.plain = plain
         self.steps = steps
+        self.serve: Any = None  # set with the pipe in hand (pipes.build_pipe)
 
 
 def _applies(step: Any, kind: str, item: Any) -> bool:
