@@ -2,8 +2,10 @@
 
 The imports of every module under src/mcpkit are read with ast (function-level imports
 included, ``if TYPE_CHECKING:`` blocks left out: they never run), and folded into a graph of
-packages. server/ must not import policy/ (the policy reaches the server through the
-pipeline's steps), and no two packages may import each other, directly or around a loop.
+packages. server/ (nor protocol/ or transports/) must not import policy/ (the policy reaches the
+server through the pipeline's steps, given by a Policy or by the package root), not even by
+name (``importlib.import_module("mcpkit.policy...")``), and no two packages may import each
+other, directly or around a loop.
 """
 
 from __future__ import annotations
@@ -98,10 +100,47 @@ def _graph() -> dict[str, dict[str, list[str]]]:
     return graph
 
 
+#: what finds a module by its name at run time: ``importlib.import_module``, ``__import__``,
+#: ``importlib.util.find_spec`` and server.py's ``_entry(module, name)``
+_BY_NAME = {"import_module", "__import__", "find_spec", "_entry"}
+
+
+def _named_imports(path: Path) -> list[tuple[str, int]]:
+    """The mcpkit modules ``path`` finds by name (a string) at run time, with line numbers."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        first = node.args[0]
+        if called in _BY_NAME and isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+                first.value.split(".")[0] == "mcpkit":
+            found.append((first.value, node.lineno))
+    return found
+
+
+def _named_edges(package: str, dest: str) -> list[str]:
+    return [f"{path.relative_to(SRC.parent)}:{line}" for path in sorted((SRC / package).rglob("*.py"))
+            for target, line in _named_imports(path) if _package(target) == dest]
+
+
+#: the layers below the policy: none of them imports it, statically or by name
+_BELOW_POLICY = ("protocol", "server", "transports")
+
+
 def test_server_does_not_import_policy() -> None:
-    edges = _graph().get("server", {}).get("policy", [])
-    assert edges == [], "server/ imports policy/ (ask the policy layer through server/pipeline.py): " + \
-        ", ".join(edges)
+    edges = [edge for package in _BELOW_POLICY for edge in _graph().get(package, {}).get("policy", [])]
+    assert edges == [], "imports policy/ (ask the policy layer through server/pipeline.py): " + ", ".join(edges)
+
+
+def test_server_does_not_find_policy_by_name() -> None:
+    """The policy layer is given (by a Policy, or by the package root through mcpkit/_wiring.py),
+    never looked up by its name from below."""
+    edges = [edge for package in _BELOW_POLICY for edge in _named_edges(package, "policy")]
+    assert edges == [], "finds policy/ by name (take the layer from the Policy, or server/pipeline.py " \
+        "policy_layer()): " + ", ".join(edges)
 
 
 def test_protocol_imports_nothing_above_it() -> None:
@@ -142,4 +181,28 @@ def test_the_walk_sees_imports() -> None:
     graph = _graph()
     assert "protocol" in graph["server"]
     assert "server" in graph["policy"]  # policy/chain.py builds on the pipeline
-    assert "policy" in graph["transports"]  # the scope step, imported inside McpHttpApp.__init__
+    # the scope step, imported inside McpHttpApp.__init__
+    assert "mcpkit.server.scopes" in {target for target, _ in _imports(SRC / "transports" / "http.py")}
+    # and by name: server.run() finds the stdio transport when called
+    assert _named_edges("server", "transports") != []
+
+
+#: what building and running steps is made of: the pipeline's (pipeline.py, pipes.py, terminals.py)
+_RUNNING = {"chain", "steps_for", "any_async", "hooks_of", "in_worker", "build_pipe", "run_tool", "TERMINALS",
+            "TOOL_OUTCOME", "plain_call"}
+
+
+def test_dispatch_reads_and_the_pipeline_runs() -> None:
+    """One owner per stage: server/dispatch.py reads a request, finds its item and asks the item's
+    pipe to run it; it neither chains steps nor runs a handler (server/pipes.py, terminals.py do)."""
+    path = SRC / "server" / "dispatch.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    imported = {alias.asname or alias.name for node in _runtime_nodes(tree) if isinstance(node, ast.ImportFrom)
+                for alias in node.names}
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                           ast.ClassDef))}
+    handlers = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "handler"
+                and isinstance(node.ctx, ast.Load)]
+    assert imported & _RUNNING == set(), f"dispatch.py builds or runs steps with {sorted(imported & _RUNNING)}"
+    assert defined & _RUNNING == set(), f"dispatch.py defines {sorted(defined & _RUNNING)}"
+    assert handlers == [], f"dispatch.py runs an item's handler itself (lines {handlers})"

@@ -263,7 +263,7 @@ async def test_a_sync_tool_calls_nested_tools_under_async_middleware(wire):
 def test_sync_middleware_keeps_a_sync_tool_call_synchronous():
     """No async hook and a sync handler: the pipeline runs where sync handlers run (the
     stdio reader thread), with no event loop involved."""
-    from mcpkit.server.dispatch import build_pipe
+    from mcpkit.server.pipes import build_pipe
 
     server, _ = make_server(Trace("t", []))
     assert build_pipe(server, "call_tool", server.tools["add"]).is_async is False

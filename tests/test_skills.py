@@ -327,7 +327,7 @@ NOBODY = AccessToken(subject="nobody", client_id="c")
 
 @pytest.mark.asyncio
 async def test_a_skill_hidden_by_scopes_is_invisible_on_every_route(wire):
-    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.server.scopes import ScopeStep
 
     server = Server("skills")
     server.add_skill("pdf-processing", PDF_FILES, scopes=["skills:read"])
@@ -391,7 +391,7 @@ def test_the_start_up_line_counts_the_skills_beside_their_files():
 
 @pytest.mark.asyncio
 async def test_replacing_a_skill_with_other_scopes_rescopes_its_unchanged_files(wire):
-    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.server.scopes import ScopeStep
 
     server = pdf_server()
     server._install_step("scopes", ScopeStep(_Auth()))

@@ -14,8 +14,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from . import _wiring
 from ._lazy import exports
 
 __version__ = "0.1.0"
@@ -84,6 +85,18 @@ if TYPE_CHECKING:
 
 
 __getattr__ = exports(__name__, _LAZY, globals())
+
+
+def _policy_layer() -> Any:
+    """The policy layer (mcpkit/policy/layer.py), imported when a server first needs it."""
+    from .policy import layer
+
+    return layer
+
+
+# the composition root: the server below depends on the policy layer's interface only
+# (server/pipeline.py PolicyLayer), and is given the layer here
+_wiring.provide_policy_layer(_policy_layer)
 
 
 def __dir__() -> list[str]:

@@ -27,7 +27,7 @@ def _updates(c: Any, rid: Any) -> list[str]:
 @pytest.mark.req("AU-09", "SB-01")
 @pytest.mark.asyncio
 async def test_a_listen_stream_cannot_watch_a_resource_beyond_the_tokens_scopes(wire):
-    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.server.scopes import ScopeStep
 
     server, _ = make_server()
     server._install_step("scopes", ScopeStep(_Auth()))

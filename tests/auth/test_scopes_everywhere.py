@@ -222,7 +222,7 @@ async def _as(c: Any, token: AccessToken) -> None:
 @pytest.mark.asyncio
 async def test_the_call_path_refuses_completions_reads_and_subscriptions_without_the_scope(wire):
     """Whatever transport delivered the request: the step every route takes checks the scopes."""
-    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.server.scopes import ScopeStep
 
     server, _ = make_server()
     server._install_step("scopes", ScopeStep(_Auth()))
@@ -254,7 +254,7 @@ async def test_the_call_path_refuses_completions_reads_and_subscriptions_without
 @pytest.mark.asyncio
 async def test_nested_refusals_are_audited_once_each_under_a_policy(wire):
     audit = MemoryAudit()
-    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.server.scopes import ScopeStep
 
     server, ran = make_server(Policy(gates=Gates(), audit=audit))
     server._install_step("scopes", ScopeStep(_Auth()))
@@ -275,7 +275,7 @@ async def test_nested_refusals_are_audited_once_each_under_a_policy(wire):
 @pytest.mark.asyncio
 async def test_a_scoped_tool_is_not_started_as_a_2026_07_28_task_without_the_scope(wire):
     """The task route: the refusal comes before any task exists (no CreateTaskResult)."""
-    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.server.scopes import ScopeStep
 
     server, ran = make_server()
 
@@ -312,7 +312,7 @@ class _Modern:
 async def test_a_composed_childs_scopes_hold_in_the_parent(wire, how):
     """A mounted child runs in memory without the caller's token, so it cannot check its own
     scopes: its items keep them in the parent, whose pipeline does (as include's copies do)."""
-    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.server.scopes import ScopeStep
     from mcpkit.proxy import upstreams_of
 
     child, ran = make_server()
@@ -350,7 +350,7 @@ async def test_a_composed_managers_action_scopes_hold_in_the_parent(wire, how):
     """A manager action's scopes (those of the tool registered with the same function) are
     checked in the parent, whose caller has the token: a mounted manager is mirrored as a plain
     tool, and the child it is forwarded to never sees the token. The refusal is audited."""
-    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.server.scopes import ScopeStep
     from mcpkit.proxy import upstreams_of
 
     child, ran = make_server()

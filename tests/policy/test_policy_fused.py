@@ -187,7 +187,7 @@ def test_the_composed_steps_answer_and_audit_as_the_separate_ones(tmp_path, vers
 def test_a_tool_with_middleware_keeps_its_steps_apart(tmp_path):
     server = _server(tmp_path / "audit.log", True)
     server.add_middleware(lambda ctx, call_next: call_next(ctx))
-    from mcpkit.server.dispatch import build_pipe
+    from mcpkit.server.pipes import build_pipe
 
     pipe = build_pipe(server, "call_tool", server._tools["add"])
     assert POLICED_CALL not in pipe.steps and len(pipe.steps) > 2

@@ -12,7 +12,7 @@ import pytest
 from mcpkit import Context, Server
 from mcpkit.auth.tokens import AccessToken
 from mcpkit.policy import AuditLog, Policy, Sandbox, SandboxPath
-from mcpkit.policy.scopes import ScopeStep
+from mcpkit.server.scopes import ScopeStep
 from tests.harness import RpcError, connect
 from tests.policy.test_chain import MemoryAudit
 from tests.test_http import clients, jsonrpc  # noqa: F401 - clients is a fixture

@@ -16,7 +16,7 @@ from mcpkit import Server
 from mcpkit.auth.tokens import AccessToken
 from mcpkit.policy import Gates, Policy, RateLimiter
 from mcpkit.policy.chain import ERROR_META_KEY
-from mcpkit.policy.scopes import ScopeStep
+from mcpkit.server.scopes import ScopeStep
 from tests.harness import connect
 from tests.policy.test_chain import FakeClock
 

@@ -154,6 +154,33 @@ def test_setting_a_policy_later_rewrites_what_tools_advertise():
     assert server.tools["look"].output_schema["required"] == ["result"]
 
 
+@pytest.mark.asyncio
+async def test_a_server_takes_the_policy_layer_from_the_policy_it_is_given(wire):
+    """The server never looks the policy package up: the Policy it is given brings its layer,
+    which chooses each call's steps, shapes what a tool advertises and guards the logs."""
+    from mcpkit.policy import layer as policy_layer
+
+    asked: list[str] = []
+
+    class Layer:
+        def __getattr__(self, name: str) -> object:
+            asked.append(name)
+            return getattr(policy_layer, name)
+
+    class OwnPolicy(Policy):
+        layer = Layer()
+
+    server = Server("given", policy=OwnPolicy(gates=Gates()))
+
+    @server.tool(read_only=True, open_world=False)
+    def look() -> int:
+        return 1
+
+    async with connect(server, wire, LATEST_HANDSHAKE) as c:
+        assert (await call(c, "look", {}))["structuredContent"] == {"result": 1}
+    assert {"advertise", "visible", "steps", "started"} <= set(asked), asked
+
+
 @pytest.mark.req("LG-05")
 @pytest.mark.asyncio
 async def test_log_messages_to_the_client_are_redacted_under_a_policy(wire):

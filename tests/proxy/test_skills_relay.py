@@ -307,7 +307,7 @@ def _plain(name: str) -> dict[str, str]:
 @aio
 async def test_scopes_of_the_tool_policy_hide_a_relayed_skill_from_a_token_without_them(wire: Any) -> None:
     from mcpkit.auth.tokens import AccessToken
-    from mcpkit.policy.scopes import ScopeStep
+    from mcpkit.server.scopes import ScopeStep
     from tests.harness import RpcError as Refused
     from tests.harness import connect
     from tests.test_skills import _Auth

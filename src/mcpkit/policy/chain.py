@@ -668,7 +668,7 @@ class ContractStep:
 
 def _collect(cc: CallContext) -> None:
     """A legacy-shape call collects what its handler logs and adds through ctx (envelope.Report):
-    the handler's Context records into ``cc.report`` (server/dispatch.py)."""
+    the handler's Context records into ``cc.report`` (server/terminals.py run_tool)."""
     if cc.settings.contract == "legacy" and cc.report is None:
         policy = cc.settings.policy
         cc.report = envelope.Report(redact=policy is not None and policy.redact_logs)

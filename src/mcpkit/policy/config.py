@@ -12,10 +12,11 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ..server.session import caller_of
 from ..switches import read
+from . import layer as _layer
 from .gates import Gates
 
 __all__ = ["Policy", "ToolOptions", "INHERIT"]
@@ -106,6 +107,11 @@ class Policy:
     sandbox: Any = None
     redact_logs: bool = False
     principal: Callable[[Any, Any], str] | None = None
+
+    #: what a server asks of the policy (the steps of each item, what a tool advertises, log
+    #: redaction: server/pipeline.py PolicyLayer): a server given this Policy takes the layer
+    #: from it, and never looks the policy package up
+    layer: ClassVar[Any] = _layer
 
     @classmethod
     def secure(

@@ -100,7 +100,7 @@ def isolated_targets(server: Any, tool: Any) -> frozenset[str | None] | None:
 
 
 def call(cc: Any, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], is_async: bool) -> Any:
-    """The pipeline's runner (server/dispatch.py run_tool) for an isolated call: the handler's
+    """The pipeline's runner (server/terminals.py run_tool) for an isolated call: the handler's
     value, or an awaitable of it in an async chain; a worker killed at the deadline is an
     E_TIMEOUT ToolError, answered (and audited) by the outermost step like any failure."""
     timeout = cc.settings.timeout

@@ -1,9 +1,11 @@
 """The policy layer as the server sees it (server/pipeline.py's PolicyLayer).
 
-The server never imports the policy's modules: it asks this module, found by name the first
-time a server has a policy, a tool with limits of its own or a manager tool, for the steps of
-each item and for the few things only the policy knows (what a tool advertises under a
-contract, whether the gates list it, the default secure policy).
+The server never imports the policy's modules, nor looks them up by name: it is given this
+module, by each Policy (``Policy.layer``) and, for what it needs without a Policy in hand (a
+tool with limits of its own, a manager tool, ``policy=True``, the secret-parameter warning, the
+audit of an HTTP refusal), by the package root (mcpkit/__init__.py, through mcpkit/_wiring.py).
+It asks it for the steps of each item and for the few things only the policy knows (what a
+tool advertises under a contract, whether the gates list it, the default secure policy).
 """
 
 from __future__ import annotations

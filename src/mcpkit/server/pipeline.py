@@ -13,25 +13,30 @@ extension's ``on_list_skills``, ``on_get_skill``, ``on_read_directory``); a hook
 ``(ctx, call_next)`` and returns what ``call_next(ctx)`` returned, or something else. User
 middleware (:class:`Middleware`) and the policy's own steps (mcpkit.policy) share that shape.
 
-The steps of each item are chosen and chained once, when the item is first used, and again
-after the policy, the middleware or the registry changes: an item no step applies to runs
-exactly as if there were no pipeline (the plain fast path); one whose steps are all the
-policy layer's may have them composed into one by that layer (policy_layer().fuse). The direct request, a nested
-``ctx.call_tool``, a manager's action, a task and every revision reach the handler only
-through here, so a rule enforced by a step holds on every route (TL-11).
+This module says what a step is and how steps chain (:func:`steps_for`, :func:`chain`).
+server/pipes.py chains the steps of each item to its kind's terminal step (server/terminals.py,
+which runs the handler) once, when the item is first used, and again after the policy, the
+middleware or the registry changes, and runs the result on every route: an item no step
+applies to runs exactly as if there were no pipeline (the plain fast path); one whose steps
+are all the policy layer's may have them composed into one by that layer (PolicyLayer.fuse).
+The direct request, a nested ``ctx.call_tool``, a manager's action, a task and every revision
+reach the handler only through there, so a rule enforced by a step holds on every route (TL-11).
 
-This module knows nothing of the policy layer's modules: the server asks :func:`policy_layer`
-(the interface below, implemented by mcpkit.policy.layer) for the steps of each item.
+This module knows nothing of the policy layer's modules, and never looks them up: a server
+asks the layer it was given for the steps of each item, through the interface below
+(:class:`PolicyLayer`): the Policy object it was given brings its own (``Policy.layer``); without
+one (a tool's own limits, a manager tool), :func:`policy_layer` is the one the package root
+provided (mcpkit/_wiring.py).
 """
 
 from __future__ import annotations
 
 import contextvars
-import importlib
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import _wiring
 from .context import access_token_of, calling_request
 from .session import new_correlation_id, partial_run
 
@@ -39,7 +44,8 @@ if TYPE_CHECKING:
     from ..protocol.engine import RequestReceived
     from .session import ServerSession
 
-__all__ = ["CORRELATION_ID", "CallContext", "CallNext", "HOOKS", "Middleware", "Pipe", "policy_layer", "scopes_for"]
+__all__ = ["CORRELATION_ID", "CallContext", "CallNext", "HOOKS", "Middleware", "Pipe", "layer_of", "policy_layer",
+           "scopes_for"]
 
 #: kind -> (hook name, JSON-RPC method)
 HOOKS: dict[str, tuple[str, str]] = {
@@ -244,7 +250,8 @@ def _has_hooks(obj: Any) -> bool:
 
 
 class PolicyLayer(Protocol):
-    """What the server asks of the policy layer (mcpkit.policy.layer implements it)."""
+    """What the server asks of the policy layer: a Policy's ``layer``, or without one the layer
+    the package root provides (:func:`policy_layer`); mcpkit.policy.layer implements it."""
 
     def steps(self, server: Any, kind: str, item: Any) -> list[Any]: ...
     def fuse(self, server: Any, kind: str, item: Any, steps: list[Any]) -> list[Any]: ...
@@ -262,16 +269,19 @@ class PolicyLayer(Protocol):
     def audit_refused(self, server: Any, access: Any, message: dict[str, Any], missing: list[str]) -> None: ...
 
 
-_LAYER: Any = None
-
-
 def policy_layer() -> PolicyLayer:
-    """The policy layer, found by name the first time a server needs it (a policy, a tool's own
-    limits, a manager tool): it sits above this package, which depends only on the interface."""
-    global _LAYER
-    if _LAYER is None:
-        _LAYER = importlib.import_module("mcpkit.policy.layer")
-    return _LAYER  # type: ignore[no-any-return]
+    """The policy layer for what a server needs of it without a Policy object in hand (a tool's
+    own limits, a manager tool, ``policy=True``, the secret-parameter warning): the one the
+    package root provided (mcpkit/_wiring.py). It sits above this package, which depends only
+    on the interface."""
+    return _wiring.policy_layer()  # type: ignore[no-any-return]
+
+
+def layer_of(server: Any) -> PolicyLayer:
+    """The policy layer of ``server``: its Policy's own (``Policy.layer``), or without one (a
+    tool's own options, a manager tool) the one the package root provided."""
+    policy = server._policy
+    return policy.layer if policy is not None else policy_layer()  # type: ignore[no-any-return]
 
 
 def scopes_for(item: Any, arguments: Any, per_action: Any = None) -> tuple[str, ...]:
@@ -293,9 +303,11 @@ def scopes_for(item: Any, arguments: Any, per_action: Any = None) -> tuple[str, 
 
 
 class Pipe:
-    """The chained steps of one item and kind: ``run(ctx)``, and whether it must be awaited."""
+    """The chained steps of one item and kind: ``run(ctx)``, and whether it must be awaited;
+    ``serve(session, request, item, name, arguments)``, what a request from the client runs
+    (server/pipes.py builds both)."""
 
-    __slots__ = ("run", "is_async", "plain", "steps")
+    __slots__ = ("run", "is_async", "plain", "steps", "serve")
 
     def __init__(self, run: Callable[[CallContext], Any], is_async: bool, plain: bool, steps: list[Any]) -> None:
         self.run = run
@@ -303,6 +315,7 @@ class Pipe:
         #: no step applies: the direct request takes the kind's plain fast path
         self.plain = plain
         self.steps = steps
+        self.serve: Any = None  # set with the pipe in hand (pipes.build_pipe)
 
 
 def _applies(step: Any, kind: str, item: Any) -> bool:
@@ -457,15 +470,16 @@ def steps_for(server: Any, kind: str, item: Any) -> list[Any]:
     steps: list[Any] = []
     policed = server._policy is not None or getattr(item, "options", None) is not None or \
         getattr(item, "actions", None) is not None
-    if policed:
-        steps.extend(policy_layer().steps(server, kind, item))
+    layer = layer_of(server) if policed else None
+    if layer is not None:
+        steps.extend(layer.steps(server, kind, item))
     own = len(steps)
     steps.extend(s for s in server._installed.values() if _applies(s, kind, item))
     steps.extend(m for m in server._middleware if _applies(m, kind, item) and hooks_of(m, kind, False))
     steps.sort(key=lambda s: getattr(s, "order", MIDDLEWARE_ORDER))  # stable: ties keep their order
-    if policed and len(steps) == own and own > 1:
+    if layer is not None and len(steps) == own and own > 1:
         # nothing but the policy's own steps: it may run them as one (the same rules, one hook)
-        return policy_layer().fuse(server, kind, item, steps)
+        return layer.fuse(server, kind, item, steps)
     return steps
 
 

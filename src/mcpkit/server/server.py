@@ -25,7 +25,7 @@ from ..stores.errors import StoreUnavailable
 from ..switches import SwitchError
 from .dispatch import METHODS
 from .features import FEATURE_OF_KIND, FEATURES
-from .pipeline import as_middleware, policy_layer
+from .pipeline import as_middleware, layer_of, policy_layer
 from .registration import (  # noqa: F401 - HostCompatibilityWarning and ToolPolicyOptions re-exported
     Completer,
     HostCompatibilityWarning,
@@ -240,10 +240,8 @@ class Server(Registrations, SkillRegistrations):
     def policy(self, policy: Any) -> None:
         self._policy_error = None
         try:
-            if policy is None and os.environ.get("MCPKIT_POLICY", "").strip():
-                policy = policy_layer().resolve(None)  # MCPKIT_POLICY=1: Policy.secure()
-            elif policy is not None:
-                policy = policy_layer().resolve(policy)  # True: Policy.secure(); False: none
+            if policy is True or policy is False or (policy is None and os.environ.get("MCPKIT_POLICY", "").strip()):
+                policy = policy_layer().resolve(policy)  # True, MCPKIT_POLICY=1: Policy.secure(); False: none
         except ValueError as exc:
             if policy is not None and policy is not True:
                 raise
@@ -265,7 +263,7 @@ class Server(Registrations, SkillRegistrations):
             # serving already: the logs are guarded (and, with redact_logs, redacted) from now
             # on, not only when the next session starts (a stdio server has just the one)
             self._logs_guarded = True
-            policy_layer().started(self)
+            policy.layer.started(self)
         self._rebuild()
         self._changed("tools")
 
@@ -307,7 +305,7 @@ class Server(Registrations, SkillRegistrations):
         if self._policy is None and tool.options is None and tool.actions is None:
             tool.set_output_schema(tool.base_output_schema)
             return
-        policy_layer().advertise(self, tool)
+        layer_of(self).advertise(self, tool)
 
     def _contract_spec(self, tool: Tool) -> None:
         """A function tool's own value schema and dump, unwrapped, for a contract envelope."""
@@ -318,7 +316,7 @@ class Server(Registrations, SkillRegistrations):
         """Listed in tools/list: the gates permit it and every bridge it needs is up."""
         if self._policy is None and tool.options is None and tool.actions is None:
             return True
-        return policy_layer().visible(self, tool)
+        return layer_of(self).visible(self, tool)
 
     def _watch_bridges(self, tool: Tool) -> None:
         """Follow each bridge ``tool`` needs, the tool's own and its actions' alike, once per
@@ -543,7 +541,7 @@ class Server(Registrations, SkillRegistrations):
         self._sessions.add(session)
         if self._policy is not None and not self._logs_guarded:
             self._logs_guarded = True
-            policy_layer().started(self)
+            self._policy.layer.started(self)
         if not self._warmed:
             if self._policy is not None:
                 self._explain_policy()
@@ -602,7 +600,7 @@ class Server(Registrations, SkillRegistrations):
             except ValueError:
                 log.exception("tool %r has an unusable schema", tool.name)
         if self._policy is not None:
-            policy_layer().warm_up(self)
+            self._policy.layer.warm_up(self)
 
     def _session_closed(self, session: Any) -> None:
         self._sessions.discard(session)

@@ -541,9 +541,7 @@ class ServerSession:
             return
         policy = self.server._policy
         if policy is not None and policy.redact_logs:
-            from .pipeline import policy_layer
-
-            data = policy_layer().redact(data)  # LG-05: no credentials in log messages
+            data = policy.layer.redact(data)  # LG-05: no credentials in log messages
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger

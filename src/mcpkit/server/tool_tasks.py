@@ -3,7 +3,8 @@
 The pipeline of the call becomes the task (``run_as_task``: its answer settles the task, so every
 step, the policy's included, holds for a task as for a call), or, on the plain path, the handler
 is started in the background (``start_task``, ``task_after_input`` when the tool asks for input
-first). server/dispatch.py starts them; they are here so that each module stays one concept.
+first). server/pipes.py and server/terminals.py start them; they are here so that each module
+stays one concept.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.engine import RequestReceived
 from ..stores.errors import StoreUnavailable
 from .context import Context
-from .dispatch import _run_async, _run_sync
 from .pipeline import CallContext, Pipe
 from .session import OffloadedCall, _is_cancelled
+from .terminals import run_async, run_sync
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ def _start_run(
 
         async def run() -> None:
             try:
-                result = await _run_async(tool, args, kwargs, rev, cid, ctx)
+                result = await run_async(tool, args, kwargs, rev, cid, ctx)
             except asyncio.CancelledError:
                 manager.cancel(record)
                 raise
@@ -238,7 +239,7 @@ def _start_run(
             else:
                 manager.settle(record, result, exc)
 
-        session.server.workers.submit(lambda: _run_sync(tool, args, kwargs, rev, cid, ctx), done)
+        session.server.workers.submit(lambda: run_sync(tool, args, kwargs, rev, cid, ctx), done)
     return record.created()
 
 
@@ -255,7 +256,7 @@ def task_after_input(
 
     async def run() -> Any:
         try:
-            result = await _run_async(tool, args, kwargs, rev, cid, ctx)
+            result = await run_async(tool, args, kwargs, rev, cid, ctx)
         except asyncio.CancelledError:
             if ctx._task is not None:
                 ctx._task[0].cancel(ctx._task[1])

@@ -357,7 +357,7 @@ def _brief(tool: dict[str, Any]) -> dict[str, Any]:
 async def visible_tools(ctx: Any) -> list[dict[str, Any]]:
     """Every tool the caller of ``ctx`` would be listed in full, by the caller's own tools/list
     pipeline (gates, bridges, middleware, host schemas), less those its token lacks scopes for."""
-    from .dispatch import TERMINALS, kept_pipe
+    from .pipes import pipe_of
 
     session, req = ctx._session, ctx._request
     server = session.server
@@ -366,8 +366,7 @@ async def visible_tools(ctx: Any) -> list[dict[str, Any]]:
     for _ in range(10_000):  # a page at a time, as a client would; a middleware loop cannot hang it
         cc = CallContext(session, req, "list_tools", None, None, {} if cursor is None else {"cursor": cursor})
         cc.state[_FOR_SEARCH] = True
-        pipe = server._pipes.get(("list_tools", None)) or kept_pipe(server, "list_tools", None)
-        page = TERMINALS["list_tools"](cc, "sync") if pipe.plain else pipe.run(cc)
+        page = pipe_of(server, "list_tools", None).run(cc)
         if inspect.isawaitable(page):
             page = await page
         tools.extend(t for t in page.get("tools", ()) if isinstance(t, dict))

@@ -136,7 +136,7 @@ class McpHttpApp(AuthRoutes, BodyReading, SessionTable, Draining, Resuming):
         #: the header an API-key scheme reads its key from (Authorization is single already)
         self._credential_header: bytes | None = getattr(auth, "header", None)
         if auth is not None:
-            from ..policy.scopes import ScopeStep
+            from ..server.scopes import ScopeStep
 
             # scopes are enforced in the call path too, for the routes a request body does not name
             server._install_step("scopes", ScopeStep(auth))

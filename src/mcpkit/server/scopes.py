@@ -5,7 +5,8 @@ runs (AU-09); this step enforces the same rule where every route to a handler pa
 tool reached through a batch or meta tool (``ctx.call_tool``), a manager's action, a task, a
 completion of a scoped prompt or template (CP-05) or a subscription gets the same answer.
 An authenticated transport installs it (``Server._install_step``); a session without a token
-(stdio, HTTP without auth) has no scopes to check.
+(stdio, HTTP without auth) has no scopes to check. It is the server's, not the policy's: it needs
+no Policy, only the token and the items' declared scopes (pipeline.py scopes_for).
 """
 
 from __future__ import annotations
