@@ -19,6 +19,8 @@ from mcpkit.stores.redis import from_url
 from tests.reliability.test_hostile_transport import call, mcp_headers, open_session, ping, rpc
 
 BOUND = 10.0  # a hang guard, never a performance bound
+#: what job_gated waits for: a test releases it when the task should finish
+GATE = threading.Event()
 
 
 class Gated:
@@ -220,6 +222,11 @@ def tasking(url: str) -> Any:
         return f"go: {answer['content']['go']}"
 
     @server.tool(task="required")
+    async def job_gated() -> str:
+        assert await asyncio.to_thread(GATE.wait, BOUND)
+        return "released"
+
+    @server.tool(task="required")
     async def job_failing(seconds: float) -> str:
         await asyncio.sleep(seconds)
         raise McpError(-32603, "it failed")
@@ -389,32 +396,43 @@ async def test_a_settle_the_store_could_not_take_is_written_again_until_it_does(
 
     outage: list[float] = []  # when the store started refusing: for 0.3 s, every settle
 
+    written: list[str] = []  # settles the store took
+
     def put(record: Any) -> Any:
         if getattr(record, "status", None) == "completed":
             outage[:] = outage or [time.monotonic()]
             if time.monotonic() - outage[0] < 0.3:
                 refused.append(record.task_id)
                 raise StoreUnavailable("saving a task: Redis is unreachable (a test)")
+            taken = real(record)
+            written.append(record.task_id)
+            return taken
         return real(record)
 
     try:
         store.put = put
         import json
 
-        # the job outlasts its creation's write: a job done at once can be settled while its
-        # creation is being written, which then carries "completed" itself (and nothing is refused);
-        # on a cluster shared with other tests that write took over 0.5 s
-        body, headers = _modern("tools/call", {"name": "job", "arguments": {"seconds": 2}}, 1)
+        # the job ends once its creation is in the store: a job done while its creation is being
+        # written (on a store thread, after the answer) is settled by that write, which then
+        # carries "completed" itself and nothing is refused; no job length outlasts that write
+        # on a loaded machine for sure
+        GATE.clear()
+        body, headers = _modern("tools/call", {"name": "job_gated", "arguments": {}}, 1)
         created = json.loads((await asyncio.wait_for(call(app, body=body, headers=headers), BOUND)).body)["result"]
         task_id = created["taskId"]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + BOUND
-        while True:
-            stored = await asyncio.to_thread(store.get, task_id)
-            if stored is not None and stored.status == "completed":
-                break
-            assert loop.time() < deadline, f"the store still says {getattr(stored, 'status', None)}"
+        while await asyncio.to_thread(store.get, task_id) is None:
+            assert loop.time() < deadline, "the task's creation was never written"
+            await asyncio.sleep(0.02)
+        GATE.set()
+        # the store's own get may answer from the live record, settled before it is written:
+        # wait for the write itself
+        while not written:
+            assert loop.time() < deadline, "the settle was never written"
             await asyncio.sleep(0.05)
-        assert refused and set(refused) == {task_id}  # it was refused, and then written
+        assert refused and set(refused) == {task_id} and written == [task_id]  # refused, then written
+        assert (await asyncio.to_thread(store.get, task_id)).status == "completed"
     finally:
         app.close_all()
