@@ -1,7 +1,7 @@
 """What does not need the shared store never waits on it: a session held by this process is
 served with no store call, its periodic renewal runs in the background (one at a time)
-(transports/http_sessions.py), and an async tool's rate limit waits for Redis off the event
-loop (policy/chain.py). With real processes and a slowed or paused Redis:
+(transports/http_sessions.py), and a tool's rate limit waits for Redis off the event loop and
+off the workers (policy/chain.py, server/pipeline.py waits_on_store). With real processes and a slowed or paused Redis:
 tests/scaleout/test_slow_store.py."""
 
 from __future__ import annotations
@@ -155,6 +155,47 @@ async def test_a_request_that_needs_redis_waits_for_it_off_the_event_loop(redis_
         gated.gate.set()
         app.close_all()
         await app.server.stores.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_sync_tool_waiting_for_its_rate_limit_holds_no_worker_of_its_session(redis_url):
+    """A sync tool's bucket in Redis is taken on the stores' threads, before the tool has a
+    worker: a call waiting for Redis there holds none of its session's share of the workers,
+    so the session's other sync calls run meanwhile. One worker per client here, so a call that
+    held its worker while it waited would hold up every sync call of the session."""
+    joint = "&" if "?" in redis_url else "?"
+    server = Server("offload", "1.0", stores=from_url(f"{redis_url}{joint}prefix=offload:", origin="a"),
+                    max_workers_per_client=1)
+
+    @server.tool(rate_limit="100/min")
+    def limited() -> str:
+        return "ok"
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    app = server.http_app(json_response=True)
+    rates = server.stores.rates
+    take = Gated(rates.take)
+    try:
+        session = await open_session(app)
+        rates.take = take
+        body, headers = _limited_call(session)
+        waiting = asyncio.ensure_future(call(app, body=body, headers=headers))
+        assert await asyncio.to_thread(take.arrived.wait, BOUND)
+        added = await asyncio.wait_for(
+            call(app, body=rpc("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}, 8),
+                 headers=mcp_headers(session)), BOUND)
+        assert b'"structuredContent":{"result":5}' in added.body, added.body
+        assert not waiting.done()  # ... answered while the limited call still waits for Redis
+        take.gate.set()
+        answer = await asyncio.wait_for(waiting, BOUND)
+        assert b'"text":"ok"' in answer.body, answer.body
+    finally:
+        take.gate.set()
+        app.close_all()
+        await server.stores.aclose()
 
 
 @pytest.mark.asyncio

@@ -71,8 +71,14 @@ def steps(server: Any, kind: str, item: Any) -> list[Any]:
 
 def fuse(server: Any, kind: str, item: Any, steps: list[Any]) -> list[Any]:
     """The policy's own steps of a sync tool, when nothing else sits among them, composed into
-    one (chain.PolicedCall): the same rules in the same order, one hook to run."""
+    one (chain.PolicedCall): the same rules in the same order, one hook to run. Not when a rule
+    may wait on a shared store (a rate limit in Redis): the pipe is async then, and that rule
+    waits on the stores' threads, never on the worker the tool runs on (pipeline.waits_on_store)."""
     if kind != "call_tool" or getattr(item, "is_async", True) or getattr(item, "actions", None) is not None:
+        return steps
+    from ..server.pipeline import waits_on_store
+
+    if waits_on_store(steps, server):
         return steps
     from . import chain
 

@@ -464,6 +464,15 @@ def any_async(steps: list[Any], kind: str) -> bool:
     return any(inspect.iscoroutinefunction(h) for s in steps for h in hooks_of(s, kind, False))
 
 
+def waits_on_store(steps: list[Any], server: Any) -> bool:
+    """Whether a guard of ``steps`` may wait on a shared store (a rate limit whose buckets live
+    in Redis): its pipe is then async, so the guard's ``check_async`` waits on the stores'
+    threads and a sync handler gets a worker only once it passed. In a sync pipe the guard would
+    wait on the worker that runs the call, holding a worker of the caller's share for as long as
+    the store takes, and the caller's other sync calls behind it."""
+    return any(getattr(s, "check_async", None) is not None and s.may_wait(server) for s in steps)
+
+
 def steps_for(server: Any, kind: str, item: Any) -> list[Any]:
     """The steps of ``item`` for ``kind``, in order: the policy layer's (when the server has a
     policy or the item settings of its own), those a transport installed, the user's middleware."""

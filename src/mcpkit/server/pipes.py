@@ -26,7 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import E_UNSUPPORTED, ToolError
-from .pipeline import CallContext, Pipe, any_async, chain, steps_for
+from .pipeline import CallContext, Pipe, any_async, chain, steps_for, waits_on_store
 from .session import SyncCall
 from .tasks import wants_tasks
 from .terminals import TERMINALS, TOOL_OUTCOME, Unknown, missing, plain_call, refuse_missing, run_tool, settled
@@ -75,7 +75,7 @@ def build_pipe(server: Any, kind: str, item: Any) -> Pipe:
         plain = not steps
         handler_async = _handler_async(server, kind, item)
         run_handler = refuse_missing if unknown else TERMINALS[kind]
-    is_async = handler_async or any_async(steps, kind)
+    is_async = handler_async or any_async(steps, kind) or waits_on_store(steps, server)
     if kind == "call_tool":
         terminal: Callable[[CallContext], Any] = partial(run_handler, is_async=is_async)
     else:
