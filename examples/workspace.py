@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -299,15 +300,21 @@ def _editor_connect() -> socket.socket:
     return sock
 
 
+#: one exchange at a time on the editor's socket: the bridge's probes (on its own thread) and the
+#: tools' calls share it, and two requests in flight would read each other's replies
+_EDITOR_EXCHANGE = threading.Lock()
+
+
 def _editor_request(sock: socket.socket, message: bytes) -> bytes:
-    sock.sendall(message + b"\n")
-    reply = b""
-    while not reply.endswith(b"\n"):
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise ConnectionError("the editor closed the connection")
-        reply += chunk
-    return reply.strip()
+    with _EDITOR_EXCHANGE:
+        sock.sendall(message + b"\n")
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = sock.recv(4096)
+            if not chunk:
+                raise ConnectionError("the editor closed the connection")
+            reply += chunk
+        return reply.strip()
 
 
 _BACKOFF_MAX = float(os.environ.get("MCPKIT_EDITOR_BACKOFF_MAX", "10.0"))

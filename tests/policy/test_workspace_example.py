@@ -209,6 +209,45 @@ class FakeEditor:
         os.unlink(self.path)
 
 
+class BatchingEditor(FakeEditor):
+    """An editor that answers what arrived together in one write, as a busy plugin's event loop
+    does: two requests in flight on one connection get their replies in one chunk."""
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            pending = b""
+            while True:
+                try:
+                    data = conn.recv(4096)
+                except OSError:
+                    return
+                if not data:
+                    return
+                pending += data
+                conn.settimeout(0.03)  # gather what else arrives at about the same time
+                try:
+                    while True:
+                        more = conn.recv(4096)
+                        if not more:
+                            break
+                        pending += more
+                except (TimeoutError, OSError):
+                    pass
+                conn.settimeout(None)
+                lines, newline, pending = pending.rpartition(b"\n")
+                if not newline:  # no whole line yet
+                    pending = lines + pending
+                    continue
+                for line in lines.split(b"\n"):
+                    message = json.loads(line)
+                    if message["method"] == "open":
+                        self.opened.append(message)
+                try:
+                    conn.sendall(b'{"ok":true}\n' * len(lines.split(b"\n")))
+                except OSError:  # stopped meanwhile
+                    return
+
+
 def wait_for_list_changed(proc: ServerProcess, timeout: float = 20.0) -> None:
     message = proc.recv(timeout)
     assert message == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}, message
@@ -244,6 +283,30 @@ def test_the_editor_bridge_dies_and_returns(serve, project, monkeypatch):  # noq
     assert env_of(call(proc, "open_in_editor", {"path": "README.md"}))["ok"] is True
     editor.stop()
     proc.finish()
+
+
+def test_probes_and_calls_share_the_editor_connection_one_exchange_at_a_time(serve, project, monkeypatch):  # noqa: F811
+    # the probe (bridge thread) and a call (worker thread) wrote on the one socket at once: one of
+    # them read both replies, so the probe saw garbage (the bridge went down, tools hidden) or
+    # the call did ("The editor refused to open the file"), and the other waited out its timeout
+    sock = str(project.parent / "editor.sock")
+    monkeypatch.setenv("MCPKIT_EDITOR_SOCKET", sock)
+    monkeypatch.setenv("MCPKIT_EDITOR_PROBE_INTERVAL", "0.01")
+    editor = BatchingEditor(sock)
+    proc = start(serve, project)
+    editor.start()
+    try:
+        wait_for_list_changed(proc)
+        assert "open_in_editor" in tools(proc)
+        others: list[Any] = []
+        outcomes = [env_of(call(proc, "open_in_editor", {"path": "README.md"}, others)) for _ in range(40)]
+        assert [o for o in outcomes if not o["ok"]] == []
+        assert len(editor.opened) == 40
+        # the bridge never went down meanwhile: no tools/list_changed
+        assert [m for m in others if m.get("method") == "notifications/tools/list_changed"] == []
+    finally:
+        editor.stop()
+        proc.finish()
 
 
 @pytest.mark.req("TL-11", "TL-07")
