@@ -705,3 +705,36 @@ def test_a_sync_tool_waiting_for_the_client_gets_its_answer(serve, tmp_path):
     answer = server.answer(rid)
     assert answer["result"]["content"] == [{"type": "text", "text": "model said: 4"}]
     assert server.finish() == 0
+
+
+NESTED = '''
+import asyncio
+from mcpkit import Context, Server
+
+server = Server("nested")
+
+
+@server.tool
+async def double(x: int) -> int:
+    await asyncio.sleep(0)
+    return 2 * x
+
+
+@server.tool
+def outer(x: int, ctx: Context) -> int:
+    return ctx.call_tool("double", {"x": x})["structuredContent"]["result"]
+'''
+
+
+def test_a_sync_tools_nested_call_of_an_async_tool_is_the_first_to_need_the_loop(serve, tmp_path):
+    # stdio starts its loop with the first async handler: a sync tool calling an async one as the
+    # very first call was refused ("is async: await ctx.call_tool_async"), and worked once any
+    # async handler had run; so was a rate-limited sync tool whose bucket lives in a shared store
+    path = tmp_path / "nested.py"
+    path.write_text(NESTED)
+    server = serve(str(path))
+    server.initialize()
+    rid = server.request("tools/call", {"name": "outer", "arguments": {"x": 21}})
+    answer = server.answer(rid)
+    assert answer["result"].get("isError") is not True, answer
+    assert answer["result"]["structuredContent"] == {"result": 42}

@@ -175,12 +175,15 @@ def run_nested(ctx: Context, tool: Tool | None, name: str, arguments: Any, *, wa
     if want_async:
         return outcome if awaitable else settled(outcome)
     if awaitable:
-        if session._loop is not None and not session._on_loop_thread():
+        # stdio starts its loop with the first async handler: a sync tool's nested call may be the
+        # first thing to need it (an async callee, or a rate limit in a shared store)
+        loop = session.loop if session._loop is None and session._loop_factory is not None else session._loop
+        if loop is not None and not session._on_loop_thread():
             # the callee's pipeline is async (an async handler or hook) and this sync tool runs on
             # a thread of its own: wait for it on the session's loop
             import asyncio
 
-            return asyncio.run_coroutine_threadsafe(_settle_awaitable(outcome), session._loop).result()
+            return asyncio.run_coroutine_threadsafe(_settle_awaitable(outcome), loop).result()
         if inspect.iscoroutine(outcome):
             outcome.close()
         raise ToolError(f"Tool {name!r} is async: await ctx.call_tool_async(...) from an async tool.",
